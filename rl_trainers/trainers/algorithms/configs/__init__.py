@@ -1,0 +1,118 @@
+"""Dataclass config nodes, one module per group, registered in Hydra's ConfigStore here.
+
+Importing this package registers every node, so a ``@hydra.main`` entry point can compose
+``configs/*.yaml`` on top of them. Nothing else in rl_trainers imports this package except
+entry points and helpers.
+"""
+
+from __future__ import annotations
+
+from hydra.core.config_store import ConfigStore
+
+from .collectors import (
+    MultiaSyncDataCollectorConfig,
+    MultiSyncDataCollectorConfig,
+    SyncDataCollectorConfig,
+)
+from .common import config_field, field_help
+from .data import ReplayBufferConfig
+from .envs import GymEnvConfig
+from .logging import (
+    CSVLoggerConfig,
+    LoggerConfig,
+    MLFlowLoggerConfig,
+    TensorboardLoggerConfig,
+    WandbLoggerConfig,
+)
+from .modules import ActorCriticNetworkConfig, MLPConfig
+from .objectives import PPOLossConfig, SACLossConfig
+from .optim import (
+    AdamConfig,
+    AdamWConfig,
+    LRSchedulerConfig,
+    OptimizerConfig,
+    RMSpropConfig,
+    SGDConfig,
+)
+from .trainers import (
+    EvalConfig,
+    LoopConfig,
+    PPOLoopConfig,
+    PPOTrainerConfig,
+    SACLoopConfig,
+    SACTrainerConfig,
+)
+
+#: Options of each config group that users switch with ``group=option`` on the command line.
+GROUP_OPTIONS: dict[str, dict[str, type]] = {
+    "collector": {
+        "sync": SyncDataCollectorConfig,
+        "multi_sync": MultiSyncDataCollectorConfig,
+        "multi_async": MultiaSyncDataCollectorConfig,
+    },
+    "logger": {
+        "csv_schema": CSVLoggerConfig,
+        "tensorboard_schema": TensorboardLoggerConfig,
+        "wandb_schema": WandbLoggerConfig,
+        "mlflow_schema": MLFlowLoggerConfig,
+    },
+    "optimizer": {
+        "adam": AdamConfig,
+        "adamw": AdamWConfig,
+        "sgd": SGDConfig,
+        "rmsprop": RMSpropConfig,
+    },
+}
+
+#: The root schema of each algorithm's primary config (configs/<algorithm>_trainer.yaml).
+ROOT_SCHEMAS: dict[str, type] = {
+    "ppo_trainer_schema": PPOTrainerConfig,
+    "sac_trainer_schema": SACTrainerConfig,
+}
+
+
+def register_configs() -> None:
+    """Store every root schema and group option in Hydra's ConfigStore (idempotent)."""
+    store = ConfigStore.instance()
+    for name, node in ROOT_SCHEMAS.items():
+        store.store(name=name, node=node)
+    for group, options in GROUP_OPTIONS.items():
+        for name, node in options.items():
+            store.store(group=group, name=name, node=node)
+
+
+register_configs()
+
+__all__ = [
+    "ActorCriticNetworkConfig",
+    "AdamConfig",
+    "AdamWConfig",
+    "CSVLoggerConfig",
+    "EvalConfig",
+    "GROUP_OPTIONS",
+    "GymEnvConfig",
+    "LRSchedulerConfig",
+    "LoggerConfig",
+    "LoopConfig",
+    "MLFlowLoggerConfig",
+    "MLPConfig",
+    "MultiSyncDataCollectorConfig",
+    "MultiaSyncDataCollectorConfig",
+    "OptimizerConfig",
+    "PPOLoopConfig",
+    "PPOLossConfig",
+    "PPOTrainerConfig",
+    "RMSpropConfig",
+    "ROOT_SCHEMAS",
+    "ReplayBufferConfig",
+    "SACLoopConfig",
+    "SACLossConfig",
+    "SACTrainerConfig",
+    "SGDConfig",
+    "SyncDataCollectorConfig",
+    "TensorboardLoggerConfig",
+    "WandbLoggerConfig",
+    "config_field",
+    "field_help",
+    "register_configs",
+]

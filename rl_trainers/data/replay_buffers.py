@@ -1,0 +1,302 @@
+"""Replay buffers: a storage, a sampler and a writer behind one ``extend``/``sample`` API."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+from rl_trainers.data.samplers import RandomSampler, Sampler
+from rl_trainers.data.storages import ListStorage, Storage, TensorStorage
+from rl_trainers.data.writers import RoundRobinWriter, Writer
+
+__all__ = ["ReplayBuffer", "TensorDictReplayBuffer"]
+
+_RESERVED_KEYS = ("index", "_weight")
+
+
+class ReplayBuffer:
+    """A replay buffer of TensorDicts, tensors or (with :class:`ListStorage`) any objects.
+
+    Data written with :meth:`extend` has its leading dimensions flattened: a collector batch
+    shaped ``[num_envs, T]`` becomes ``num_envs * T`` items.
+
+    Args:
+        storage: where items live (default: ``ListStorage(1000)``).
+        sampler: which items are drawn (default: :class:`RandomSampler`).
+        writer: where new items go (default: :class:`RoundRobinWriter`).
+        batch_size: default number of items per :meth:`sample`.
+        collate_fn: turns what the storage returns into a batch (default: ``torch.stack`` for
+            lists, identity for tensor storages).
+        prefetch: number of batches sampled ahead in a background thread (needs
+            ``batch_size``); None or 0 disables prefetching.
+        transform: a callable applied to every sampled batch.
+
+    Example:
+        >>> rb = TensorDictReplayBuffer(storage=LazyTensorStorage(100_000), batch_size=256)
+        >>> rb.extend(collector_batch)
+        >>> batch = rb.sample()  # TensorDict [256] with "index"
+    """
+
+    def __init__(
+        self,
+        *,
+        storage: Storage | None = None,
+        sampler: Sampler | None = None,
+        writer: Writer | None = None,
+        batch_size: int | None = None,
+        collate_fn: Callable[[Any], Any] | None = None,
+        prefetch: int | None = None,
+        transform: Callable[[Any], Any] | None = None,
+    ) -> None:
+        self._storage = storage if storage is not None else ListStorage(1000)
+        self._sampler = sampler if sampler is not None else RandomSampler()
+        self._writer = writer if writer is not None else RoundRobinWriter()
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int or None, got {batch_size}")
+        self._batch_size = batch_size
+        self._collate_fn = collate_fn
+        self._transform = transform
+        self._prefetch = int(prefetch or 0)
+        if self._prefetch and batch_size is None:
+            raise ValueError("prefetch needs a default batch_size")
+        self._lock = threading.RLock()
+        self._executor: ThreadPoolExecutor | None = None
+        self._futures: deque[Future] = deque()
+        # A reopened storage (e.g. LazyMemmapStorage over an existing directory) already holds
+        # items: continue writing after them.
+        if len(self._storage):
+            self._writer._cursor = self._storage._last_cursor
+            self._sampler.extend(torch.arange(len(self._storage)))
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def storage(self) -> Storage:
+        return self._storage
+
+    @property
+    def sampler(self) -> Sampler:
+        return self._sampler
+
+    @property
+    def writer(self) -> Writer:
+        return self._writer
+
+    @property
+    def batch_size(self) -> int | None:
+        return self._batch_size
+
+    def __len__(self) -> int:
+        return len(self._storage)
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(storage={type(self._storage).__name__}"
+            f"(max_size={self._storage.max_size}), sampler={type(self._sampler).__name__}, "
+            f"len={len(self)}, batch_size={self._batch_size})"
+        )
+
+    # ------------------------------------------------------------------ writing
+    def _flatten(self, data: Any) -> Any:
+        if isinstance(data, TensorDictBase):
+            if data.batch_dims == 0:
+                raise ValueError(
+                    "extend() needs data with at least one batch dimension; use add() for one item"
+                )
+            if any(k in data.keys() for k in _RESERVED_KEYS):
+                data = data.exclude(*_RESERVED_KEYS)
+            if data.batch_dims > 1:
+                data = data.reshape(-1)
+            return data
+        if isinstance(data, torch.Tensor):
+            if isinstance(self._storage, TensorStorage) and data.ndim == 0:
+                raise ValueError("extend() needs a tensor with a leading dimension")
+            return data
+        return list(data)
+
+    def _priority_of(self, data: Any) -> torch.Tensor | None:
+        return None
+
+    def extend(self, data: Any) -> torch.Tensor:
+        """Write a batch of items; returns their storage indices (int64 tensor)."""
+        data = self._flatten(data)
+        n = len(data) if not isinstance(data, (TensorDictBase, torch.Tensor)) else data.shape[0]
+        max_size = self._storage.max_size
+        if n > max_size:
+            data = data[n - max_size :]
+            n = max_size
+        if n == 0:
+            return torch.empty(0, dtype=torch.long)
+        with self._lock:
+            index = self._writer.next_indices(n, max_size)
+            self._storage.set(index, data)
+            self._sampler.extend(index, self._priority_of(data))
+        return index
+
+    def add(self, data: Any) -> int:
+        """Write one item; returns its storage index."""
+        if isinstance(data, (TensorDictBase, torch.Tensor)):
+            batch = data.unsqueeze(0)
+        else:
+            batch = [data]
+        return int(self.extend(batch)[0])
+
+    # ------------------------------------------------------------------ sampling
+    def _sample(self, batch_size: int) -> tuple[Any, dict[str, Any]]:
+        with self._lock:
+            index, info = self._sampler.sample(len(self._storage), batch_size)
+            data = self._storage.get(index)
+        if self._collate_fn is not None:
+            data = self._collate_fn(data)
+        elif isinstance(data, list):
+            data = torch.stack(data) if isinstance(data[0], torch.Tensor) else data
+            if isinstance(data, list) and isinstance(data[0], TensorDictBase):
+                data = torch.stack(data)
+        info["index"] = index
+        if self._transform is not None:
+            data = self._transform(data)
+        return data, info
+
+    def sample(self, batch_size: int | None = None, return_info: bool = False) -> Any:
+        """Draw a batch.
+
+        Args:
+            batch_size: number of items (defaults to the buffer's ``batch_size``).
+            return_info: also return the dict of ``"index"`` (and ``"_weight"``).
+        """
+        if batch_size is None:
+            batch_size = self._batch_size
+            if batch_size is None:
+                raise RuntimeError(
+                    "sample() needs a batch_size: pass one or set it in the constructor"
+                )
+            if self._prefetch:
+                data, info = self._prefetched()
+                return (data, info) if return_info else data
+        elif batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        data, info = self._sample(batch_size)
+        return (data, info) if return_info else data
+
+    def _prefetched(self) -> tuple[Any, dict[str, Any]]:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1)
+        while len(self._futures) < self._prefetch + 1:
+            self._futures.append(self._executor.submit(self._sample, self._batch_size))
+        return self._futures.popleft().result()
+
+    def _drop_prefetched(self) -> None:
+        while self._futures:
+            self._futures.popleft().result()
+
+    # ------------------------------------------------------------------ priorities
+    def update_priority(self, index: torch.Tensor | int, priority: torch.Tensor | float) -> None:
+        """Set the sampling priority of the items at ``index`` (prioritized samplers only)."""
+        index = torch.as_tensor(index)
+        with self._lock:
+            self._sampler.update_priority(index, torch.as_tensor(priority))
+
+    # ------------------------------------------------------------------ state
+    def empty(self) -> None:
+        """Remove every item (capacity and configuration are kept)."""
+        self._drop_prefetched()
+        with self._lock:
+            self._storage.empty()
+            self._sampler.empty()
+            self._writer.empty()
+
+    def state_dict(self) -> dict[str, Any]:
+        """Contents, write cursor and sampler state, for an exact resume."""
+        self._drop_prefetched()
+        with self._lock:
+            return {
+                "storage": self._storage.state_dict(),
+                "sampler": self._sampler.state_dict(),
+                "writer": self._writer.state_dict(),
+            }
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned."""
+        self._drop_prefetched()
+        with self._lock:
+            self._storage.load_state_dict(state_dict["storage"])
+            self._sampler.load_state_dict(state_dict["sampler"])
+            self._writer.load_state_dict(state_dict["writer"])
+
+    def dumps(self, path: str | os.PathLike) -> None:
+        """Save storage, sampler and writer into directory ``path`` (see :meth:`loads`)."""
+        self._drop_prefetched()
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            self._storage.dumps(path / "storage")
+            torch.save(self._sampler.state_dict(), path / "sampler.pt")
+            (path / "writer.json").write_text(json.dumps(self._writer.state_dict()))
+
+    def loads(self, path: str | os.PathLike) -> None:
+        """Load what :meth:`dumps` wrote into directory ``path``."""
+        self._drop_prefetched()
+        path = Path(path)
+        with self._lock:
+            self._storage.loads(path / "storage")
+            self._sampler.load_state_dict(torch.load(path / "sampler.pt", weights_only=False))
+            self._writer.load_state_dict(json.loads((path / "writer.json").read_text()))
+
+    def __del__(self) -> None:
+        executor = getattr(self, "_executor", None)
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+
+
+class TensorDictReplayBuffer(ReplayBuffer):
+    """A replay buffer of TensorDicts whose samples carry their ``"index"`` (and ``"_weight"``).
+
+    With a :class:`PrioritizedSampler`, new items whose TensorDict holds ``priority_key`` get
+    that priority, and :meth:`update_tensordict_priority` reads ``priority_key`` and
+    ``"index"`` from a sampled (and loss-annotated) batch.
+
+    Args:
+        priority_key: the entry holding priorities (default ``"td_error"``).
+        **kwargs: as :class:`ReplayBuffer`.
+    """
+
+    def __init__(self, *, priority_key: str = "td_error", **kwargs: Any) -> None:
+        self.priority_key = priority_key
+        super().__init__(**kwargs)
+
+    def _priority_of(self, data: Any) -> torch.Tensor | None:
+        if isinstance(data, TensorDictBase):
+            return data.get(self.priority_key, None)
+        return None
+
+    def sample(self, batch_size: int | None = None, return_info: bool = False) -> Any:
+        data, info = super().sample(batch_size, return_info=True)
+        if not isinstance(data, TensorDictBase):
+            raise TypeError(f"TensorDictReplayBuffer stores TensorDicts, got {type(data).__name__}")
+        n = data.shape[0]
+        data.set("index", info["index"])
+        weight = info.get("_weight")
+        if weight is not None:
+            data.set("_weight", weight.reshape(n, *([1] * (data.batch_dims - 1))).expand(data.shape))
+        return (data, info) if return_info else data
+
+    def update_tensordict_priority(self, data: TensorDictBase) -> None:
+        """Update priorities from ``data[priority_key]`` at ``data["index"]``."""
+        priority = data.get(self.priority_key, None)
+        if priority is None:
+            raise KeyError(
+                f"update_tensordict_priority: key {self.priority_key!r} is not in the tensordict "
+                f"(keys: {list(data.keys())})"
+            )
+        self.update_priority(data.get("index"), priority.detach())
+
+
+def _stack_tds(items: list[TensorDictBase]) -> TensorDictBase:
+    return TensorDict.maybe_dense_stack(items) if hasattr(TensorDict, "maybe_dense_stack") else torch.stack(items)

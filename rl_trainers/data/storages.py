@@ -1,0 +1,368 @@
+"""Storages: where a replay buffer keeps its items.
+
+A storage is a fixed-capacity array of items addressed by integer index. Writers decide
+*where* to write (:meth:`Storage.set`), samplers decide *what* to read (:meth:`Storage.get`).
+
+- :class:`ListStorage` keeps arbitrary Python objects in a list.
+- :class:`LazyTensorStorage` keeps a TensorDict (or a tensor) of leading size ``max_size`` in
+  memory, allocated on the first write from the first data's shapes and dtypes.
+- :class:`LazyMemmapStorage` does the same on disk through tensordict's memory-mapped
+  tensors; the data survives the process and can be reopened (see its docstring).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from tensordict import MemoryMappedTensor, TensorDict, TensorDictBase
+
+__all__ = ["LazyMemmapStorage", "LazyTensorStorage", "ListStorage", "Storage", "TensorStorage"]
+
+_META_FILE = "rl_trainers_storage.json"
+
+
+def _check_max_size(max_size: int) -> int:
+    if not isinstance(max_size, int) or isinstance(max_size, bool) or max_size < 1:
+        raise ValueError(f"max_size must be a positive int, got {max_size!r}")
+    return max_size
+
+
+class Storage:
+    """Base class: a fixed-capacity container of items addressed by integer index.
+
+    Args:
+        max_size: the capacity.
+    """
+
+    def __init__(self, max_size: int) -> None:
+        self.max_size = _check_max_size(max_size)
+        self._len = 0
+        # Index following the last written item: lets a reopened storage resume writing.
+        self._last_cursor = 0
+
+    def __len__(self) -> int:
+        return self._len
+
+    def _note_write(self, index: torch.Tensor) -> None:
+        if index.numel() == 0:
+            return
+        self._len = max(self._len, int(index.max()) + 1)
+        self._last_cursor = (int(index[-1]) + 1) % self.max_size
+
+    def set(self, index: torch.Tensor, data: Any) -> None:
+        """Write ``data`` (leading dim ``len(index)``) at ``index``."""
+        raise NotImplementedError
+
+    def get(self, index: torch.Tensor) -> Any:
+        """Read the items at ``index``."""
+        raise NotImplementedError
+
+    def empty(self) -> None:
+        """Forget every item (the capacity and allocated memory are kept)."""
+        self._len = 0
+        self._last_cursor = 0
+
+    def state_dict(self) -> dict[str, Any]:
+        """Contents and counters, enough for :meth:`load_state_dict` to restore exactly."""
+        raise NotImplementedError
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned."""
+        raise NotImplementedError
+
+    def dumps(self, path: str | os.PathLike) -> None:
+        """Save the storage into directory ``path``."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        torch.save(self.state_dict(), path / "storage.pt")
+
+    def loads(self, path: str | os.PathLike) -> None:
+        """Load what :meth:`dumps` saved in directory ``path``."""
+        self.load_state_dict(torch.load(Path(path) / "storage.pt", weights_only=False))
+
+
+class ListStorage(Storage):
+    """A storage of arbitrary Python objects (one list slot per item).
+
+    Args:
+        max_size: the capacity.
+    """
+
+    def __init__(self, max_size: int) -> None:
+        super().__init__(max_size)
+        self._items: list[Any] = []
+
+    def set(self, index: torch.Tensor, data: Any) -> None:
+        index = torch.as_tensor(index).reshape(-1)
+        if len(data) != index.numel():
+            raise ValueError(f"got {len(data)} items for {index.numel()} indices")
+        for i, item in zip(index.tolist(), data):
+            if i >= self.max_size:
+                raise IndexError(f"index {i} out of range for max_size={self.max_size}")
+            if i < len(self._items):
+                self._items[i] = item
+            elif i == len(self._items):
+                self._items.append(item)
+            else:
+                self._items.extend([None] * (i - len(self._items)) + [item])
+        self._note_write(index)
+
+    def get(self, index: torch.Tensor) -> list[Any]:
+        index = torch.as_tensor(index).reshape(-1)
+        return [self._items[i] for i in index.tolist()]
+
+    def empty(self) -> None:
+        super().empty()
+        self._items = []
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"items": list(self._items), "len": self._len, "last_cursor": self._last_cursor}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self._items = list(state_dict["items"])
+        self._len = int(state_dict["len"])
+        self._last_cursor = int(state_dict["last_cursor"])
+
+
+def _as_storable(data: Any) -> Any:
+    if isinstance(data, (TensorDictBase, torch.Tensor)):
+        return data
+    raise TypeError(
+        f"tensor storages hold TensorDicts or tensors, got {type(data).__name__}; "
+        "use ListStorage for other objects"
+    )
+
+
+class TensorStorage(Storage):
+    """A storage over a TensorDict or tensor whose leading dimension is ``max_size``.
+
+    Args:
+        storage: the pre-allocated TensorDict/tensor (leading dim = capacity), or None.
+        max_size: the capacity (read from ``storage`` when given).
+        device: where the storage lives.
+    """
+
+    def __init__(
+        self,
+        storage: TensorDictBase | torch.Tensor | None = None,
+        max_size: int | None = None,
+        device: str | torch.device = "cpu",
+    ) -> None:
+        if max_size is None:
+            if storage is None:
+                raise ValueError("TensorStorage needs max_size or a pre-allocated storage")
+            max_size = int(storage.shape[0])
+        super().__init__(max_size)
+        self.device = torch.device(device)
+        self._storage: TensorDictBase | torch.Tensor | None = storage
+
+    @property
+    def initialized(self) -> bool:
+        """Whether the underlying memory has been allocated."""
+        return self._storage is not None
+
+    def _allocate(self, data: TensorDictBase | torch.Tensor) -> TensorDictBase | torch.Tensor:
+        shape = (self.max_size, *data.shape[1:])
+        if isinstance(data, torch.Tensor):
+            return torch.empty(shape, dtype=data.dtype, device=self.device)
+        td = data[0].clone() if data.shape[0] else data.clone()
+        return td.to(self.device).expand(shape).clone().contiguous()
+
+    def set(self, index: torch.Tensor, data: TensorDictBase | torch.Tensor) -> None:
+        data = _as_storable(data)
+        index = torch.as_tensor(index, dtype=torch.long).reshape(-1)
+        if data.shape[0] != index.numel():
+            raise ValueError(f"got {data.shape[0]} items for {index.numel()} indices")
+        if self._storage is None:
+            self._storage = self._allocate(data)
+        if isinstance(data, TensorDictBase):
+            data = data.to(self.device) if data.device != self.device else data
+            stored_shape = self._storage.shape[1:]
+            if data.batch_size[1:] != stored_shape:
+                raise ValueError(
+                    f"data of batch size {tuple(data.batch_size)} does not fit a storage of "
+                    f"item shape {tuple(stored_shape)}"
+                )
+        if index.numel() == 1 or bool((index[1:] - index[:-1] == 1).all()):
+            start = int(index[0])
+            self._storage[start : start + index.numel()] = data
+        else:
+            self._storage[index] = data
+        self._note_write(index)
+
+    def get(self, index: torch.Tensor) -> TensorDictBase | torch.Tensor:
+        if self._storage is None:
+            raise RuntimeError("cannot read from an empty storage: extend the buffer first")
+        return self._storage[index]
+
+    def state_dict(self) -> dict[str, Any]:
+        data = self._storage
+        if isinstance(data, TensorDictBase):
+            data = {"__tensordict__": data[: self._len].to_dict()}
+        elif data is not None:
+            data = data[: self._len].clone()
+        return {
+            "storage": data,
+            "len": self._len,
+            "last_cursor": self._last_cursor,
+            "max_size": self.max_size,
+        }
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        if int(state_dict["max_size"]) != self.max_size:
+            raise ValueError(
+                f"state_dict was saved from a storage of max_size={state_dict['max_size']}, "
+                f"this storage has max_size={self.max_size}"
+            )
+        data = state_dict["storage"]
+        length = int(state_dict["len"])
+        if data is not None:
+            if isinstance(data, dict):
+                data = TensorDict(data["__tensordict__"], batch_size=[length])
+            if length:
+                if self._storage is None:
+                    self._storage = self._allocate(data)
+                self._storage[:length] = data
+        self._len = length
+        self._last_cursor = int(state_dict["last_cursor"])
+
+
+class LazyTensorStorage(TensorStorage):
+    """In-memory storage allocated on the first write from the first data's shapes and dtypes.
+
+    Args:
+        max_size: the capacity in items (leading-dimension entries).
+        device: where the storage lives.
+
+    Example:
+        >>> storage = LazyTensorStorage(1000)
+        >>> rb = TensorDictReplayBuffer(storage=storage, batch_size=32)
+    """
+
+    def __init__(self, max_size: int, *, device: str | torch.device = "cpu") -> None:
+        super().__init__(storage=None, max_size=max_size, device=device)
+
+
+class LazyMemmapStorage(TensorStorage):
+    """On-disk storage of memory-mapped tensors, allocated on the first write.
+
+    The tensors live in ``scratch_dir`` (a fresh temporary directory when None) in tensordict's
+    memmap layout, next to a small JSON file with the fill level and write cursor, which is
+    refreshed on every write. A storage created later over the same ``scratch_dir`` with
+    ``existsok=True`` reopens that data (``len(storage)`` and the cursor included), so a new
+    :class:`ReplayBuffer` over it sees the old items. With ``existsok=False`` an existing
+    storage in ``scratch_dir`` is an error rather than silently overwritten.
+
+    Args:
+        max_size: the capacity in items.
+        scratch_dir: directory holding the memory-mapped files.
+        existsok: reopen data already in ``scratch_dir`` instead of raising.
+        device: must be "cpu" (memory maps live in host memory).
+    """
+
+    def __init__(
+        self,
+        max_size: int,
+        *,
+        scratch_dir: str | os.PathLike | None = None,
+        existsok: bool = False,
+        device: str | torch.device = "cpu",
+    ) -> None:
+        if torch.device(device).type != "cpu":
+            raise ValueError(f"LazyMemmapStorage lives on cpu, got device={device!r}")
+        super().__init__(storage=None, max_size=max_size, device="cpu")
+        self._owns_dir = scratch_dir is None
+        self.scratch_dir = Path(scratch_dir or tempfile.mkdtemp(prefix="rl_trainers_memmap_"))
+        self.existsok = existsok
+        if (self.scratch_dir / _META_FILE).exists():
+            if not existsok:
+                raise FileExistsError(
+                    f"{self.scratch_dir} already holds a LazyMemmapStorage; pass existsok=True "
+                    "to reopen it or choose another scratch_dir"
+                )
+            self._reopen()
+
+    def _reopen(self) -> None:
+        meta = json.loads((self.scratch_dir / _META_FILE).read_text())
+        if int(meta["max_size"]) != self.max_size:
+            raise ValueError(
+                f"{self.scratch_dir} holds a storage of max_size={meta['max_size']}, "
+                f"requested max_size={self.max_size}"
+            )
+        if meta["kind"] == "tensordict":
+            self._storage = TensorDict.load_memmap(self.scratch_dir / "data")
+        else:
+            self._storage = MemoryMappedTensor.from_filename(
+                str(self.scratch_dir / "data.memmap"),
+                dtype=getattr(torch, meta["dtype"]),
+                shape=torch.Size(meta["shape"]),
+            )
+        self._len = int(meta["len"])
+        self._last_cursor = int(meta["last_cursor"])
+
+    def _write_meta(self) -> None:
+        kind = "tensordict" if isinstance(self._storage, TensorDictBase) else "tensor"
+        meta = {
+            "kind": kind,
+            "max_size": self.max_size,
+            "len": self._len,
+            "last_cursor": self._last_cursor,
+        }
+        if kind == "tensor":
+            meta["dtype"] = str(self._storage.dtype).removeprefix("torch.")
+            meta["shape"] = list(self._storage.shape)
+        tmp = self.scratch_dir / (_META_FILE + ".tmp")
+        tmp.write_text(json.dumps(meta))
+        os.replace(tmp, self.scratch_dir / _META_FILE)
+
+    def _allocate(self, data: TensorDictBase | torch.Tensor) -> TensorDictBase | torch.Tensor:
+        self.scratch_dir.mkdir(parents=True, exist_ok=True)
+        shape = (self.max_size, *data.shape[1:])
+        if isinstance(data, torch.Tensor):
+            return MemoryMappedTensor.empty(
+                shape, dtype=data.dtype, filename=str(self.scratch_dir / "data.memmap")
+            )
+        template = data[:1].to("cpu").expand(shape)
+        return template.memmap_like(prefix=self.scratch_dir / "data", existsok=True)
+
+    def set(self, index: torch.Tensor, data: TensorDictBase | torch.Tensor) -> None:
+        super().set(index, data)
+        self._write_meta()
+
+    def empty(self) -> None:
+        super().empty()
+        if self._storage is not None:
+            self._write_meta()
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        super().load_state_dict(state_dict)
+        if self._storage is not None:
+            self._write_meta()
+
+    def dumps(self, path: str | os.PathLike) -> None:
+        """Copy the memory-mapped files and metadata into directory ``path``.
+
+        ``LazyMemmapStorage(max_size, scratch_dir=path, existsok=True)`` reopens the copy.
+        """
+        path = Path(path)
+        if path.resolve() == self.scratch_dir.resolve():
+            return
+        if self._storage is None:
+            path.mkdir(parents=True, exist_ok=True)
+            return
+        shutil.copytree(self.scratch_dir, path, dirs_exist_ok=True)
+
+    def loads(self, path: str | os.PathLike) -> None:
+        """Copy into this storage the data saved by :meth:`dumps` in ``path``."""
+        other = LazyMemmapStorage(self.max_size, scratch_dir=path, existsok=True)
+        self.load_state_dict(other.state_dict())
+
+    def __del__(self) -> None:
+        if getattr(self, "_owns_dir", False):
+            shutil.rmtree(getattr(self, "scratch_dir", ""), ignore_errors=True)

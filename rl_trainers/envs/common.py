@@ -1,0 +1,316 @@
+"""``EnvBase``: the TensorDict interface every environment (and TransformedEnv) exposes.
+
+Subclasses implement ``_reset(tensordict) -> TensorDict`` (observations and done flags) and
+``_step(tensordict) -> TensorDict`` (the ``"next"`` entries: observations, reward, done flags),
+and fill the four full specs in ``__init__``. Everything else (``step``,
+``step_and_maybe_reset``, ``rollout``, ``rand_step``, ``fake_tensordict``) is built here.
+
+Partial resets: ``reset(td)`` with a boolean ``"_reset"`` entry of shape ``[*B, 1]`` resets
+only the flagged sub-environments; the other entries of the output keep the input values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+from rl_trainers.envs.specs import Categorical, Composite, TensorSpec, Unbounded
+from rl_trainers.envs.utils import DONE_KEYS, step_mdp
+
+__all__ = ["EnvBase", "make_done_spec"]
+
+
+def make_done_spec(batch_size: torch.Size, device: Any = None) -> Composite:
+    """Composite of ``done``/``terminated``/``truncated`` bool flags of shape ``[*B, 1]``."""
+    shape = (*batch_size, 1)
+    return Composite(
+        {k: Categorical(2, shape=shape, dtype=torch.bool, device=device) for k in DONE_KEYS},
+        shape=batch_size,
+        device=device,
+    )
+
+
+class EnvBase:
+    """Abstract TensorDict environment.
+
+    Args:
+        device: device of the produced tensors.
+        batch_size: batch size of the env (``()`` for a single env).
+    """
+
+    def __init__(self, device: Any = "cpu", batch_size: torch.Size | tuple = ()) -> None:
+        self.device = torch.device(device if device is not None else "cpu")
+        self.batch_size = torch.Size(batch_size)
+        self.full_observation_spec = Composite(shape=self.batch_size, device=self.device)
+        self.full_action_spec = Composite(shape=self.batch_size, device=self.device)
+        self.full_reward_spec = Composite(
+            reward=Unbounded(shape=(*self.batch_size, 1), device=self.device),
+            shape=self.batch_size,
+            device=self.device,
+        )
+        self.full_done_spec = make_done_spec(self.batch_size, self.device)
+        self.is_closed = False
+
+    # --- specs -------------------------------------------------------------------------------
+    @property
+    def observation_spec(self) -> Composite:
+        """Composite of all observation entries."""
+        return self.full_observation_spec
+
+    @observation_spec.setter
+    def observation_spec(self, value: Composite) -> None:
+        self.full_observation_spec = value
+
+    @property
+    def action_spec(self) -> TensorSpec:
+        """Spec of the ``"action"`` entry."""
+        return self.full_action_spec["action"]
+
+    @action_spec.setter
+    def action_spec(self, value: TensorSpec) -> None:
+        self.full_action_spec["action"] = value
+
+    @property
+    def reward_spec(self) -> TensorSpec:
+        """Spec of the ``"reward"`` entry."""
+        return self.full_reward_spec["reward"]
+
+    @reward_spec.setter
+    def reward_spec(self, value: TensorSpec) -> None:
+        self.full_reward_spec["reward"] = value
+
+    @property
+    def done_spec(self) -> Composite:
+        """Composite of ``done``, ``terminated`` and ``truncated``."""
+        return self.full_done_spec
+
+    @property
+    def state_spec(self) -> Composite:
+        """Non-action inputs of ``step`` (none for gym envs)."""
+        return Composite(shape=self.batch_size, device=self.device)
+
+    @property
+    def input_spec(self) -> Composite:
+        """Everything ``step`` reads."""
+        return Composite(full_action_spec=self.full_action_spec, shape=self.batch_size)
+
+    @property
+    def output_spec(self) -> Composite:
+        """Everything ``step`` writes."""
+        return Composite(
+            full_observation_spec=self.full_observation_spec,
+            full_reward_spec=self.full_reward_spec,
+            full_done_spec=self.full_done_spec,
+            shape=self.batch_size,
+        )
+
+    @property
+    def action_key(self) -> str:
+        """Name of the action entry."""
+        return "action"
+
+    @property
+    def reward_key(self) -> str:
+        """Name of the reward entry."""
+        return "reward"
+
+    @property
+    def done_keys(self) -> list[str]:
+        """Names of the done entries."""
+        return list(DONE_KEYS)
+
+    @property
+    def numel(self) -> int:
+        """Number of sub-environments."""
+        return self.batch_size.numel()
+
+    # --- to implement ------------------------------------------------------------------------
+    def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
+        raise NotImplementedError
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        raise NotImplementedError
+
+    def _set_seed(self, seed: int | None) -> None:
+        raise NotImplementedError
+
+    # --- public API --------------------------------------------------------------------------
+    def reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
+        """Reset the env (or the sub-envs flagged by a ``"_reset"`` entry).
+
+        Args:
+            tensordict: optional input; its ``"_reset"`` entry selects sub-envs to reset.
+            **kwargs: ignored (torchrl compatibility).
+
+        Returns:
+            A TensorDict with the observations and ``done/terminated/truncated`` flags.
+        """
+        out = self._reset(tensordict)
+        if tensordict is not None:
+            # keep non-overwritten entries of the input (e.g. collector ids), drop the mask
+            for key, value in tensordict.items():
+                if key not in out.keys() and key not in ("_reset", "next", "action"):
+                    out.set(key, value)
+        return out
+
+    def step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Apply ``tensordict["action"]`` and write the results under ``"next"``.
+
+        Args:
+            tensordict: input holding ``"action"``.
+
+        Returns:
+            The same TensorDict with a ``"next"`` sub-TensorDict.
+        """
+        next_td = self._step(tensordict)
+        tensordict.set("next", next_td)
+        return tensordict
+
+    def step_and_maybe_reset(
+        self, tensordict: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        """Step, then build the next policy input, resetting finished (sub-)envs.
+
+        Args:
+            tensordict: input holding ``"action"``.
+
+        Returns:
+            ``(transition, next_input)``: ``transition["next"]`` holds the true final
+            observation of finished episodes, ``next_input`` holds their reset observation.
+        """
+        tensordict = self.step(tensordict)
+        next_input = step_mdp(tensordict)
+        done = next_input.get("done")
+        if bool(done.any()):
+            next_input.set("_reset", done)
+            next_input = self.reset(next_input)
+        return tensordict, next_input
+
+    def rollout(
+        self,
+        max_steps: int,
+        policy: Callable[[TensorDictBase], TensorDictBase] | None = None,
+        callback: Callable[[EnvBase, TensorDictBase], Any] | None = None,
+        auto_reset: bool = True,
+        break_when_any_done: bool = True,
+        tensordict: TensorDictBase | None = None,
+        auto_cast_to_device: bool = False,
+        return_contiguous: bool = True,
+    ) -> TensorDictBase:
+        """Play up to ``max_steps`` steps and stack the transitions along a last (time) dim.
+
+        Args:
+            max_steps: number of steps.
+            policy: ``td -> td`` writing ``"action"``; random actions from the spec if None.
+            callback: called as ``callback(env, td)`` after each step.
+            auto_reset: reset before the first step (else ``tensordict`` is the first input).
+            break_when_any_done: stop after the first step where any (sub-)env is done;
+                otherwise finished sub-envs are reset and the rollout continues.
+            tensordict: first input (required if ``auto_reset=False``).
+            auto_cast_to_device: unused (single device).
+            return_contiguous: unused (always stacked).
+
+        Returns:
+            A TensorDict of batch size ``(*env.batch_size, T)``.
+        """
+        if auto_reset:
+            td = self.reset(tensordict)
+        else:
+            if tensordict is None:
+                raise ValueError("rollout(auto_reset=False) needs a `tensordict` to start from.")
+            td = tensordict
+        steps = []
+        for _ in range(int(max_steps)):
+            if policy is None:
+                td.set("action", self.action_spec.rand())
+            else:
+                td = policy(td)
+            if break_when_any_done:
+                td = self.step(td)
+                steps.append(td)
+                if callback is not None:
+                    callback(self, td)
+                if bool(td.get(("next", "done")).any()):
+                    break
+                td = step_mdp(td)
+            else:
+                td, nxt = self.step_and_maybe_reset(td)
+                steps.append(td)
+                if callback is not None:
+                    callback(self, td)
+                td = nxt
+        if not steps:
+            raise ValueError(f"rollout needs max_steps >= 1, got {max_steps}.")
+        return torch.stack(steps, dim=len(self.batch_size))
+
+    def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
+        """Write a random action from the action spec into ``tensordict`` (new if None)."""
+        if tensordict is None:
+            tensordict = TensorDict({}, batch_size=self.batch_size, device=self.device)
+        tensordict.set("action", self.action_spec.rand())
+        return tensordict
+
+    def rand_step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
+        """Step with a random action."""
+        return self.step(self.rand_action(tensordict))
+
+    def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
+        """Seed the environment's resets and action sampling.
+
+        Args:
+            seed: the seed (applied at the next reset).
+            static_seed: unused (torchrl compatibility).
+
+        Returns:
+            The next unused seed (``seed + number of sub-envs``), to seed something else.
+        """
+        self._set_seed(seed)
+        if seed is None:
+            return None
+        return int(seed) + max(1, self.numel)
+
+    def fake_tensordict(self) -> TensorDictBase:
+        """A zero-filled transition with every key the env reads and writes."""
+        obs = self.full_observation_spec.zero()
+        done = self.full_done_spec.zero()
+        td = obs.clone()
+        td.update(done)
+        td.update(self.full_action_spec.zero())
+        nxt = obs.clone()
+        nxt.update(self.full_reward_spec.zero())
+        nxt.update(done.clone())
+        td.set("next", nxt)
+        return td
+
+    def state_dict(self) -> dict[str, Any]:
+        """Env state to checkpoint (empty for raw envs; transforms add statistics)."""
+        return {}
+
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
+        """Load what ``state_dict`` returned."""
+
+    def close(self) -> None:
+        """Release resources."""
+        self.is_closed = True
+
+    def to(self, device: Any) -> EnvBase:
+        """Only CPU envs are supported; returns self for ``cpu``."""
+        if torch.device(device) != self.device:
+            raise ValueError(f"{type(self).__name__} runs on {self.device}, cannot move to {device}.")
+        return self
+
+    def __del__(self) -> None:
+        try:
+            if not getattr(self, "is_closed", True):
+                self.close()
+        except Exception:  # noqa: BLE001 - best effort at interpreter exit
+            pass
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(batch_size={tuple(self.batch_size)}, device={self.device},\n"
+            f"  observation_spec={self.observation_spec!r},\n  action_spec={self.action_spec!r})"
+        )

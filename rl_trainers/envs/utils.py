@@ -1,0 +1,155 @@
+"""Helpers shared by environments, collectors and trainers.
+
+``step_mdp`` moves the ``"next"`` entries of a transition to the root to make the input of the
+next policy call. ``set_exploration_type``/``ExplorationType``/``exploration_type`` are aliases of
+tensordict.nn's interaction type helpers (random vs deterministic acting).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from tensordict.nn import InteractionType, interaction_type, set_interaction_type
+
+if TYPE_CHECKING:
+    from rl_trainers.envs.common import EnvBase
+
+__all__ = [
+    "step_mdp",
+    "set_exploration_type",
+    "ExplorationType",
+    "exploration_type",
+    "check_env_specs",
+    "new_td",
+    "DONE_KEYS",
+]
+
+ExplorationType = InteractionType
+set_exploration_type = set_interaction_type
+exploration_type = interaction_type
+
+DONE_KEYS = ("done", "terminated", "truncated")
+
+_new_unsafe = getattr(TensorDict, "_new_unsafe", None)
+
+
+def new_td(source: dict[str, Any], batch_size: torch.Size, device: Any = None) -> TensorDict:
+    """Build a TensorDict from trusted tensors without per-entry validation (hot path).
+
+    Args:
+        source: mapping of keys to tensors (nested dicts allowed) of leading shape batch_size.
+        batch_size: the batch size.
+        device: the device, or None.
+    """
+    if _new_unsafe is not None:
+        return _new_unsafe(source, batch_size=batch_size, device=device)
+    return TensorDict(source, batch_size=batch_size, device=device)
+
+
+def step_mdp(
+    tensordict: TensorDictBase,
+    next_tensordict: TensorDictBase | None = None,
+    keep_other: bool = True,
+    exclude_reward: bool = True,
+    exclude_done: bool = False,
+    exclude_action: bool = True,
+    reward_keys: str | Sequence[str] = "reward",
+    done_keys: str | Sequence[str] = DONE_KEYS,
+    action_keys: str | Sequence[str] = "action",
+) -> TensorDictBase:
+    """Make the next policy input from a transition ``tensordict`` (with a ``"next"`` entry).
+
+    The ``"next"`` entries go to the root (reward excluded by default); other root entries are
+    kept (``keep_other``) except the action. The input is not modified.
+
+    Args:
+        tensordict: a transition holding ``"next"``.
+        next_tensordict: optional output TensorDict to update in place.
+        keep_other: keep root entries that are not overwritten by ``"next"`` ones.
+        exclude_reward: drop the reward keys.
+        exclude_done: drop the done keys.
+        exclude_action: drop the action keys.
+        reward_keys: reward key(s).
+        done_keys: done key(s).
+        action_keys: action key(s).
+
+    Returns:
+        A new TensorDict (or ``next_tensordict`` updated).
+    """
+    if isinstance(reward_keys, str):
+        reward_keys = (reward_keys,)
+    if isinstance(done_keys, str):
+        done_keys = (done_keys,)
+    if isinstance(action_keys, str):
+        action_keys = (action_keys,)
+    nxt = tensordict.get("next")
+    drop = set()
+    if exclude_reward:
+        drop.update(reward_keys)
+    if exclude_done:
+        drop.update(done_keys)
+    src: dict[str, Any] = {}
+    if keep_other:
+        root_drop = {"next", *drop}
+        if exclude_action:
+            root_drop.update(action_keys)
+        for k, v in tensordict.items():
+            if k not in root_drop:
+                src[k] = v
+    for k, v in nxt.items():
+        if k not in drop:
+            src[k] = v
+    if next_tensordict is not None:
+        next_tensordict.update(src)
+        return next_tensordict
+    return new_td(src, tensordict.batch_size, tensordict.device)
+
+
+def check_env_specs(
+    env: EnvBase, return_contiguous: bool = True, check_dtype: bool = True, seed: int | None = None
+) -> None:
+    """Run a short random rollout and check every entry against the env's specs.
+
+    Args:
+        env: the environment.
+        return_contiguous: kept for torchrl compatibility (ignored).
+        check_dtype: also compare dtypes.
+        seed: optional seed for ``env.set_seed``.
+
+    Raises:
+        AssertionError: naming the key whose shape, dtype or presence does not match.
+    """
+    if seed is not None:
+        env.set_seed(seed)
+    fake = env.fake_tensordict()
+    real = env.rollout(3, break_when_any_done=False)
+    real0 = real[..., 0]
+    fake_keys = set(fake.keys(True, True))
+    real_keys = set(real0.keys(True, True))
+    missing = fake_keys - real_keys
+    if missing:
+        raise AssertionError(
+            f"Keys {sorted(map(str, missing))} are in the specs but not in a rollout; "
+            f"rollout keys: {sorted(map(str, real_keys))}."
+        )
+    for key in fake_keys:
+        a, b = fake.get(key), real0.get(key)
+        if a.shape != b.shape:
+            raise AssertionError(
+                f"Shape of {key!r} is {tuple(b.shape)} in a rollout but the specs say "
+                f"{tuple(a.shape)}."
+            )
+        if check_dtype and a.dtype != b.dtype:
+            raise AssertionError(
+                f"Dtype of {key!r} is {b.dtype} in a rollout but the specs say {a.dtype}."
+            )
+    obs_spec = env.observation_spec
+    for key in obs_spec.keys(True, True):
+        spec = obs_spec[key]
+        for where in (key, ("next", *((key,) if isinstance(key, str) else key))):
+            value = real.get(where)
+            if not spec.is_in(value):
+                raise AssertionError(f"Entry {where!r} of a rollout is not in its spec {spec!r}.")

@@ -1,0 +1,299 @@
+"""TensorDict actors and value operators.
+
+Stochastic actors follow tensordict's interaction types: under
+``set_interaction_type(InteractionType.RANDOM)`` they sample, otherwise (deterministic, mode,
+mean, or nothing set) they take the distribution's deterministic value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from tensordict import TensorDictBase
+from tensordict.nn import (
+    InteractionType,
+    TensorDictModule,
+    TensorDictModuleBase,
+    interaction_type,
+)
+from torch import nn
+
+from rl_trainers.modules.distributions import TanhNormal
+
+__all__ = [
+    "ProbabilisticActor",
+    "Actor",
+    "ValueOperator",
+    "QValueActor",
+    "TanhModule",
+    "spec_kind",
+]
+
+NestedKey = str | tuple
+
+
+def spec_kind(spec) -> str:
+    """Classifies an action spec as ``"one_hot"``, ``"categorical"``, ``"bounded"`` or ``"unbounded"``.
+
+    Works on the real specs of :mod:`rl_trainers.envs.specs` and on any object exposing the same
+    attributes (``n`` for discrete specs, ``low``/``high`` for bounded ones).
+    """
+    name = type(spec).__name__.lower()
+    if "onehot" in name:
+        return "one_hot"
+    if "multicategorical" in name or "binary" in name:
+        raise ValueError(f"action spec {type(spec).__name__} is not supported by the actors")
+    if "categorical" in name or "discrete" in name:
+        return "categorical"
+    if "bounded" in name and "unbounded" not in name:
+        return "bounded"
+    if "unbounded" in name:
+        return "unbounded"
+    if getattr(spec, "n", None) is not None:
+        shape = tuple(getattr(spec, "shape", ()))
+        return "one_hot" if shape and shape[-1] == spec.n else "categorical"
+    if getattr(spec, "low", None) is not None and getattr(spec, "high", None) is not None:
+        return "bounded"
+    return "unbounded"
+
+
+def _deterministic() -> bool:
+    itype = interaction_type()
+    return itype is None or itype != InteractionType.RANDOM
+
+
+class ProbabilisticActor(TensorDictModuleBase):
+    """Runs a module that writes distribution parameters, then acts with that distribution.
+
+    Args:
+        module: a tensordict module writing the distribution parameters (e.g. ``loc``/``scale``).
+        in_keys: keys of the distribution parameters, a list (passed positionally in order as
+            the distribution's keyword names ``loc``, ``scale``... are the key names) or a dict
+            ``{distribution_kwarg: key}``.
+        out_keys: where to write the action (``["action"]``).
+        spec: the action spec (optional: casts discrete actions to its dtype).
+        distribution_class: a distribution class of :mod:`rl_trainers.modules.distributions`
+            or any class with the same methods.
+        distribution_kwargs: extra keyword arguments of the distribution (e.g. ``low``/``high``).
+        return_log_prob: also write the action's log-probability at ``log_prob_key``.
+        log_prob_key: key of the log-probability (``"sample_log_prob"``).
+        default_interaction_type: used when no interaction type is set (deterministic).
+    """
+
+    def __init__(
+        self,
+        module: TensorDictModuleBase,
+        in_keys: Sequence[NestedKey] | dict[str, NestedKey],
+        out_keys: Sequence[NestedKey] | None = None,
+        *,
+        spec=None,
+        distribution_class: type = TanhNormal,
+        distribution_kwargs: dict | None = None,
+        return_log_prob: bool = False,
+        log_prob_key: NestedKey = "sample_log_prob",
+        default_interaction_type: InteractionType = InteractionType.DETERMINISTIC,
+    ) -> None:
+        super().__init__()
+        if not isinstance(module, TensorDictModuleBase):
+            raise TypeError(
+                f"ProbabilisticActor needs a tensordict module (e.g. TensorDictModule), got {type(module).__name__}"
+            )
+        if isinstance(in_keys, str):
+            in_keys = [in_keys]
+        if isinstance(in_keys, dict):
+            self._dist_keys = dict(in_keys)
+        else:
+            self._dist_keys = {k if isinstance(k, str) else k[-1]: k for k in in_keys}
+        out_keys = ["action"] if out_keys is None else list(out_keys)
+        self.module = module
+        self.spec = spec
+        self.distribution_class = distribution_class
+        self.distribution_kwargs = dict(distribution_kwargs or {})
+        for key in ("low", "high"):
+            value = self.distribution_kwargs.get(key)
+            if torch.is_tensor(value):
+                self.register_buffer(f"_dist_{key}", value.clone(), persistent=False)
+                self.distribution_kwargs.pop(key)
+        self.return_log_prob = return_log_prob
+        self.log_prob_key = log_prob_key
+        self.default_interaction_type = default_interaction_type
+        self._action_dtype = getattr(spec, "dtype", None) if spec is not None else None
+        self.in_keys = list(module.in_keys)
+        self.out_keys = list(module.out_keys) + out_keys + ([log_prob_key] if return_log_prob else [])
+        self.action_key = out_keys[0]
+
+    def _dist_kwargs(self) -> dict:
+        kwargs = self.distribution_kwargs
+        if hasattr(self, "_dist_low") or hasattr(self, "_dist_high"):
+            kwargs = dict(kwargs)
+            if hasattr(self, "_dist_low"):
+                kwargs["low"] = self._dist_low
+            if hasattr(self, "_dist_high"):
+                kwargs["high"] = self._dist_high
+        return kwargs
+
+    def build_dist(self, tensordict: TensorDictBase):
+        """Builds the distribution from parameters already present in ``tensordict``."""
+        params = {name: tensordict.get(key) for name, key in self._dist_keys.items()}
+        return self.distribution_class(**params, **self._dist_kwargs())
+
+    def get_dist(self, tensordict: TensorDictBase):
+        """Runs the parameter module on ``tensordict`` (in place) and returns the distribution."""
+        tensordict = self.module(tensordict)
+        return self.build_dist(tensordict)
+
+    def _interaction(self) -> InteractionType:
+        itype = interaction_type()
+        return self.default_interaction_type if itype is None else itype
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        dist = self.get_dist(tensordict)
+        log_prob = None
+        if self._interaction() == InteractionType.RANDOM:
+            if self.return_log_prob and hasattr(dist, "sample_and_log_prob"):
+                action, log_prob = dist.sample_and_log_prob()
+            else:
+                action = dist.sample()
+        else:
+            action = dist.deterministic_sample
+        if self.return_log_prob and log_prob is None:
+            log_prob = dist.log_prob(action)
+        if self._action_dtype is not None and action.dtype != self._action_dtype:
+            action = action.to(self._action_dtype)
+        tensordict.set(self.action_key, action)
+        if log_prob is not None:
+            tensordict.set(self.log_prob_key, log_prob)
+        return tensordict
+
+
+class TanhModule(nn.Module):
+    """Squashes its input into ``[low, high]`` with ``tanh`` (bounded deterministic actors)."""
+
+    def __init__(self, low: torch.Tensor | float = -1.0, high: torch.Tensor | float = 1.0) -> None:
+        super().__init__()
+        low = torch.as_tensor(low, dtype=torch.float32)
+        high = torch.as_tensor(high, dtype=torch.float32)
+        self.register_buffer("mid", (high + low) / 2)
+        self.register_buffer("half", (high - low) / 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.mid + self.half * torch.tanh(x)
+
+
+class Actor(TensorDictModule):
+    """A deterministic actor: ``module(observation) -> action``.
+
+    Args:
+        module: the network.
+        in_keys: input keys (``["observation"]``).
+        out_keys: output keys (``["action"]``).
+        spec: the action spec (kept for exploration wrappers).
+    """
+
+    def __init__(
+        self,
+        module: nn.Module,
+        in_keys: Sequence[NestedKey] | None = None,
+        out_keys: Sequence[NestedKey] | None = None,
+        *,
+        spec=None,
+    ) -> None:
+        super().__init__(
+            module,
+            in_keys=list(in_keys) if in_keys is not None else ["observation"],
+            out_keys=list(out_keys) if out_keys is not None else ["action"],
+        )
+        self.spec = spec
+
+
+class ValueOperator(TensorDictModule):
+    """Wraps a value network reading ``in_keys`` and writing a value.
+
+    The default output key is ``"state_value"``, or ``"state_action_value"`` when ``"action"``
+    is among the inputs. Several inputs reach the module as separate positional arguments
+    (:class:`~rl_trainers.modules.MLP` concatenates them).
+
+    Args:
+        module: the network.
+        in_keys: input keys (``["observation"]``).
+        out_keys: output keys.
+    """
+
+    def __init__(
+        self,
+        module: nn.Module,
+        in_keys: Sequence[NestedKey] | None = None,
+        out_keys: Sequence[NestedKey] | None = None,
+    ) -> None:
+        in_keys = ["observation"] if in_keys is None else list(in_keys)
+        if out_keys is None:
+            out_keys = ["state_action_value"] if "action" in in_keys else ["state_value"]
+        super().__init__(module, in_keys=in_keys, out_keys=list(out_keys))
+
+
+class QValueActor(TensorDictModuleBase):
+    """Greedy actor over a Q-network's action values.
+
+    Writes ``"action_value"`` ``[*B, n]``, ``"action"`` (one-hot ``[*B, n]`` or index ``[*B]``
+    matching the spec) and ``"chosen_action_value"`` ``[*B, 1]``.
+
+    Args:
+        module: network mapping the inputs to ``[*B, n]`` action values (or a tensordict module
+            writing ``"action_value"``).
+        in_keys: input keys (``["observation"]``).
+        spec: the action spec (OneHot or Categorical).
+        action_space: ``"one_hot"`` or ``"categorical"`` when no spec is given.
+        action_value_key: key of the action values.
+    """
+
+    def __init__(
+        self,
+        module: nn.Module,
+        in_keys: Sequence[NestedKey] | None = None,
+        spec=None,
+        action_space: str | None = None,
+        action_value_key: NestedKey = "action_value",
+    ) -> None:
+        super().__init__()
+        if spec is None and action_space is None:
+            raise ValueError("QValueActor needs a spec or an action_space ('one_hot' or 'categorical')")
+        kind = action_space if spec is None else spec_kind(spec)
+        aliases = {"one-hot": "one_hot", "onehot": "one_hot", "categorical": "categorical"}
+        kind = aliases.get(kind, kind)
+        if kind not in ("one_hot", "categorical"):
+            raise ValueError(f"QValueActor supports one_hot or categorical actions, got {kind!r}")
+        self.action_space = kind
+        self.spec = spec
+        self._action_dtype = getattr(spec, "dtype", None) if spec is not None else None
+        if isinstance(module, TensorDictModuleBase):
+            self._td_module = True
+            in_keys = list(module.in_keys)
+        else:
+            self._td_module = False
+            in_keys = ["observation"] if in_keys is None else list(in_keys)
+        self.module = module
+        self.action_value_key = action_value_key
+        self.in_keys = in_keys
+        self.out_keys = ["action", action_value_key, "chosen_action_value"]
+
+    def action_values(self, tensordict: TensorDictBase) -> torch.Tensor:
+        """Returns the action values ``[*B, n]`` without writing anything."""
+        if self._td_module:
+            return self.module(tensordict).get(self.action_value_key)
+        return self.module(*(tensordict.get(k) for k in self.in_keys))
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        values = self.action_values(tensordict)
+        index = values.argmax(-1)
+        chosen = values.gather(-1, index.unsqueeze(-1))
+        if self.action_space == "one_hot":
+            action = F.one_hot(index, values.shape[-1])
+            action = action.to(self._action_dtype or torch.int64)
+        else:
+            action = index if self._action_dtype is None else index.to(self._action_dtype)
+        tensordict.set(self.action_value_key, values)
+        tensordict.set("action", action)
+        tensordict.set("chosen_action_value", chosen)
+        return tensordict

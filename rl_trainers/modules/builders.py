@@ -1,0 +1,191 @@
+"""Builders that read every size from the specs, so no user types ``in_features``.
+
+Example:
+    >>> actor = make_actor(env.observation_spec, env.action_spec)       # doctest: +SKIP
+    >>> critic = make_value(env.observation_spec)                      # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from tensordict.nn import AddStateIndependentNormalScale, NormalParamExtractor, TensorDictModule
+from torch import nn
+
+from rl_trainers.modules.actors import (
+    Actor,
+    ProbabilisticActor,
+    QValueActor,
+    TanhModule,
+    ValueOperator,
+    spec_kind,
+)
+from rl_trainers.modules.distributions import (
+    Categorical,
+    IndependentNormal,
+    OneHotCategorical,
+    TanhNormal,
+)
+from rl_trainers.modules.models import MLP
+
+__all__ = ["make_actor", "make_value", "make_qvalue", "observation_size", "action_size"]
+
+
+def observation_size(observation_spec, key: str = "observation") -> int | None:
+    """Returns the last-dim size of the observation entry ``key`` (``None`` if unknown).
+
+    Args:
+        observation_spec: a Composite (looked up at ``key``) or a leaf spec, or None.
+        key: the observation key inside a Composite.
+    """
+    if observation_spec is None:
+        return None
+    spec = observation_spec
+    if hasattr(spec, "keys") and callable(spec.keys):
+        if key not in list(spec.keys()):
+            raise KeyError(f"observation key {key!r} not in the spec; keys: {list(spec.keys())}")
+        spec = spec[key]
+    shape = tuple(spec.shape)
+    if len(shape) == 0:
+        return 1
+    return int(shape[-1])
+
+
+def action_size(action_spec) -> int:
+    """Number of network outputs needed per action dimension set (n for discrete, d otherwise)."""
+    kind = spec_kind(action_spec)
+    if kind in ("one_hot", "categorical"):
+        return int(action_spec.n)
+    shape = tuple(action_spec.shape)
+    return int(shape[-1]) if shape else 1
+
+
+def make_actor(
+    observation_spec,
+    action_spec,
+    num_cells: Sequence[int] = (64, 64),
+    activation: type[nn.Module] = nn.Tanh,
+    *,
+    in_key: str = "observation",
+    return_log_prob: bool = True,
+    deterministic: bool = False,
+    state_dependent_scale: bool = True,
+    tanh_unbounded: bool = False,
+) -> TensorDictModule | ProbabilisticActor:
+    """Builds a policy whose sizes and bounds come from the specs.
+
+    * OneHot / Categorical actions: a categorical actor over logits.
+    * Bounded actions: a :class:`TanhNormal` actor with ``low``/``high`` from the spec.
+    * Unbounded actions: a diagonal Gaussian (or an unscaled TanhNormal with ``tanh_unbounded``).
+    * ``deterministic=True``: an :class:`Actor` (tanh-squashed into the bounds) for TD3/DDPG.
+
+    Args:
+        observation_spec: the env's observation spec (Composite or leaf).
+        action_spec: the env's action spec.
+        num_cells: hidden layer sizes.
+        activation: activation class.
+        in_key: observation key read by the policy.
+        return_log_prob: write ``"sample_log_prob"`` (stochastic actors).
+        deterministic: build a deterministic actor instead.
+        state_dependent_scale: Gaussian scale predicted by the network (else a learned vector).
+        tanh_unbounded: squash unbounded continuous actions into ``[-1, 1]``.
+    """
+    kind = spec_kind(action_spec)
+    in_features = observation_size(observation_spec, in_key)
+    n_out = action_size(action_spec)
+    cells = list(num_cells)
+    if deterministic:
+        if kind in ("one_hot", "categorical"):
+            raise ValueError("deterministic actors need continuous actions; use QValueActor for discrete ones")
+        net = MLP(in_features, n_out, num_cells=cells, activation_class=activation)
+        if kind == "bounded":
+            net = nn.Sequential(net, TanhModule(action_spec.low, action_spec.high))
+        return Actor(net, in_keys=[in_key], spec=action_spec)
+    if kind in ("one_hot", "categorical"):
+        net = MLP(in_features, n_out, num_cells=cells, activation_class=activation)
+        module = TensorDictModule(net, in_keys=[in_key], out_keys=["logits"])
+        dist_class = OneHotCategorical if kind == "one_hot" else Categorical
+        return ProbabilisticActor(
+            module,
+            in_keys=["logits"],
+            spec=action_spec,
+            distribution_class=dist_class,
+            return_log_prob=return_log_prob,
+        )
+    if state_dependent_scale:
+        net = nn.Sequential(
+            MLP(in_features, 2 * n_out, num_cells=cells, activation_class=activation),
+            NormalParamExtractor(),
+        )
+    else:
+        net = nn.Sequential(
+            MLP(in_features, n_out, num_cells=cells, activation_class=activation),
+            AddStateIndependentNormalScale(torch.Size([n_out])),
+        )
+    module = TensorDictModule(net, in_keys=[in_key], out_keys=["loc", "scale"])
+    if kind == "bounded":
+        dist_class, dist_kwargs = TanhNormal, {"low": action_spec.low, "high": action_spec.high}
+    elif tanh_unbounded:
+        dist_class, dist_kwargs = TanhNormal, {}
+    else:
+        dist_class, dist_kwargs = IndependentNormal, {}
+    return ProbabilisticActor(
+        module,
+        in_keys=["loc", "scale"],
+        spec=action_spec,
+        distribution_class=dist_class,
+        distribution_kwargs=dist_kwargs,
+        return_log_prob=return_log_prob,
+    )
+
+
+def make_value(
+    observation_spec,
+    num_cells: Sequence[int] = (64, 64),
+    activation: type[nn.Module] = nn.Tanh,
+    *,
+    in_key: str = "observation",
+) -> ValueOperator:
+    """Builds a state-value critic ``V(s)`` writing ``"state_value"`` ``[*B, 1]``.
+
+    Args:
+        observation_spec: the env's observation spec.
+        num_cells: hidden layer sizes.
+        activation: activation class.
+        in_key: observation key.
+    """
+    in_features = observation_size(observation_spec, in_key)
+    net = MLP(in_features, 1, num_cells=list(num_cells), activation_class=activation)
+    return ValueOperator(net, in_keys=[in_key])
+
+
+def make_qvalue(
+    observation_spec,
+    action_spec,
+    num_cells: Sequence[int] = (256, 256),
+    activation: type[nn.Module] = nn.ReLU,
+    *,
+    in_key: str = "observation",
+) -> ValueOperator | QValueActor:
+    """Builds a Q critic.
+
+    Continuous actions: ``Q(s, a)`` reading ``[in_key, "action"]`` and writing
+    ``"state_action_value"`` (SAC, TD3, DDPG). Discrete actions: a :class:`QValueActor` over
+    ``n`` action values (DQN).
+
+    Args:
+        observation_spec: the env's observation spec.
+        action_spec: the env's action spec.
+        num_cells: hidden layer sizes.
+        activation: activation class.
+        in_key: observation key.
+    """
+    kind = spec_kind(action_spec)
+    obs = observation_size(observation_spec, in_key)
+    if kind in ("one_hot", "categorical"):
+        net = MLP(obs, int(action_spec.n), num_cells=list(num_cells), activation_class=activation)
+        return QValueActor(net, in_keys=[in_key], spec=action_spec)
+    in_features = None if obs is None else obs + action_size(action_spec)
+    net = MLP(in_features, 1, num_cells=list(num_cells), activation_class=activation)
+    return ValueOperator(net, in_keys=[in_key, "action"])

@@ -1,0 +1,291 @@
+"""Lean action distributions for actors and losses.
+
+These avoid ``torch.distributions`` (argument validation, broadcasting, transform stacks) in
+the hot paths of acting and of the losses. Each distribution treats the last dimension as the
+event: ``log_prob`` and ``entropy`` return ``[*B]``.
+
+Every class exposes ``sample()``, ``log_prob(value)``, ``entropy()``, ``mode``, ``mean`` and
+``deterministic_sample``; the reparameterised ones also have ``rsample()`` and
+``rsample_and_log_prob()``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["TanhNormal", "IndependentNormal", "Categorical", "OneHotCategorical", "Delta"]
+
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+_LOG2 = math.log(2.0)
+
+
+def _as_tensor(value, like: torch.Tensor) -> torch.Tensor:
+    return torch.as_tensor(value, dtype=like.dtype, device=like.device)
+
+
+class IndependentNormal:
+    """Diagonal Gaussian over the last dimension.
+
+    Args:
+        loc: mean ``[*B, d]``.
+        scale: standard deviation ``[*B, d]`` (positive).
+    """
+
+    has_rsample = True
+
+    def __init__(self, loc: torch.Tensor, scale: torch.Tensor) -> None:
+        self.loc = loc
+        self.scale = scale
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        return self.loc.shape[:-1]
+
+    @property
+    def mode(self) -> torch.Tensor:
+        return self.loc
+
+    mean = mode
+    deterministic_sample = mode
+
+    def rsample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
+        shape = torch.Size(sample_shape) + self.loc.shape
+        return self.loc + self.scale * torch.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
+
+    def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
+        with torch.no_grad():
+            return self.rsample(sample_shape)
+
+    def log_prob(self, value: torch.Tensor) -> torch.Tensor:
+        z = (value - self.loc) / self.scale
+        return (-0.5 * z.pow(2) - self.scale.log() - _HALF_LOG_2PI).sum(-1)
+
+    def rsample_and_log_prob(self) -> tuple[torch.Tensor, torch.Tensor]:
+        noise = torch.randn_like(self.loc)
+        value = self.loc + self.scale * noise
+        log_prob = (-0.5 * noise.pow(2) - self.scale.log() - _HALF_LOG_2PI).sum(-1)
+        return value, log_prob
+
+    def entropy(self) -> torch.Tensor:
+        return (0.5 + _HALF_LOG_2PI + self.scale.log()).sum(-1)
+
+
+class TanhNormal:
+    """A Gaussian squashed by ``tanh`` and affinely mapped onto ``[low, high]``.
+
+    ``u ~ N(loc, scale)``, ``action = mid + half * tanh(u)`` with ``mid = (high + low) / 2`` and
+    ``half = (high - low) / 2``. The log-density uses the stable identity
+    ``log(1 - tanh(u)^2) = 2 * (log 2 - u - softplus(-2u))``.
+
+    Args:
+        loc: pre-squash mean ``[*B, d]``.
+        scale: pre-squash standard deviation ``[*B, d]``.
+        low: lower bound of the action (scalar or ``[d]``), default -1.
+        high: upper bound of the action (scalar or ``[d]``), default 1.
+        tanh_loc: squash ``loc`` with ``upscale * tanh(loc / upscale)`` first (keeps it bounded).
+        upscale: scale of that squashing.
+        event_dims: number of trailing event dims summed in ``log_prob`` (1).
+    """
+
+    has_rsample = True
+
+    def __init__(
+        self,
+        loc: torch.Tensor,
+        scale: torch.Tensor,
+        low: torch.Tensor | float = -1.0,
+        high: torch.Tensor | float = 1.0,
+        tanh_loc: bool = False,
+        upscale: float = 5.0,
+        event_dims: int = 1,
+    ) -> None:
+        if tanh_loc:
+            loc = upscale * torch.tanh(loc / upscale)
+        self.loc = loc
+        self.scale = scale
+        low = _as_tensor(low, loc)
+        high = _as_tensor(high, loc)
+        if torch.is_tensor(low) and low.numel() > 1 and not (low < high).all():
+            raise ValueError(f"TanhNormal needs low < high, got low={low} high={high}")
+        self.low = low
+        self.high = high
+        self._mid = (high + low) / 2
+        self._half = (high - low) / 2
+        self.event_dims = event_dims
+        eps = torch.finfo(loc.dtype).eps
+        self._clamp = 1.0 - 2 * eps if loc.dtype == torch.float64 else 1.0 - 1e-6
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        return self.loc.shape[: self.loc.dim() - self.event_dims]
+
+    def _sum_event(self, x: torch.Tensor) -> torch.Tensor:
+        return x.sum(tuple(range(-self.event_dims, 0))) if self.event_dims else x
+
+    def _log_det(self, u: torch.Tensor) -> torch.Tensor:
+        # log |d action / d u| = log(half) + log(1 - tanh(u)^2)
+        return 2.0 * (_LOG2 - u - F.softplus(-2.0 * u)) + self._half.log()
+
+    @property
+    def mode(self) -> torch.Tensor:
+        """The squashed location ``mid + half * tanh(loc)`` (used for deterministic acting)."""
+        return self._mid + self._half * torch.tanh(self.loc)
+
+    deterministic_sample = mode
+
+    @property
+    def mean(self) -> torch.Tensor:
+        """Approximated by :attr:`mode` (the exact mean has no closed form)."""
+        return self.mode
+
+    def _base_log_prob(self, noise: torch.Tensor) -> torch.Tensor:
+        return -0.5 * noise.pow(2) - self.scale.log() - _HALF_LOG_2PI
+
+    def rsample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
+        shape = torch.Size(sample_shape) + self.loc.shape
+        u = self.loc + self.scale * torch.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
+        return self._mid + self._half * torch.tanh(u)
+
+    def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
+        with torch.no_grad():
+            return self.rsample(sample_shape)
+
+    def rsample_and_log_prob(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Draws a reparameterised action and its log-density in one pass (no atanh)."""
+        noise = torch.randn_like(self.loc)
+        u = self.loc + self.scale * noise
+        action = self._mid + self._half * torch.tanh(u)
+        log_prob = self._sum_event(self._base_log_prob(noise) - self._log_det(u))
+        return action, log_prob
+
+    def sample_and_log_prob(self) -> tuple[torch.Tensor, torch.Tensor]:
+        with torch.no_grad():
+            return self.rsample_and_log_prob()
+
+    def log_prob(self, value: torch.Tensor) -> torch.Tensor:
+        """Log-density of actions in ``[low, high]`` (clamped just inside the bounds)."""
+        x = ((value - self._mid) / self._half).clamp(-self._clamp, self._clamp)
+        u = torch.atanh(x)
+        noise = (u - self.loc) / self.scale
+        return self._sum_event(self._base_log_prob(noise) - self._log_det(u))
+
+    def entropy(self) -> torch.Tensor:
+        """One-sample Monte-Carlo estimate ``-log p(a)`` (no closed form exists)."""
+        return -self.rsample_and_log_prob()[1]
+
+
+class Categorical:
+    """Categorical over the last dim of ``logits``; samples are int64 indices ``[*B]``.
+
+    Args:
+        logits: unnormalised log-probabilities ``[*B, n]``.
+        probs: probabilities instead of logits.
+    """
+
+    has_rsample = False
+
+    def __init__(self, logits: torch.Tensor | None = None, probs: torch.Tensor | None = None) -> None:
+        if (logits is None) == (probs is None):
+            raise ValueError("Categorical needs exactly one of logits or probs")
+        if logits is None:
+            logits = probs.clamp_min(torch.finfo(probs.dtype).tiny).log()
+        self.logits = logits
+        self._logp: torch.Tensor | None = None
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        return self.logits.shape[:-1]
+
+    @property
+    def log_probs(self) -> torch.Tensor:
+        """Normalised log-probabilities ``[*B, n]``."""
+        if self._logp is None:
+            self._logp = torch.log_softmax(self.logits, -1)
+        return self._logp
+
+    @property
+    def probs(self) -> torch.Tensor:
+        return self.log_probs.exp()
+
+    def _sample_index(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
+        shape = torch.Size(sample_shape) + self.logits.shape
+        with torch.no_grad():
+            u = torch.rand(shape, dtype=self.logits.dtype, device=self.logits.device)
+            gumbel = -torch.log(-torch.log(u.clamp_min(1e-20)))
+            return (self.logits.detach() + gumbel).argmax(-1)
+
+    def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
+        return self._sample_index(sample_shape)
+
+    @property
+    def mode(self) -> torch.Tensor:
+        return self.logits.argmax(-1)
+
+    deterministic_sample = mode
+
+    @property
+    def mean(self) -> torch.Tensor:
+        raise NotImplementedError("a categorical distribution has no mean; use mode")
+
+    def log_prob(self, value: torch.Tensor) -> torch.Tensor:
+        return self.log_probs.gather(-1, value.long().unsqueeze(-1)).squeeze(-1)
+
+    def entropy(self) -> torch.Tensor:
+        logp = self.log_probs
+        return -(logp.exp() * logp).sum(-1)
+
+
+class OneHotCategorical(Categorical):
+    """Categorical whose samples are one-hot vectors ``[*B, n]`` (float unless ``dtype`` is set)."""
+
+    def __init__(
+        self,
+        logits: torch.Tensor | None = None,
+        probs: torch.Tensor | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__(logits=logits, probs=probs)
+        self.dtype = dtype or self.logits.dtype
+
+    def _one_hot(self, index: torch.Tensor) -> torch.Tensor:
+        return F.one_hot(index, self.logits.shape[-1]).to(self.dtype)
+
+    def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
+        return self._one_hot(self._sample_index(sample_shape))
+
+    @property
+    def mode(self) -> torch.Tensor:
+        return self._one_hot(self.logits.argmax(-1))
+
+    deterministic_sample = mode
+
+    def log_prob(self, value: torch.Tensor) -> torch.Tensor:
+        return (self.log_probs * value.to(self.log_probs.dtype)).sum(-1)
+
+
+class Delta:
+    """A point mass at ``param`` (deterministic policies inside a probabilistic actor)."""
+
+    has_rsample = True
+
+    def __init__(self, param: torch.Tensor) -> None:
+        self.param = param
+
+    @property
+    def mode(self) -> torch.Tensor:
+        return self.param
+
+    mean = mode
+    deterministic_sample = mode
+
+    def rsample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
+        return self.param.expand(torch.Size(sample_shape) + self.param.shape)
+
+    def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
+        return self.rsample(sample_shape).detach()
+
+    def log_prob(self, value: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(value.shape[:-1], dtype=value.dtype, device=value.device)

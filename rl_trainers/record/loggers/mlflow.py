@@ -1,0 +1,209 @@
+"""A logger writing to an MLflow tracking store (local sqlite, file store or server)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from .common import Logger, encode_gif, flatten_hparams, missing_extra, to_python_scalar
+
+__all__ = ["MLFlowLogger", "resolve_tracking_uri"]
+
+_MAX_PARAM_LEN = 6000
+_BATCH = 100
+
+
+def resolve_tracking_uri(tracking_uri: str | os.PathLike) -> str:
+    """Turns a tracking location into an MLflow URI.
+
+    - a URI with a scheme (``sqlite:///...``, ``http://...``, ``file:///...``) is kept;
+      for ``file:`` URIs the deprecated file store is allowed (``MLFLOW_ALLOW_FILE_STORE``);
+    - a plain directory path becomes ``sqlite:///<path>/mlflow.db`` (MLflow 3 no longer
+      accepts plain directories as stores by default).
+
+    Args:
+        tracking_uri: a URI or a local directory path.
+    """
+    uri = str(tracking_uri)
+    if "://" in uri or uri.startswith("databricks"):
+        if uri.startswith("file:"):
+            os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+        return uri
+    directory = Path(uri).expanduser().absolute()
+    directory.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{directory / 'mlflow.db'}"
+
+
+class MLFlowLogger(Logger):
+    """Wrapper for the MLflow logger: one MLflow run in experiment ``exp_name``.
+
+    Scalars become metrics (with their step), hyper-parameters become params (flattened
+    with ``.``), videos (GIF), histograms (JSON) and strings become artifacts.
+    ``self.experiment`` is the ``MlflowClient``; ``self.run_id`` the run.
+
+    Resuming: pass ``run_id`` (``logger.state_dict()["run_id"]``) or call
+    :meth:`load_state_dict`; MLflow keeps every metric point it receives, so points logged
+    after the checkpoint by the interrupted session stay in the history.
+
+    Args:
+        exp_name: the MLflow experiment name (created if missing).
+        tracking_uri: a tracking URI (``sqlite:///...``, ``file:///...``, ``http://...``)
+            or a local directory (then an sqlite store ``<dir>/mlflow.db`` is used, with
+            artifacts in ``<dir>/artifacts``).
+        tags: tags set on the run.
+        run_id: an existing run to continue.
+        video_fps: default frames per second of videos.
+        **kwargs: ``run_name`` names the run; ``artifact_location`` sets where a new
+            experiment stores artifacts.
+    """
+
+    def __init__(
+        self,
+        exp_name: str,
+        tracking_uri: str,
+        tags: dict[str, Any] | None = None,
+        *,
+        run_id: str | None = None,
+        video_fps: int = 30,
+        **kwargs: Any,
+    ) -> None:
+        self._raw_uri = str(tracking_uri)
+        self.tags = dict(tags or {})
+        self.run_id = run_id
+        self.video_fps = video_fps
+        self._run_name = kwargs.pop("run_name", None)
+        self._artifact_location = kwargs.pop("artifact_location", None)
+        if kwargs:
+            raise TypeError(f"MLFlowLogger got unexpected keyword arguments {sorted(kwargs)}.")
+        super().__init__(exp_name=exp_name, log_dir=self._raw_uri)
+
+    def _create_experiment(self):
+        try:
+            from mlflow.tracking import MlflowClient
+        except ImportError as err:
+            raise missing_extra("mlflow", "mlflow") from err
+        self.tracking_uri = resolve_tracking_uri(self._raw_uri)
+        client = MlflowClient(tracking_uri=self.tracking_uri)
+        artifact_location = self._artifact_location
+        if artifact_location is None and self.tracking_uri.startswith("sqlite:///"):
+            root = Path(self.tracking_uri[len("sqlite:///") :]).parent
+            artifact_location = (root / "artifacts" / self.exp_name).as_uri()
+        found = client.get_experiment_by_name(self.exp_name)
+        if found is not None:
+            self.experiment_id = found.experiment_id
+        else:
+            self.experiment_id = client.create_experiment(
+                self.exp_name, artifact_location=artifact_location
+            )
+        tags = {str(k): str(v) for k, v in self.tags.items()}
+        if self.run_id is None:
+            run = client.create_run(self.experiment_id, tags=tags, run_name=self._run_name)
+            self.run_id = run.info.run_id
+        else:
+            client.update_run(self.run_id, status="RUNNING")
+            for key, value in tags.items():
+                client.set_tag(self.run_id, key, value)
+        return client
+
+    def log_scalar(self, name: str, value: float, step: int | None = None) -> None:
+        """Logs a metric point (step 0 when ``None``)."""
+        self.experiment.log_metric(
+            self.run_id, name, float(to_python_scalar(value)), step=int(step or 0)
+        )
+        self._record_step(name, step)
+
+    def log_metrics(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
+        """Logs several metrics at one step with one store call."""
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        points = [
+            Metric(name, float(to_python_scalar(v)), now, int(step or 0))
+            for name, v in metrics.items()
+        ]
+        for start in range(0, len(points), _BATCH):
+            self.experiment.log_batch(self.run_id, metrics=points[start : start + _BATCH])
+        for name in metrics:
+            self._record_step(name, step)
+
+    def log_hparams(self, cfg: Mapping[str, Any] | Any) -> None:
+        """Logs the flattened hyper-parameters as run params (values as strings)."""
+        from mlflow.entities import Param
+
+        params = [
+            Param(key, str(value)[:_MAX_PARAM_LEN]) for key, value in flatten_hparams(cfg).items()
+        ]
+        for start in range(0, len(params), _BATCH):
+            self.experiment.log_batch(self.run_id, params=params[start : start + _BATCH])
+
+    def _log_file(self, data: bytes, file_name: str, artifact_path: str) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp, file_name)
+            path.write_bytes(data)
+            self.experiment.log_artifact(self.run_id, str(path), artifact_path=artifact_path)
+
+    def log_video(self, name: str, video: Tensor, step: int | None = None, **kwargs) -> None:
+        """Logs ``videos/<name>_<step>.gif`` as an artifact; ``fps`` may be overridden."""
+        fps = kwargs.pop("fps", self.video_fps)
+        folder, _, base = name.rpartition("/")
+        artifact_path = "/".join(p for p in ("videos", folder) if p)
+        self._log_file(encode_gif(video, fps=fps), f"{base}_{int(step or 0)}.gif", artifact_path)
+        self._record_step(name, step)
+
+    def log_histogram(
+        self, name: str, data: Sequence | Tensor, step: int | None = None, **kwargs
+    ) -> None:
+        """Logs ``histograms/<name>_<step>.json`` with bin ``edges`` and ``counts``."""
+        values = torch.as_tensor(data).detach().cpu().flatten().double()
+        bins = int(kwargs.pop("bins", 64))
+        counts = torch.histc(values, bins=bins, min=values.min().item(), max=values.max().item())
+        edges = torch.linspace(values.min().item(), values.max().item(), bins + 1)
+        payload = json.dumps({"edges": edges.tolist(), "counts": counts.tolist()})
+        folder, _, base = name.rpartition("/")
+        artifact_path = "/".join(p for p in ("histograms", folder) if p)
+        self._log_file(payload.encode(), f"{base}_{int(step or 0)}.json", artifact_path)
+        self._record_step(name, step)
+
+    def log_str(self, name: str, value: str, step: int | None = None) -> None:
+        """Logs ``texts/<name>_<step>.txt`` as an artifact."""
+        self.experiment.log_text(self.run_id, str(value), f"texts/{name}_{int(step or 0)}.txt")
+        self._record_step(name, step)
+
+    def close(self) -> None:
+        """Marks the run as finished."""
+        if not self._closed:
+            self.experiment.set_terminated(self.run_id)
+        super().close()
+
+    def state_dict(self) -> dict[str, Any]:
+        """The base state plus ``run_id``, ``experiment_id`` and ``tracking_uri``."""
+        state = super().state_dict()
+        state.update(
+            run_id=self.run_id, experiment_id=self.experiment_id, tracking_uri=self.tracking_uri
+        )
+        return state
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Restores counters and continues the saved run.
+
+        The run this logger opened is deleted if it received no data.
+        """
+        super().load_state_dict(state_dict)
+        saved = state_dict.get("run_id")
+        if saved is None or saved == self.run_id:
+            return
+        current = self.experiment.get_run(self.run_id).data
+        if not (current.metrics or current.params):
+            self.experiment.delete_run(self.run_id)
+        else:
+            self.experiment.set_terminated(self.run_id)
+        self.run_id = saved
+        self.experiment.update_run(saved, status="RUNNING")

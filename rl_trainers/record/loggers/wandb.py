@@ -1,0 +1,170 @@
+"""A logger writing to Weights & Biases (online, or offline with no account needed)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from .common import Logger, encode_gif, hparams_to_dict, missing_extra, to_python_scalar
+
+__all__ = ["WandbLogger"]
+
+# Quiet, prompt-free defaults; a user's own environment settings win.
+_OFFLINE_ENV = {
+    "WANDB_SILENT": "true",
+    "WANDB_CONSOLE": "off",
+    "WANDB_DISABLE_GIT": "true",
+    "WANDB_DISABLE_CODE": "true",
+}
+
+
+class WandbLogger(Logger):
+    """Wrapper for the wandb logger.
+
+    With ``offline=True`` the run is written under ``<save_dir>/wandb/offline-run-*`` and
+    never contacts a server nor asks to log in; upload it later with ``wandb sync``.
+    Videos are encoded as GIFs with Pillow (no moviepy needed).
+
+    To resume a run, pass the ``id`` of the previous run (``logger.state_dict()["id"]``),
+    or call :meth:`load_state_dict`, which re-attaches to the saved run if it differs.
+
+    Args:
+        exp_name: the run name.
+        offline: run in offline mode.
+        save_dir: the directory wandb writes into (``log_dir`` is accepted as an alias).
+        id: the run id, to resume an existing run.
+        project: the W&B project; defaults to ``exp_name``'s project ``"rl_trainers"``.
+        video_fps: default frames per second of videos.
+        **kwargs: forwarded to ``wandb.init`` (e.g. ``entity``, ``group``, ``tags``,
+            ``config``).
+    """
+
+    def __init__(
+        self,
+        exp_name: str,
+        offline: bool = False,
+        save_dir: str | None = None,
+        id: str | None = None,  # noqa: A002 - torchrl's name
+        project: str | None = None,
+        *,
+        video_fps: int = 32,
+        **kwargs: Any,
+    ) -> None:
+        log_dir = kwargs.pop("log_dir", None)
+        if save_dir is None:
+            save_dir = log_dir
+        self.offline = offline
+        self.save_dir = save_dir
+        self.id = id
+        self.project = project if project is not None else "rl_trainers"
+        self.video_fps = video_fps
+        self._init_kwargs = kwargs
+        super().__init__(exp_name=exp_name, log_dir=save_dir)
+
+    def _create_experiment(self):
+        try:
+            import wandb
+        except ImportError as err:
+            raise missing_extra("wandb", "wandb") from err
+        if self.offline:
+            for key, value in _OFFLINE_ENV.items():
+                os.environ.setdefault(key, value)
+        kwargs = dict(self._init_kwargs)
+        if self.save_dir is not None:
+            os.makedirs(self.save_dir, exist_ok=True)
+            kwargs.setdefault("dir", self.save_dir)
+        if self.id is not None:
+            kwargs.setdefault("resume", "allow")
+        kwargs.setdefault("reinit", "create_new")
+        if self.offline:
+            kwargs["mode"] = "offline"
+        run = wandb.init(project=self.project, name=self.exp_name, id=self.id, **kwargs)
+        self.id = run.id
+        return run
+
+    @property
+    def run_dir(self) -> str:
+        """The local directory of the run (``.../offline-run-<time>-<id>/files``' parent)."""
+        return str(Path(self.experiment.dir).parent)
+
+    def log_scalar(self, name: str, value: float, step: int | None = None) -> None:
+        """Logs ``{name: value}``; W&B ignores steps lower than one already logged."""
+        self._log({name: to_python_scalar(value)}, step)
+        self._record_step(name, step)
+
+    def log_metrics(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
+        """Logs several scalars in one W&B history row."""
+        self._log({k: to_python_scalar(v) for k, v in metrics.items()}, step)
+        for name in metrics:
+            self._record_step(name, step)
+
+    def _log(self, data: dict[str, Any], step: int | None) -> None:
+        if step is None:
+            self.experiment.log(data)
+        else:
+            self.experiment.log(data, step=int(step))
+
+    def log_video(self, name: str, video: Tensor, step: int | None = None, **kwargs) -> None:
+        """Logs a video as an animated GIF; ``fps`` overrides the default frame rate."""
+        import wandb
+
+        fps = kwargs.pop("fps", self.video_fps)
+        media_dir = self.save_dir if self.save_dir is not None else tempfile.gettempdir()
+        with tempfile.NamedTemporaryFile(suffix=".gif", dir=media_dir, delete=False) as f:
+            f.write(encode_gif(video, fps=fps))
+            path = f.name
+        try:
+            self._log({name: wandb.Video(path, fps=fps, format="gif", **kwargs)}, step)
+        finally:
+            os.unlink(path)
+        self._record_step(name, step)
+
+    def log_hparams(self, cfg: Mapping[str, Any] | Any) -> None:
+        """Updates the run config with the (nested, resolved) hyper-parameters."""
+        self.experiment.config.update(hparams_to_dict(cfg), allow_val_change=True)
+
+    def log_histogram(
+        self, name: str, data: Sequence | Tensor, step: int | None = None, **kwargs
+    ) -> None:
+        """Logs a ``wandb.Histogram``; ``bins`` (default 64) sets the number of bins."""
+        import wandb
+
+        values = torch.as_tensor(data).detach().cpu().flatten().double().numpy()
+        bins = kwargs.pop("bins", 64)
+        self._log({name: wandb.Histogram(np.asarray(values), num_bins=bins)}, step)
+        self._record_step(name, step)
+
+    def log_str(self, name: str, value: str, step: int | None = None) -> None:
+        """Logs a string value."""
+        self._log({name: str(value)}, step)
+        self._record_step(name, step)
+
+    def close(self) -> None:
+        """Finishes the run (writes the summary)."""
+        if not self._closed:
+            self.experiment.finish()
+        super().close()
+
+    def state_dict(self) -> dict[str, Any]:
+        """The base state plus the run ``id`` and ``project``."""
+        state = super().state_dict()
+        state.update(id=self.id, project=self.project)
+        return state
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Restores counters and, if the saved run differs, resumes that run instead."""
+        super().load_state_dict(state_dict)
+        saved_id = state_dict.get("id")
+        if saved_id is not None and saved_id != self.id:
+            self.experiment.finish()
+            self.id = saved_id
+            self.project = state_dict.get("project", self.project)
+            self.experiment = self._create_experiment()
+            self._closed = False

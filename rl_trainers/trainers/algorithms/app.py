@@ -1,0 +1,176 @@
+"""The Hydra application shared by every ``sota-implementations/<algo>_trainer/train.py``.
+
+``train.py`` is a dozen lines::
+
+    from rl_trainers.trainers.algorithms.app import CONFIG_DIR, run, user_errors
+    import hydra
+
+    @hydra.main(config_path=CONFIG_DIR, config_name="ppo_trainer", version_base=None)
+    def main(cfg):
+        with user_errors():
+            return run(cfg)
+
+``run`` validates the config, builds the algorithm trainer (seeding first), trains,
+evaluates, and writes ``summary.json`` next to the resolved config in Hydra's run directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import sys
+import time
+import typing
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
+
+from .configs import ROOT_SCHEMAS
+from .errors import ConfigError
+
+#: The directory of the YAML recipes (``configs/`` at the top of the repository).
+CONFIG_DIR = str(Path(__file__).resolve().parents[3] / "configs")
+
+
+@contextlib.contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn a :class:`ConfigError` into a short message on stderr and exit status 2.
+
+    With ``HYDRA_FULL_ERROR=1`` the exception propagates with its full traceback.
+    """
+    try:
+        yield
+    except ConfigError as err:
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        print(f"Error: {err}", file=sys.stderr)
+        print("(set HYDRA_FULL_ERROR=1 for the full traceback)", file=sys.stderr)
+        sys.exit(2)
+
+
+# ----------------------------------------------------------------------------- --help
+
+
+def _type_name(tp: Any) -> str:
+    if isinstance(tp, str):
+        return tp.replace("typing.", "")
+    origin = typing.get_origin(tp)
+    if origin is None:
+        return getattr(tp, "__name__", str(tp))
+    args = ", ".join(_type_name(a) for a in typing.get_args(tp))
+    return f"{getattr(origin, '__name__', str(origin))}[{args}]"
+
+
+def _field_lines(node: type, prefix: str = "") -> list[str]:
+    lines = []
+    hints = typing.get_type_hints(node)
+    for f in dataclasses.fields(node):
+        if f.name.startswith("_"):
+            continue
+        tp = hints.get(f.name, f.type)
+        if dataclasses.is_dataclass(tp):
+            lines.append(f"  {prefix}{f.name}:  {f.metadata.get('help', '')}")
+            lines.extend(_field_lines(tp, prefix=f"{prefix}{f.name}."))
+            continue
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        text = f"{prefix}{f.name}={default!r}".replace("${", "\\${")
+        lines.append(f"    {text:<44} ({_type_name(tp)}) {f.metadata.get('help', '')}")
+    return lines
+
+
+def help_template(algorithm: str, schema: type) -> str:
+    """The ``--help`` page: groups with their options, then every field with its description."""
+    return "\n".join(
+        [
+            f"{algorithm}: train {algorithm.removesuffix('_trainer').upper()} with rl_trainers.",
+            "",
+            f"Usage: python sota-implementations/{algorithm}/train.py [group=option] [field=value]",
+            "  e.g. env=pendulum logger=tensorboard optimizer.lr=3e-4 trainer.total_frames=50000",
+            "  -m seed=0,1,2          sweep (each run in its own directory under multirun/)",
+            "  env.env_name=<id>      any gymnasium id, or 'module:Class'",
+            "  --cfg job              print the composed config",
+            "",
+            "== Config groups (group=option) ==",
+            "$APP_CONFIG_GROUPS",
+            "== Fields (field=default  (type) description) ==",
+            *_field_lines(schema),
+            "",
+            "Network input/output sizes and action bounds are never configured:",
+            "they are read from the environment's spaces.",
+            "Set HYDRA_FULL_ERROR=1 for full tracebacks.",
+        ]
+    )
+
+
+def register_help() -> None:
+    """Store one ``hydra/help`` option per algorithm (selected in its primary YAML)."""
+    store = ConfigStore.instance()
+    for schema_name, schema in ROOT_SCHEMAS.items():
+        algorithm = schema_name.removesuffix("_schema")
+        node = {
+            "app_name": algorithm,
+            "header": "",
+            "footer": "",
+            "template": help_template(algorithm, schema),
+        }
+        store.store(group="hydra/help", name=algorithm, node=node)
+
+
+register_help()
+
+
+# ----------------------------------------------------------------------------- running
+
+
+def output_dir_of_run() -> Path:
+    """Hydra's run directory when called inside ``@hydra.main``, else the working directory."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if HydraConfig.initialized():
+        return Path(HydraConfig.get().runtime.output_dir)
+    return Path.cwd()
+
+
+def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
+    """Build the trainer the config describes, train it, evaluate it, write ``summary.json``.
+
+    Returns the mean evaluation return (what a Hydra sweeper optimises).
+    """
+    from . import build_trainer
+
+    out = Path(output_dir) if output_dir is not None else output_dir_of_run()
+    start = time.perf_counter()
+    trainer = build_trainer(cfg, out)
+    trainer.train()
+    wall_time = time.perf_counter() - start
+    returns = trainer.evaluate_final()
+    summary = {
+        "algorithm": cfg.algorithm,
+        "env": cfg.env.env_name,
+        "seed": cfg.seed,
+        "frames": int(trainer.collected_frames),
+        "wall_time_s": round(wall_time, 3),
+        "fps": round(trainer.collected_frames / max(wall_time, 1e-9), 1),
+        "eval_return_mean": float(sum(returns) / len(returns)),
+        "eval_return_std": float(_std(returns)),
+        "eval_episodes": len(returns),
+        "output_dir": str(out),
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(json.dumps(summary, indent=2))
+    return summary["eval_return_mean"]
+
+
+def _std(values: list[float]) -> float:
+    mean = sum(values) / len(values)
+    return (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+
+
+def resolved_config(cfg: DictConfig) -> dict:
+    """The config as plain containers with interpolations resolved (for hparams logging)."""
+    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]

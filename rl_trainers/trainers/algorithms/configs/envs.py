@@ -1,0 +1,27 @@
+"""Environment config nodes (group ``env``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .common import config_field
+
+
+@dataclass
+class GymEnvConfig:
+    """A gymnasium environment, batched and transformed for training.
+
+    Observation and action sizes and action bounds are read from the environment at build
+    time; nothing here describes a network.
+    """
+
+    _target_: str = "rl_trainers.trainers.helpers.make_env"
+    env_name: str = config_field("CartPole-v1", "gymnasium id (e.g. Pendulum-v1) or 'module:Class'")
+    num_envs: int = config_field(8, "environments stepped together in one vector env")
+    vectorization: str = config_field("sync", "sync (one process) or async (one process per env)")
+    max_episode_steps: int | None = config_field(None, "override the env's time limit (None: keep)")
+    normalize_observations: bool = config_field(False, "running mean/std observation normaliser")
+    reward_scale: float = config_field(1.0, "multiply rewards by this factor for training")
+    from_pixels: bool = config_field(False, "observe rendered frames under the 'pixels' key")
+    frame_skip: int = config_field(1, "repeat each action this many times, summing rewards")
+    device: str = config_field("cpu", "device the env's tensors live on")

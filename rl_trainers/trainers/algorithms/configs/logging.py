@@ -1,0 +1,49 @@
+"""Logger config nodes (group ``logger``). Outputs go under Hydra's run directory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .common import config_field
+
+
+@dataclass
+class LoggerConfig:
+    """Fields every logger shares."""
+
+    _target_: str = "rl_trainers.record.loggers.CSVLogger"
+    exp_name: str = config_field("${algorithm}_${env.env_name}", "experiment name")
+
+
+@dataclass
+class CSVLoggerConfig(LoggerConfig):
+    """CSV files, one per scalar, in <log_dir>/<exp_name>/scalars/."""
+
+    _target_: str = "rl_trainers.record.loggers.CSVLogger"
+    log_dir: str = config_field("logs", "directory, relative to the run directory")
+
+
+@dataclass
+class TensorboardLoggerConfig(LoggerConfig):
+    """TensorBoard event files in <log_dir>/<exp_name>/."""
+
+    _target_: str = "rl_trainers.record.loggers.TensorboardLogger"
+    log_dir: str = config_field("tensorboard", "directory, relative to the run directory")
+
+
+@dataclass
+class WandbLoggerConfig(LoggerConfig):
+    """Weights & Biases; offline=true needs no account or network."""
+
+    _target_: str = "rl_trainers.record.loggers.WandbLogger"
+    offline: bool = config_field(False, "write the run to disk only (sync later with wandb sync)")
+    save_dir: str = config_field("wandb", "directory, relative to the run directory")
+    project: str | None = config_field(None, "W&B project name")
+
+
+@dataclass
+class MLFlowLoggerConfig(LoggerConfig):
+    """MLflow tracking to a local file store or sqlite database."""
+
+    _target_: str = "rl_trainers.record.loggers.MLFlowLogger"
+    tracking_uri: str = config_field("mlruns", "file path, file:// or sqlite:/// URI")

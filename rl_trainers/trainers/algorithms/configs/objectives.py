@@ -1,0 +1,34 @@
+"""Loss config nodes (group ``loss``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .common import config_field
+
+
+@dataclass
+class PPOLossConfig:
+    """Clipped-surrogate PPO with GAE advantages."""
+
+    _target_: str = "rl_trainers.trainers.helpers.make_ppo_loss"
+    clip_epsilon: float = config_field(0.2, "policy ratio clip range")
+    entropy_coef: float = config_field(0.0, "weight of the entropy bonus")
+    critic_coef: float = config_field(0.5, "weight of the value loss")
+    loss_critic_type: str = config_field("l2", "l2 | smooth_l1 value loss")
+    normalize_advantage: bool = config_field(True, "normalise advantages per minibatch")
+    gamma: float = config_field(0.98, "discount factor")
+    lmbda: float = config_field(0.8, "GAE lambda")
+
+
+@dataclass
+class SACLossConfig:
+    """Soft actor-critic with twin Q networks and automatic entropy tuning."""
+
+    _target_: str = "rl_trainers.trainers.helpers.make_sac_loss"
+    num_qvalue_nets: int = config_field(2, "number of Q networks (min over them)")
+    alpha_init: float = config_field(1.0, "initial entropy temperature")
+    fixed_alpha: bool = config_field(False, "keep alpha fixed instead of tuning it")
+    target_entropy: str = config_field("auto", "'auto' (-action dims) or a number")
+    loss_function: str = config_field("l2", "l2 | smooth_l1 Q loss")
+    gamma: float = config_field(0.99, "discount factor")

@@ -1,0 +1,108 @@
+"""Root config nodes: one per algorithm, composing every group, and their ``trainer`` nodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .collectors import SyncDataCollectorConfig
+from .common import config_field
+from .data import ReplayBufferConfig
+from .envs import GymEnvConfig
+from .logging import CSVLoggerConfig, LoggerConfig
+from .modules import ActorCriticNetworkConfig, MLPConfig
+from .objectives import PPOLossConfig, SACLossConfig
+from .optim import AdamConfig, LRSchedulerConfig, OptimizerConfig
+
+
+@dataclass
+class EvalConfig:
+    """Deterministic evaluation episodes on a separate env."""
+
+    episodes: int = config_field(10, "episodes per evaluation (and in the final summary)")
+    interval: int = config_field(0, "evaluate every this many frames (0: only at the end)")
+    deterministic: bool = config_field(True, "act with the policy's mode, not a sample")
+
+
+@dataclass
+class LoopConfig:
+    """Settings of the shared training loop."""
+
+    total_frames: int = config_field(100_000, "environment frames to train for")
+    clip_grad_norm: bool = config_field(True, "clip the global gradient norm (else clamp values)")
+    clip_norm: float | None = config_field(0.5, "gradient clip value (None: no clipping)")
+    log_interval: int = config_field(2048, "log scalars every this many frames")
+    save_trainer_interval: int = config_field(0, "checkpoint every this many frames (0: at end)")
+    keep_checkpoints: int = config_field(2, "how many recent checkpoints to keep on disk")
+    resume: bool = config_field(False, "continue from the latest checkpoint in the run directory")
+    resume_from: str | None = config_field(None, "continue from this checkpoint file")
+    progress_bar: bool = config_field(True, "show a tqdm progress bar")
+    num_threads: int = config_field(0, "torch intra-op threads (0: choose for the network size)")
+
+
+@dataclass
+class PPOLoopConfig(LoopConfig):
+    """PPO's loop: epochs of minibatches over each collected batch."""
+
+    num_epochs: int = config_field(20, "passes over each collected batch")
+    minibatch_size: int = config_field(256, "transitions per gradient step")
+    anneal_clip_epsilon: bool = config_field(True, "anneal the clip range linearly to 0")
+
+
+@dataclass
+class SACLoopConfig(LoopConfig):
+    """SAC's loop: updates from the replay buffer after a warm-up."""
+
+    total_frames: int = config_field(20_000, "environment frames to train for")
+    clip_norm: float | None = config_field(None, "gradient clip value (None: no clipping)")
+    log_interval: int = config_field(1000, "log scalars every this many frames")
+    utd_ratio: float = config_field(1.0, "gradient updates per collected frame")
+    learning_starts: int = config_field(100, "frames collected before the first update")
+    tau: float = config_field(0.005, "target network soft-update rate")
+
+
+@dataclass
+class PPOTrainerConfig:
+    """Everything a PPO run needs: env, networks, collector, loss, optimizer, logger, loop."""
+
+    algorithm: str = config_field("ppo", "algorithm trainer to build")
+    seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
+    device: str = config_field("cpu", "device of networks and losses")
+    env: GymEnvConfig = config_field(GymEnvConfig(), "training environment")
+    network: ActorCriticNetworkConfig = config_field(ActorCriticNetworkConfig(), "networks")
+    collector: SyncDataCollectorConfig = config_field(SyncDataCollectorConfig(), "data collector")
+    loss: PPOLossConfig = config_field(PPOLossConfig(), "PPO loss")
+    optimizer: OptimizerConfig = config_field(AdamConfig(eps=1e-5), "optimizer")
+    lr_scheduler: LRSchedulerConfig = config_field(LRSchedulerConfig(), "learning-rate schedule")
+    logger: LoggerConfig = config_field(CSVLoggerConfig(), "logger")
+    trainer: PPOLoopConfig = config_field(PPOLoopConfig(), "training loop")
+    eval: EvalConfig = config_field(EvalConfig(), "evaluation")
+
+
+@dataclass
+class SACTrainerConfig:
+    """Everything a SAC run needs, plus its replay buffer."""
+
+    algorithm: str = config_field("sac", "algorithm trainer to build")
+    seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
+    device: str = config_field("cpu", "device of networks and losses")
+    env: GymEnvConfig = config_field(
+        GymEnvConfig(env_name="Pendulum-v1", num_envs=1), "training environment"
+    )
+    network: ActorCriticNetworkConfig = config_field(
+        ActorCriticNetworkConfig(
+            policy=MLPConfig([256, 256], "relu"),
+            value=MLPConfig([256, 256], "relu"),
+            orthogonal_init=False,
+        ),
+        "networks",
+    )
+    collector: SyncDataCollectorConfig = config_field(
+        SyncDataCollectorConfig(frames_per_batch=1, init_random_frames=100), "data collector"
+    )
+    replay_buffer: ReplayBufferConfig = config_field(ReplayBufferConfig(), "replay buffer")
+    loss: SACLossConfig = config_field(SACLossConfig(), "SAC loss")
+    optimizer: OptimizerConfig = config_field(AdamConfig(lr=1e-3), "optimizer")
+    lr_scheduler: LRSchedulerConfig = config_field(LRSchedulerConfig(), "learning-rate schedule")
+    logger: LoggerConfig = config_field(CSVLoggerConfig(), "logger")
+    trainer: SACLoopConfig = config_field(SACLoopConfig(), "training loop")
+    eval: EvalConfig = config_field(EvalConfig(), "evaluation")

@@ -1,0 +1,297 @@
+"""Checkpoint files for the Trainer: backends, a safe codec and clear errors.
+
+Two backends, chosen by the environment variable ``CKPT_BACKEND`` (read each time a
+checkpoint is written or read, so it can be changed at run time):
+
+- ``torch`` (default): one file written with :func:`torch.save`, atomically (a temporary
+  file in the same directory, then :func:`os.replace`), read back with
+  ``torch.load(weights_only=True)`` so loading never executes code from the file.
+- ``torchsnapshot``: a directory written by ``torchsnapshot.Snapshot`` (install it with
+  ``pip install torchsnapshot`` or ``pip install rl_trainers[torchsnapshot]``).
+
+What is stored must be plain data: tensors, numbers, strings, ``None``, booleans, and
+dicts/lists/tuples of those. :func:`encode` also accepts numpy arrays and TensorDicts and
+stores them as tagged plain dicts that :func:`decode` turns back into the original types.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import random
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+__all__ = [
+    "BACKENDS",
+    "CKPT_FORMAT",
+    "CKPT_VERSION",
+    "CheckpointError",
+    "decode",
+    "encode",
+    "get_backend",
+    "get_rng_state",
+    "load_checkpoint",
+    "save_checkpoint",
+    "set_rng_state",
+]
+
+CKPT_FORMAT = "rl_trainers.trainer"
+CKPT_VERSION = 1
+BACKENDS = ("torch", "torchsnapshot")
+
+_ND_TAG = "__rl_trainers_ndarray__"
+_TD_TAG = "__rl_trainers_tensordict__"
+_PLAIN = (int, float, bool, str, type(None), torch.dtype, torch.device)
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file is missing, unreadable, foreign or does not match the trainer."""
+
+
+def get_backend() -> str:
+    """Return the checkpoint backend named by ``CKPT_BACKEND`` (default ``"torch"``)."""
+    backend = os.environ.get("CKPT_BACKEND", "torch").strip().lower() or "torch"
+    if backend not in BACKENDS:
+        raise ValueError(f"CKPT_BACKEND={backend!r} is not supported; choose one of {BACKENDS}.")
+    return backend
+
+
+def _import_torchsnapshot():
+    try:
+        import torchsnapshot
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "CKPT_BACKEND=torchsnapshot needs the torchsnapshot package, which could not be "
+            f"imported ({err}). Install it with `pip install torchsnapshot` (or "
+            "`pip install rl_trainers[torchsnapshot]`), or use the default backend with "
+            "CKPT_BACKEND=torch."
+        ) from err
+    return torchsnapshot
+
+
+# --------------------------------------------------------------------------- codec
+def encode(obj: Any, where: str = "state") -> Any:
+    """Turn ``obj`` into plain data that ``torch.load(weights_only=True)`` accepts.
+
+    Args:
+        obj: a state dict (nested containers of tensors, numbers, strings, arrays, TensorDicts).
+        where: the key path of ``obj``, used in error messages.
+
+    Raises:
+        TypeError: naming the key path of a value that cannot be stored safely.
+    """
+    if isinstance(obj, torch.Tensor):
+        return obj.detach()
+    if isinstance(obj, _PLAIN):
+        return obj
+    if isinstance(obj, Mapping):
+        return {k: encode(v, f"{where}[{k!r}]") for k, v in obj.items()}
+    if isinstance(obj, TensorDictBase):
+        return {
+            _TD_TAG: True,
+            "batch_size": list(obj.batch_size),
+            "data": encode(obj.to_dict(), where),
+        }
+    if isinstance(obj, torch.Size):
+        return obj
+    if isinstance(obj, tuple):
+        return tuple(encode(v, f"{where}[{i}]") for i, v in enumerate(obj))
+    if isinstance(obj, list):
+        return [encode(v, f"{where}[{i}]") for i, v in enumerate(obj)]
+    if isinstance(obj, np.ndarray):
+        return {_ND_TAG: True, "data": torch.from_numpy(np.ascontiguousarray(obj)).clone()}
+    if isinstance(obj, np.generic):
+        return obj.item()
+    raise TypeError(
+        f"Cannot store {where} of type {type(obj).__name__} in a checkpoint: only tensors, "
+        "numbers, strings, None, numpy arrays, TensorDicts and dicts/lists/tuples of these "
+        "are allowed (checkpoints are loaded with weights_only=True)."
+    )
+
+
+def decode(obj: Any) -> Any:
+    """Invert :func:`encode`: restore numpy arrays and TensorDicts from their tagged form."""
+    if isinstance(obj, dict):
+        if obj.get(_ND_TAG) is True:
+            return obj["data"].numpy()
+        if obj.get(_TD_TAG) is True:
+            return TensorDict(decode(obj["data"]), batch_size=list(obj["batch_size"]))
+        return {k: decode(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [decode(v) for v in obj]
+    if isinstance(obj, tuple) and not isinstance(obj, torch.Size):
+        return tuple(decode(v) for v in obj)
+    return obj
+
+
+# --------------------------------------------------------------------------- RNG
+def get_rng_state() -> dict[str, Any]:
+    """Return the RNG states of torch (CPU and CUDA), numpy and random as plain data."""
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    version, internal, gauss_next = random.getstate()
+    state = {
+        "torch": torch.get_rng_state(),
+        "numpy": {
+            "kind": str(kind),
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached),
+        },
+        "random": {
+            "version": int(version),
+            "state": torch.tensor(internal, dtype=torch.int64),
+            "gauss_next": gauss_next,
+        },
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: Mapping[str, Any]) -> None:
+    """Restore RNG states saved by :func:`get_rng_state`."""
+    torch.set_rng_state(state["torch"])
+    nps = state["numpy"]
+    np.random.set_state(
+        (
+            nps["kind"],
+            nps["keys"].numpy().astype(np.uint32),
+            nps["pos"],
+            nps["has_gauss"],
+            nps["cached_gaussian"],
+        )
+    )
+    rs = state["random"]
+    random.setstate((rs["version"], tuple(int(x) for x in rs["state"].tolist()), rs["gauss_next"]))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+# --------------------------------------------------------------------------- files
+def save_checkpoint(state: Mapping[str, Any], path: str | os.PathLike) -> Path:
+    """Write ``state`` to ``path`` with the backend named by ``CKPT_BACKEND``.
+
+    Args:
+        state: the trainer state (see ``Trainer.state_dict``); encoded with :func:`encode`.
+        path: a file (``torch`` backend) or directory (``torchsnapshot`` backend).
+
+    Returns:
+        The path written.
+    """
+    backend = get_backend()
+    path = Path(path)
+    plain = encode(state)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if backend == "torch":
+        if path.is_dir():
+            raise CheckpointError(
+                f"Cannot write checkpoint file {path}: it is a directory (the torch backend "
+                "writes one file; CKPT_BACKEND=torchsnapshot writes directories)."
+            )
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                torch.save(plain, f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
+        return path
+    ts = _import_torchsnapshot()
+    if path.exists() and not path.is_dir():
+        raise CheckpointError(
+            f"Cannot write checkpoint directory {path}: a file is in the way (the "
+            "torchsnapshot backend writes directories; CKPT_BACKEND=torch writes files)."
+        )
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    shutil.rmtree(tmp)
+    ts.Snapshot.take(path=str(tmp), app_state={"trainer": ts.StateDict(**plain)})
+    old = None
+    if path.exists():
+        old = path.with_name(f".{path.name}.old")
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(path, old)
+    os.replace(tmp, path)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    return path
+
+
+def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
+    """Read a checkpoint written by :func:`save_checkpoint` and check its format marker.
+
+    Args:
+        path: the checkpoint file or directory.
+
+    Returns:
+        The decoded state dict.
+
+    Raises:
+        CheckpointError: if the path is missing, truncated, unreadable or not an
+            rl_trainers trainer checkpoint; the message names the path.
+    """
+    backend = get_backend()
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"Checkpoint {path} does not exist.")
+    if backend == "torch":
+        if path.is_dir():
+            raise CheckpointError(
+                f"Checkpoint {path} is a directory; the torch backend reads one file "
+                "(set CKPT_BACKEND=torchsnapshot to read a torchsnapshot directory)."
+            )
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except pickle.UnpicklingError as err:
+            raise CheckpointError(
+                f"Checkpoint {path} cannot be loaded safely: it is not a torch file or holds "
+                f"objects other than tensors and plain containers ({err})."
+            ) from err
+        except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as err:
+            raise CheckpointError(
+                f"Checkpoint {path} is truncated or corrupted, or is not a torch file "
+                f"({type(err).__name__}: {err})."
+            ) from err
+    else:
+        ts = _import_torchsnapshot()
+        if not path.is_dir():
+            raise CheckpointError(
+                f"Checkpoint {path} is a file; the torchsnapshot backend reads a directory "
+                "(set CKPT_BACKEND=torch to read a torch file)."
+            )
+        holder = ts.StateDict()
+        try:
+            ts.Snapshot(path=str(path)).restore(app_state={"trainer": holder})
+        except Exception as err:
+            raise CheckpointError(
+                f"Checkpoint {path} is not a readable torchsnapshot directory "
+                f"({type(err).__name__}: {err})."
+            ) from err
+        state = dict(holder)
+    if not isinstance(state, dict) or state.get("format") != CKPT_FORMAT:
+        found = sorted(map(str, state)) if isinstance(state, dict) else type(state).__name__
+        raise CheckpointError(
+            f"Checkpoint {path} is not an rl_trainers trainer checkpoint: the format marker "
+            f"'format': {CKPT_FORMAT!r} is missing (found {found})."
+        )
+    version = state.get("version")
+    if not isinstance(version, int) or version > CKPT_VERSION:
+        raise CheckpointError(
+            f"Checkpoint {path} has format version {version!r}; this rl_trainers reads "
+            f"versions up to {CKPT_VERSION}."
+        )
+    return decode(state)
