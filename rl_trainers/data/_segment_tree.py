@@ -41,9 +41,13 @@ class _SegmentTree:
         nodes = index + self.capacity
         self._tree[nodes] = value
         tree = self._tree
+        # Duplicate nodes are harmless: each write recomputes the same value from children
+        # that are already up to date, so no (slow, sorting) np.unique is needed.
+        combine = self._combine
         for _ in range(self.depth):
-            nodes = np.unique(nodes >> 1)
-            tree[nodes] = self._combine(tree[2 * nodes], tree[2 * nodes + 1])
+            nodes = nodes >> 1
+            left = nodes << 1
+            tree[nodes] = combine(tree[left], tree[left + 1])
 
     def __getitem__(self, index: np.ndarray | int) -> np.ndarray:
         index = np.asarray(index, dtype=np.int64)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 
 from rl_trainers.data.samplers import RandomSampler, Sampler
 from rl_trainers.data.storages import ListStorage, Storage, TensorStorage
@@ -297,6 +297,3 @@ class TensorDictReplayBuffer(ReplayBuffer):
             )
         self.update_priority(data.get("index"), priority.detach())
 
-
-def _stack_tds(items: list[TensorDictBase]) -> TensorDictBase:
-    return TensorDict.maybe_dense_stack(items) if hasattr(TensorDict, "maybe_dense_stack") else torch.stack(items)

@@ -147,9 +147,12 @@ def check_env_specs(
                 f"Dtype of {key!r} is {b.dtype} in a rollout but the specs say {a.dtype}."
             )
     obs_spec = env.observation_spec
-    for key in obs_spec.keys(True, True):
-        spec = obs_spec[key]
-        for where in (key, ("next", *((key,) if isinstance(key, str) else key))):
-            value = real.get(where)
-            if not spec.is_in(value):
-                raise AssertionError(f"Entry {where!r} of a rollout is not in its spec {spec!r}.")
+    for t in range(real.shape[-1]):
+        step = real[..., t]
+        for key in obs_spec.keys(True, True):
+            spec = obs_spec[key]
+            for where in (key, ("next", *((key,) if isinstance(key, str) else key))):
+                if not spec.is_in(step.get(where)):
+                    raise AssertionError(
+                        f"Entry {where!r} of a rollout is not in its spec {spec!r}."
+                    )

@@ -272,7 +272,10 @@ class Logger(abc.ABC):
         return max(self._last_steps.values(), default=None)
 
     def flush(self) -> None:
-        """Writes buffered records to the backend. The default does nothing."""
+        """Writes buffered records to the backend (calls ``experiment.flush()`` if it exists)."""
+        flush = getattr(self.experiment, "flush", None)
+        if callable(flush):
+            flush()
 
     def close(self) -> None:
         """Flushes and releases the backend. Calling it twice is harmless."""

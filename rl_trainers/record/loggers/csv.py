@@ -145,9 +145,7 @@ class CSVExperiment:
         self._media_counts[key] = count + 1
         return count if global_step is None else int(global_step)
 
-    def add_video(
-        self, name: str, video: Tensor, global_step: int | None = None, **kwargs
-    ) -> Path:
+    def add_video(self, name: str, video: Tensor, global_step: int | None = None, **kwargs) -> Path:
         """Writes a video file and returns its path."""
         step = self._media_step("videos", name, global_step)
         fmt = kwargs.pop("format", self.video_format)
@@ -213,9 +211,7 @@ class CSVExperiment:
     def series_names(self, kind: str) -> list[str]:
         """Names of the series of ``kind`` found on disk or open for writing."""
         root = Path(self.log_dir, kind)
-        names = {
-            p.relative_to(root).with_suffix("").as_posix() for p in root.rglob("*.csv")
-        }
+        names = {p.relative_to(root).with_suffix("").as_posix() for p in root.rglob("*.csv")}
         names.update(name for k, name in self._handles if k == kind)
         return sorted(names)
 

@@ -1,0 +1,33 @@
+"""Algorithm trainers built on the shared :class:`~rl_trainers.trainers.Trainer` loop.
+
+``build_trainer(cfg, output_dir)`` picks the trainer class named by ``cfg.algorithm`` from
+:data:`TRAINERS`; a new algorithm adds its class here and its root config in ``configs/``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.trainers.algorithms.ppo import PPOTrainer
+from rl_trainers.trainers.algorithms.sac import SACTrainer
+
+#: algorithm name (``cfg.algorithm``) -> trainer class with a ``from_config`` builder.
+TRAINERS: dict[str, type] = {"ppo": PPOTrainer, "sac": SACTrainer}
+
+
+def build_trainer(cfg: DictConfig, output_dir: Path):
+    """The algorithm trainer ``cfg`` describes, with every component built and seeded."""
+    from rl_trainers.trainers.algorithms.validation import validate_config
+
+    validate_config(cfg)
+    try:
+        trainer_class = TRAINERS[cfg.algorithm]
+    except KeyError:
+        raise ConfigError("algorithm", cfg.algorithm, f"one of {sorted(TRAINERS)}") from None
+    return trainer_class.from_config(cfg, Path(output_dir))
+
+
+__all__ = ["TRAINERS", "ConfigError", "PPOTrainer", "SACTrainer", "build_trainer"]

@@ -1,0 +1,114 @@
+"""Batched environments: ``SerialEnv`` (gymnasium SyncVectorEnv, one process) and
+``ParallelEnv`` (gymnasium AsyncVectorEnv, one worker process per sub-env).
+
+Both are ``GymWrapper``s of batch size ``(num_workers,)`` with ``AutoresetMode.SAME_STEP``.
+``create_env_fn`` returns an unbatched ``GymEnv`` (its id and options are read to build the
+workers) or a gymnasium env. Transforms go outside: ``TransformedEnv(ParallelEnv(...), t)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+
+from rl_trainers.envs.libs.gym import GymWrapper, make_gym_factory
+
+__all__ = ["SerialEnv", "ParallelEnv"]
+
+_SAME_STEP = gym.vector.AutoresetMode.SAME_STEP
+
+
+def _check_workers(num_workers: int) -> int:
+    if int(num_workers) < 1:
+        raise ValueError(f"num_workers must be >= 1, got {num_workers}.")
+    return int(num_workers)
+
+
+class SerialEnv(GymWrapper):
+    """``num_workers`` copies of an env stepped in this process (gymnasium SyncVectorEnv).
+
+    Args:
+        num_workers: number of sub-envs.
+        create_env_fn: callable returning a GymEnv or a gymnasium env.
+        create_env_kwargs: keyword arguments for ``create_env_fn``.
+        categorical_action_encoding: Discrete actions as indices (gymnasium-env factories).
+        device: tensor device.
+    """
+
+    def __init__(
+        self,
+        num_workers: int,
+        create_env_fn: Callable[..., Any],
+        create_env_kwargs: dict[str, Any] | None = None,
+        categorical_action_encoding: bool | None = None,
+        device: Any = "cpu",
+    ) -> None:
+        n = _check_workers(num_workers)
+        factory, cat, pixels_only = _factory_and_options(create_env_fn, create_env_kwargs)
+        if categorical_action_encoding is not None:
+            cat = categorical_action_encoding
+        env = gym.vector.SyncVectorEnv([factory] * n, copy=False, autoreset_mode=_SAME_STEP)
+        self.num_workers = n
+        self._init_from(env, cat, device, pixels_only)
+
+
+class ParallelEnv(GymWrapper):
+    """``num_workers`` copies of an env in worker processes (gymnasium AsyncVectorEnv).
+
+    Errors raised in a worker are re-raised here; ``close()`` shuts the workers down.
+
+    Args:
+        num_workers: number of sub-envs (and processes).
+        create_env_fn: callable returning a GymEnv or a gymnasium env (picklable by
+            cloudpickle, lambdas are fine).
+        create_env_kwargs: keyword arguments for ``create_env_fn``.
+        categorical_action_encoding: Discrete actions as indices (gymnasium-env factories).
+        device: tensor device.
+        mp_start_method: ``"fork"``, ``"spawn"`` or ``"forkserver"`` (platform default if None).
+        shared_memory: pass observations through shared memory.
+        serial_for_single: build a SerialEnv-like sync env when ``num_workers == 1``.
+    """
+
+    def __init__(
+        self,
+        num_workers: int,
+        create_env_fn: Callable[..., Any],
+        create_env_kwargs: dict[str, Any] | None = None,
+        categorical_action_encoding: bool | None = None,
+        device: Any = "cpu",
+        mp_start_method: str | None = None,
+        shared_memory: bool = True,
+        serial_for_single: bool = False,
+    ) -> None:
+        n = _check_workers(num_workers)
+        factory, cat, pixels_only = _factory_and_options(create_env_fn, create_env_kwargs)
+        if categorical_action_encoding is not None:
+            cat = categorical_action_encoding
+        if n == 1 and serial_for_single:
+            env = gym.vector.SyncVectorEnv([factory], copy=False, autoreset_mode=_SAME_STEP)
+        else:
+            env = gym.vector.AsyncVectorEnv(
+                [factory] * n,
+                shared_memory=shared_memory,
+                copy=False,
+                context=mp_start_method,
+                autoreset_mode=_SAME_STEP,
+            )
+        self.num_workers = n
+        self._init_from(env, cat, device, pixels_only)
+
+
+def _factory_and_options(
+    create_env_fn: Callable[..., Any], create_env_kwargs: dict[str, Any] | None
+) -> tuple[Callable[[], gym.Env], bool, bool]:
+    """Gym factory plus the GymEnv options (action encoding, pixels-only) it was built with."""
+    if not callable(create_env_fn):
+        raise TypeError(
+            f"create_env_fn must be a callable returning an env, got {type(create_env_fn).__name__}."
+        )
+    factory = make_gym_factory(create_env_fn, **(create_env_kwargs or {}))
+    cat = bool(getattr(factory, "categorical_action_encoding", False))
+    pixels_only = bool(getattr(factory, "pixels_only", False))
+    return factory, cat, pixels_only

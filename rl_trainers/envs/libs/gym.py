@@ -1,0 +1,514 @@
+"""Gymnasium environments behind the TensorDict interface: ``GymWrapper`` and ``GymEnv``.
+
+One class serves a single env (``batch_size == ()``) and a gymnasium vector env
+(``batch_size == (num_envs,)``, built with ``AutoresetMode.SAME_STEP`` so that
+``("next", "observation")`` is the true final observation and the reset observation only
+appears in the next policy input, see ``EnvBase.step_and_maybe_reset``).
+
+Observation keys: a Box (or other non-Dict) observation is ``"observation"``; a Dict
+observation gives one key per entry (nested Dicts give nested keys); rendered frames are
+``"pixels"`` (uint8 ``[H, W, C]``) with ``from_pixels=True``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import os
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium import spaces
+from tensordict import TensorDictBase
+
+from rl_trainers.envs.common import EnvBase
+from rl_trainers.envs.specs import (
+    Categorical,
+    Composite,
+    OneHot,
+    TensorSpec,
+    specs_from_gym_space,
+)
+from rl_trainers.envs.utils import new_td
+
+__all__ = ["GymWrapper", "GymEnv", "make_gym_factory", "resolve_env_id", "GymFactory"]
+
+_SAME_STEP = gym.vector.AutoresetMode.SAME_STEP
+
+
+# --- building gymnasium envs -----------------------------------------------------------------
+def resolve_env_id(env_name: str) -> str:
+    """Return a gymnasium id for ``env_name``, importing/registering entry points as needed.
+
+    ``env_name`` is a registered id (``"CartPole-v1"``), ``"module:EnvId"`` (the module
+    registers ``EnvId`` on import) or ``"pkg.module:ClassName"`` (registered on the fly).
+
+    Raises:
+        ValueError: for an unknown id, listing close matches.
+    """
+    if env_name in gym.registry:
+        return env_name
+    if ":" in env_name:
+        module_name, attr = env_name.split(":", 1)
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as err:
+            raise ValueError(
+                f"Cannot import module {module_name!r} of environment {env_name!r}: {err}"
+            ) from err
+        if attr in gym.registry:
+            return attr
+        obj = getattr(module, attr, None)
+        if obj is None:
+            raise ValueError(
+                f"Module {module_name!r} has no environment {attr!r} (neither a registered "
+                f"gymnasium id nor an attribute)."
+            )
+        if not callable(obj):
+            raise ValueError(f"{env_name!r} is not an environment class or factory.")
+        env_id = f"rl_trainers/{module_name.replace('.', '_')}_{attr}-v0"
+        if env_id not in gym.registry:
+            gym.register(id=env_id, entry_point=obj)
+        return env_id
+    matches = difflib.get_close_matches(env_name, list(gym.registry.keys()), n=3, cutoff=0.6)
+    hint = f" Did you mean: {', '.join(matches)}?" if matches else ""
+    raise ValueError(
+        f"Unknown environment id {env_name!r}.{hint} "
+        "(Use a registered gymnasium id, 'module:EnvId' or 'pkg.module:ClassName'.)"
+    )
+
+
+class _FrameSkip(gym.Wrapper):
+    """Repeat each action ``skip`` times, summing rewards, stopping at episode end."""
+
+    def __init__(self, env: gym.Env, skip: int) -> None:
+        super().__init__(env)
+        self._skip = int(skip)
+
+    def step(self, action: Any) -> tuple:
+        total = 0.0
+        for _ in range(self._skip):
+            obs, rew, term, trunc, info = self.env.step(action)
+            total += float(rew)
+            if term or trunc:
+                break
+        return obs, total, term, trunc, info
+
+
+class GymFactory:
+    """A picklable callable that builds one gymnasium env (used in worker processes too).
+
+    Args:
+        env_name: gymnasium id, ``"module:EnvId"`` or ``"pkg.module:ClassName"``.
+        from_pixels: add rendered frames as ``"pixels"``.
+        pixels_only: keep only the frames.
+        frame_skip: repeat each action this many times (rewards summed).
+        make_kwargs: passed to ``gymnasium.make``.
+    """
+
+    def __init__(
+        self,
+        env_name: str,
+        from_pixels: bool = False,
+        pixels_only: bool = False,
+        frame_skip: int = 1,
+        make_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        self.env_name = env_name
+        self.from_pixels = from_pixels
+        self.pixels_only = pixels_only
+        self.frame_skip = int(frame_skip)
+        self.make_kwargs = dict(make_kwargs or {})
+
+    def __call__(self) -> gym.Env:
+        kwargs = dict(self.make_kwargs)
+        if self.from_pixels:
+            os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+            os.environ.setdefault("MUJOCO_GL", "egl")
+            kwargs.setdefault("render_mode", "rgb_array")
+        env = gym.make(resolve_env_id(self.env_name), **kwargs)
+        if self.frame_skip > 1:
+            env = _FrameSkip(env, self.frame_skip)
+        if self.from_pixels:
+            env = gym.wrappers.AddRenderObservation(
+                env, render_only=self.pixels_only, render_key="pixels", obs_key="observation"
+            )
+        return env
+
+
+def make_gym_factory(create_env_fn: Callable[..., Any], **kwargs: Any) -> Callable[[], gym.Env]:
+    """Turn a ``create_env_fn`` (returning a GymEnv or a gymnasium env) into a gym factory."""
+    probe = create_env_fn(**kwargs)
+    if isinstance(probe, GymEnv) and not probe.batch_size:
+        factory = probe._factory
+        probe.close()
+        return factory
+    if isinstance(probe, gym.Env):
+        probe.close()
+        return lambda: create_env_fn(**kwargs)
+    if isinstance(probe, EnvBase):
+        probe.close()
+        raise TypeError(
+            f"create_env_fn returned a {type(probe).__name__}; batched envs need a function "
+            "returning an unbatched GymEnv or a gymnasium env. Put transforms outside: "
+            "TransformedEnv(ParallelEnv(n, lambda: GymEnv(...)), transform)."
+        )
+    raise TypeError(
+        f"create_env_fn must return a GymEnv or a gymnasium.Env, got {type(probe).__name__}."
+    )
+
+
+# --- numpy <-> torch conversion --------------------------------------------------------------
+def _np_dtype(spec: TensorSpec) -> Any:
+    return torch.empty((), dtype=spec.dtype).numpy().dtype
+
+
+def _leaf_converter(space: spaces.Space, spec: TensorSpec) -> Callable[[Any], torch.Tensor]:
+    if isinstance(spec, OneHot):
+        n = spec.n
+
+        def conv_onehot(x: Any) -> torch.Tensor:
+            idx = torch.from_numpy(np.array(x, dtype=np.int64))
+            return torch.nn.functional.one_hot(idx, n).bool()
+
+        return conv_onehot
+    dtype = _np_dtype(spec)
+
+    def conv(x: Any) -> torch.Tensor:
+        return torch.from_numpy(np.array(x, dtype=dtype))
+
+    return conv
+
+
+def _obs_converter(
+    space: spaces.Space, spec: TensorSpec | Composite, root_key: str
+) -> Callable[[Any], dict[str, Any]]:
+    """Function mapping a (batched or single) gym observation to a dict of tensors."""
+    if isinstance(space, spaces.Dict | spaces.Tuple):
+        names = list(space.spaces.keys()) if isinstance(space, spaces.Dict) else None
+        subs = []
+        for i, sub in enumerate(space.spaces.values() if names else space.spaces):
+            key = names[i] if names else str(i)
+            sub_spec = spec[key]
+            if isinstance(sub, spaces.Dict | spaces.Tuple):
+                subs.append((key, i, _obs_converter(sub, sub_spec, "")))
+            else:
+                subs.append((key, i, _leaf_converter(sub, sub_spec)))
+        by_name = names is not None
+
+        def conv_dict(x: Any) -> dict[str, Any]:
+            return {key: fn(x[key] if by_name else x[i]) for key, i, fn in subs}
+
+        return conv_dict
+    leaf = _leaf_converter(space, spec[root_key])
+
+    def conv_leaf(x: Any) -> dict[str, Any]:
+        return {root_key: leaf(x)}
+
+    return conv_leaf
+
+
+def _as_int(a: torch.Tensor) -> torch.Tensor:
+    return a.view(torch.uint8) if a.dtype == torch.bool else a
+
+
+def _action_converter(spec: TensorSpec, space: spaces.Space, batched: bool) -> Callable:
+    if isinstance(space, spaces.Dict | spaces.Tuple):
+        raise TypeError(
+            f"Dict/Tuple action spaces are not supported (got {space}); flatten them with "
+            "gymnasium.wrappers.FlattenObservation-like wrappers first."
+        )
+    if isinstance(spec, OneHot):
+        if batched:
+            return lambda a: _as_int(a).argmax(-1).numpy()
+        return lambda a: int(_as_int(a).argmax(-1))
+    if isinstance(spec, Categorical):
+        n = spec.n
+
+        def conv_cat(a: torch.Tensor) -> Any:
+            out = a.numpy() if batched else int(a)
+            if np.any(out >= n) or np.any(out < 0):
+                raise ValueError(f"Action index {a.tolist()} is outside the action spec {spec!r}.")
+            return out
+
+        return conv_cat
+    dtype = space.dtype
+
+    def conv(a: torch.Tensor) -> Any:
+        return a.detach().numpy().astype(dtype, copy=False)
+
+    return conv
+
+
+def _clone_tree(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: _clone_tree(v) if isinstance(v, dict) else v.clone() for k, v in d.items()}
+
+
+def _write_row(dst: dict[str, Any], i: int, src: dict[str, Any]) -> None:
+    for k, v in src.items():
+        if isinstance(v, dict):
+            _write_row(dst[k], i, v)
+        else:
+            dst[k][i] = v
+
+
+# --- the env ---------------------------------------------------------------------------------
+class GymWrapper(EnvBase):
+    """Wrap an already built gymnasium env (or vector env) as a TensorDict env.
+
+    Args:
+        env: a ``gymnasium.Env`` or a ``gymnasium.vector.VectorEnv`` built with
+            ``autoreset_mode=AutoresetMode.SAME_STEP``.
+        categorical_action_encoding: Discrete actions as int64 indices instead of one-hot.
+        device: tensor device (CPU).
+        pixels_key_only: the env's non-Dict observation is a rendered frame (key "pixels").
+    """
+
+    def __init__(
+        self,
+        env: gym.Env | gym.vector.VectorEnv | None = None,
+        categorical_action_encoding: bool = False,
+        device: Any = "cpu",
+        pixels_key_only: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        if env is None:
+            env = kwargs.pop("env")
+        if kwargs:
+            raise TypeError(f"GymWrapper got unexpected arguments {sorted(kwargs)}.")
+        self._init_from(env, categorical_action_encoding, device, pixels_key_only)
+
+    def _init_from(
+        self,
+        env: gym.Env | gym.vector.VectorEnv,
+        categorical_action_encoding: bool,
+        device: Any,
+        pixels_key_only: bool,
+    ) -> None:
+        self._env = env
+        self._batched = isinstance(env, gym.vector.VectorEnv)
+        if self._batched:
+            mode = env.metadata.get("autoreset_mode")
+            if mode != _SAME_STEP:
+                raise ValueError(
+                    "Vector envs must use autoreset_mode=gymnasium.vector.AutoresetMode.SAME_STEP "
+                    f"(so final observations are kept), got {mode}."
+                )
+            batch_size = torch.Size([env.num_envs])
+            obs_space, act_space = env.single_observation_space, env.single_action_space
+        elif isinstance(env, gym.Env):
+            batch_size = torch.Size([])
+            obs_space, act_space = env.observation_space, env.action_space
+        else:
+            raise TypeError(
+                f"GymWrapper needs a gymnasium.Env or VectorEnv, got {type(env).__name__}."
+            )
+        super().__init__(device=device, batch_size=batch_size)
+        self.categorical_action_encoding = categorical_action_encoding
+        self._obs_space, self._act_space = obs_space, act_space
+        root_key = "pixels" if pixels_key_only else "observation"
+        obs_spec = specs_from_gym_space(
+            obs_space, categorical_action_encoding, self.device, batch_size
+        )
+        if not isinstance(obs_spec, Composite):
+            obs_spec = Composite({root_key: obs_spec}, shape=batch_size, device=self.device)
+        self.full_observation_spec = obs_spec
+        act_spec = specs_from_gym_space(
+            act_space, categorical_action_encoding, self.device, batch_size
+        )
+        self.full_action_spec = Composite(action=act_spec, shape=batch_size, device=self.device)
+        self._root_key = root_key
+        self._obs_conv = _obs_converter(obs_space, obs_spec, root_key)
+        self._act_conv = _action_converter(act_spec, act_space, self._batched)
+        self._act_tail = tuple(act_spec.shape[len(batch_size) :])
+        self._pending_seed: int | None = None
+        self._autoreset_obs: dict[str, Any] | None = None
+        self._last_done: np.ndarray | None = None
+
+    # --- info --------------------------------------------------------------------------------
+    @property
+    def env(self) -> gym.Env | gym.vector.VectorEnv:
+        """The wrapped gymnasium env."""
+        return self._env
+
+    @property
+    def num_envs(self) -> int:
+        """Number of sub-envs (0 for a single env)."""
+        return self.batch_size[0] if self._batched else 0
+
+    # --- seeding -----------------------------------------------------------------------------
+    def _set_seed(self, seed: int | None) -> None:
+        self._pending_seed = seed
+        if seed is not None:
+            torch.manual_seed(seed)
+            self._env.action_space.seed(seed)
+            if self._batched:
+                self._env.single_action_space.seed(seed)
+
+    # --- reset -------------------------------------------------------------------------------
+    def _flags(self, done: np.ndarray) -> dict[str, torch.Tensor]:
+        shape = (*self.batch_size, 1)
+        z = torch.from_numpy(done.reshape(shape))
+        return {"done": z, "terminated": z.clone(), "truncated": z.clone()}
+
+    def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
+        mask = None
+        if tensordict is not None and self._batched:
+            m = tensordict.get("_reset", None)
+            if m is not None:
+                mask = m.reshape(self.batch_size).numpy()
+                if mask.all():
+                    mask = None
+        seed, self._pending_seed = self._pending_seed, None
+        if mask is not None and seed is None:
+            pending = self._autoreset_obs
+            if pending is not None and np.array_equal(mask, self._last_done):
+                # gymnasium already reset these sub-envs at the last step (SAME_STEP)
+                obs = pending
+            else:
+                raw, _ = self._env.reset(options={"reset_mask": mask.astype(np.bool_)})
+                obs = self._obs_conv(raw)
+        else:
+            raw, _ = self._env.reset(seed=seed)
+            obs = self._obs_conv(raw)
+        self._autoreset_obs = None
+        self._last_done = None
+        obs.update(self._flags(np.zeros(self.batch_size, dtype=np.bool_)))
+        return new_td(obs, self.batch_size, self.device)
+
+    # --- step --------------------------------------------------------------------------------
+    def _get_action(self, tensordict: TensorDictBase) -> Any:
+        action = tensordict.get("action", None)
+        if action is None:
+            raise KeyError(
+                f"step() needs an 'action' entry; keys present: {list(tensordict.keys())}."
+            )
+        if tuple(action.shape) != tuple(self.full_action_spec["action"].shape):
+            raise ValueError(
+                f"Action of shape {tuple(action.shape)} does not match the action spec "
+                f"{self.action_spec!r} (expected shape {tuple(self.action_spec.shape)})."
+            )
+        return self._act_conv(action)
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        action = self._get_action(tensordict)
+        obs, rew, term, trunc, info = self._env.step(action)
+        if not self._batched:
+            out = self._obs_conv(obs)
+            t, tr = bool(term), bool(trunc)
+            out["reward"] = torch.tensor([float(rew)], dtype=torch.float32)
+            out["done"] = torch.tensor([t or tr])
+            out["terminated"] = torch.tensor([t])
+            out["truncated"] = torch.tensor([tr])
+            return new_td(out, self.batch_size, self.device)
+        out = self._obs_conv(obs)
+        done = term | trunc
+        if done.any():
+            # ``obs`` holds the reset observation of finished sub-envs; put the final one in
+            # "next" and keep the reset one for the next policy input.
+            self._autoreset_obs = out
+            self._last_done = done
+            out = _clone_tree(out)
+            final = info["final_obs"]
+            for i in np.flatnonzero(done):
+                _write_row(out, int(i), self._single_conv(final[i]))
+        else:
+            self._autoreset_obs = None
+            self._last_done = None
+        n = self.batch_size[0]
+        out["reward"] = torch.from_numpy(np.asarray(rew, dtype=np.float32).reshape(n, 1))
+        out["done"] = torch.from_numpy(done.reshape(n, 1))
+        out["terminated"] = torch.from_numpy(term.reshape(n, 1))
+        out["truncated"] = torch.from_numpy(trunc.reshape(n, 1))
+        return new_td(out, self.batch_size, self.device)
+
+    @property
+    def _single_conv(self) -> Callable[[Any], dict[str, Any]]:
+        conv = self.__dict__.get("_single_conv_cache")
+        if conv is None:
+            root = self._root_key
+            single = specs_from_gym_space(
+                self._obs_space, self.categorical_action_encoding, self.device
+            )
+            if not isinstance(single, Composite):
+                single = Composite({root: single})
+            conv = _obs_converter(self._obs_space, single, root)
+            self.__dict__["_single_conv_cache"] = conv
+        return conv
+
+    def close(self) -> None:
+        """Close the gymnasium env (and its worker processes)."""
+        if not self.is_closed:
+            self.is_closed = True
+            self._env.close()
+
+
+class GymEnv(GymWrapper):
+    """A gymnasium environment by id, single or batched.
+
+    Args:
+        env_name: gymnasium id (``"CartPole-v1"``), ``"module:EnvId"`` or
+            ``"pkg.module:ClassName"``.
+        num_envs: 0 for one env, ``N > 0`` for a ``SyncVectorEnv`` of N envs (batch ``(N,)``).
+        from_pixels: add rendered frames as ``"pixels"`` (uint8 ``[H, W, C]``).
+        pixels_only: keep only ``"pixels"``.
+        frame_skip: repeat each action this many times (rewards summed).
+        categorical_action_encoding: Discrete actions as int64 indices instead of one-hot.
+        device: tensor device.
+        **make_kwargs: passed to ``gymnasium.make`` (e.g. ``max_episode_steps``).
+
+    Example:
+        >>> env = GymEnv("Pendulum-v1")
+        >>> env.action_spec.high
+        tensor([2.])
+    """
+
+    def __init__(
+        self,
+        env_name: str,
+        *,
+        num_envs: int = 0,
+        from_pixels: bool = False,
+        pixels_only: bool = False,
+        frame_skip: int = 1,
+        categorical_action_encoding: bool = False,
+        device: Any = "cpu",
+        **make_kwargs: Any,
+    ) -> None:
+        if not isinstance(env_name, str):
+            raise TypeError(f"env_name must be a string id, got {type(env_name).__name__}.")
+        if int(num_envs) < 0:
+            raise ValueError(f"num_envs must be >= 0, got {num_envs}.")
+        if int(frame_skip) < 1:
+            raise ValueError(f"frame_skip must be >= 1, got {frame_skip}.")
+        resolve_env_id(env_name)  # fail early with a helpful message
+        self.env_name = env_name
+        self.from_pixels = from_pixels
+        self.pixels_only = pixels_only and from_pixels
+        self.frame_skip = int(frame_skip)
+        self.make_kwargs = dict(make_kwargs)
+        self._factory = GymFactory(env_name, from_pixels, self.pixels_only, frame_skip, make_kwargs)
+        self._factory.categorical_action_encoding = categorical_action_encoding
+        self._constructor_kwargs = {
+            "num_envs": num_envs,
+            "from_pixels": from_pixels,
+            "pixels_only": pixels_only,
+            "frame_skip": frame_skip,
+            "categorical_action_encoding": categorical_action_encoding,
+            "device": device,
+            **make_kwargs,
+        }
+        if num_envs:
+            env = gym.vector.SyncVectorEnv(
+                [self._factory] * int(num_envs), copy=False, autoreset_mode=_SAME_STEP
+            )
+        else:
+            env = self._factory()
+        self._init_from(env, categorical_action_encoding, device, self.pixels_only)
+
+    def __repr__(self) -> str:
+        return f"GymEnv(env_name={self.env_name!r}, batch_size={tuple(self.batch_size)})"
+

@@ -1,0 +1,225 @@
+"""LossModule base class, target networks, and small shared helpers."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from enum import Enum
+
+import torch
+import torch.nn.functional as F
+from tensordict import TensorDict, TensorDictBase
+from tensordict.nn import TensorDictModule
+from torch import nn
+from torch.nn.parameter import UninitializedParameter
+
+__all__ = [
+    "LossModule",
+    "ValueEstimators",
+    "distance_loss",
+    "explained_variance",
+    "buffer_copy",
+]
+
+
+class ValueEstimators(Enum):
+    """Value estimators a loss can be configured with (``make_value_estimator``)."""
+
+    TD0 = "td0"
+    TD1 = "td1"
+    TDLambda = "td_lambda"
+    GAE = "gae"
+
+
+_LOSS_FUNCTIONS = ("l1", "l2", "smooth_l1")
+
+
+def distance_loss(
+    prediction: torch.Tensor, target: torch.Tensor, loss_function: str = "l2"
+) -> torch.Tensor:
+    """Elementwise distance (no reduction).
+
+    Args:
+        prediction: predicted values.
+        target: target values (broadcast to the prediction).
+        loss_function: ``"l2"`` (squared error), ``"l1"`` or ``"smooth_l1"`` (Huber, beta 1).
+    """
+    if loss_function == "l2":
+        return (prediction - target).pow(2)
+    if loss_function == "l1":
+        return (prediction - target).abs()
+    if loss_function == "smooth_l1":
+        return F.smooth_l1_loss(prediction, target.expand_as(prediction), reduction="none")
+    raise ValueError(f"unknown loss_function {loss_function!r}; allowed: {_LOSS_FUNCTIONS}")
+
+
+def check_loss_function(loss_function: str) -> str:
+    if loss_function not in _LOSS_FUNCTIONS:
+        raise ValueError(f"unknown loss_function {loss_function!r}; allowed: {_LOSS_FUNCTIONS}")
+    return loss_function
+
+
+@torch.no_grad()
+def explained_variance(target: torch.Tensor, prediction: torch.Tensor) -> torch.Tensor:
+    """``1 - Var[target - prediction] / Var[target]`` (1 is perfect, 0 no better than a constant).
+
+    Returns 0 when the target has zero variance.
+    """
+    var_target = target.float().var(unbiased=False)
+    var_residual = (target - prediction).float().var(unbiased=False)
+    if var_target <= 0:
+        return torch.zeros((), device=target.device)
+    return 1.0 - var_residual / var_target
+
+
+def _has_uninitialized(module: nn.Module) -> bool:
+    return any(isinstance(p, UninitializedParameter) for p in module.parameters())
+
+
+def buffer_copy(module: nn.Module) -> nn.Module:
+    """Deep-copies ``module`` with every parameter turned into a (non-trainable) buffer.
+
+    The copy runs exactly like the original but its tensors are excluded from ``parameters()``
+    while still saved in ``state_dict()``: this is how losses keep target networks.
+    """
+    if _has_uninitialized(module):
+        raise RuntimeError(
+            "cannot copy a network with uninitialized lazy layers: run it once on a batch "
+            "(e.g. policy(env.fake_tensordict())) before building the loss"
+        )
+    target = copy.deepcopy(module)
+    for sub in target.modules():
+        for name in list(sub._parameters):
+            param = sub._parameters.pop(name)
+            sub.register_buffer(name, None if param is None else param.detach().clone())
+    return target
+
+
+def _source_target_pairs(source: nn.Module, target: nn.Module):
+    """Matches source parameters with target buffers by name."""
+    tgt = dict(target.named_buffers())
+    srcs, tgts = [], []
+    for name, param in source.named_parameters():
+        if name in tgt:
+            srcs.append(param)
+            tgts.append(tgt[name])
+    return srcs, tgts
+
+
+class LossModule(nn.Module):
+    """Base class of losses: ``forward(td) -> TensorDict`` of ``loss_*`` scalars and diagnostics.
+
+    Sum the ``loss_*`` entries for the backward pass; every other entry is detached.
+    Target networks are registered with :meth:`_register_target` and kept as buffers named
+    ``target_<name>_params`` (saved by ``state_dict()``, left out of ``parameters()``).
+    :class:`SoftUpdate` and :class:`HardUpdate` update them.
+    """
+
+    default_value_estimator: ValueEstimators = ValueEstimators.TD0
+    functional = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._target_names: list[str] = []
+        self._value_estimator = None
+        self.gamma = 0.99
+
+    # -- target networks -------------------------------------------------------------------
+    def _register_target(self, name: str, source: nn.Module) -> None:
+        """Creates ``self.target_<name>_params``, a buffer-only copy of ``source``."""
+        self._target_names.append(name)
+        setattr(self, f"target_{name}_params", buffer_copy(source))
+
+    def _source_of(self, name: str) -> nn.Module:
+        return getattr(self, name)
+
+    def target_pairs(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """Returns matching lists (online parameters, target buffers) of every target network."""
+        srcs, tgts = [], []
+        for name in self._target_names:
+            s, t = _source_target_pairs(self._source_of(name), getattr(self, f"target_{name}_params"))
+            srcs += s
+            tgts += t
+        return srcs, tgts
+
+    @property
+    def has_targets(self) -> bool:
+        return bool(self._target_names)
+
+    # -- value estimators ------------------------------------------------------------------
+    @property
+    def value_estimator(self):
+        """The value estimator (built with the default type on first access)."""
+        if self._value_estimator is None:
+            self.make_value_estimator()
+        return self._value_estimator
+
+    @value_estimator.setter
+    def value_estimator(self, estimator) -> None:
+        self._value_estimator = estimator
+
+    def make_value_estimator(self, value_type: ValueEstimators | str | None = None, **hyperparams):
+        """Builds the value estimator of this loss.
+
+        Args:
+            value_type: a :class:`ValueEstimators` member or its value (``"gae"``, ``"td0"``...).
+            **hyperparams: estimator hyperparameters (``gamma``, ``lmbda``, ...).
+        """
+        from rl_trainers.objectives.value import make_estimator
+
+        value_type = self.default_value_estimator if value_type is None else value_type
+        if "gamma" in hyperparams:
+            self.gamma = float(hyperparams["gamma"])
+        else:
+            hyperparams["gamma"] = self.gamma
+        self._value_estimator = make_estimator(
+            value_type, value_network=self._estimator_network(), **hyperparams
+        )
+        return self
+
+    def _estimator_network(self):
+        return None
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:  # pragma: no cover
+        raise NotImplementedError
+
+
+def call_tensor_module(module: nn.Module, td: TensorDictBase, out_key: str | None = None):
+    """Runs a single-output tensordict module on ``td`` without writing into ``td``."""
+    if isinstance(module, TensorDictModule) and len(module.out_keys) == 1:
+        return module.module(*(td.get(k) for k in module.in_keys))
+    key = out_key or module.out_keys[0]
+    return module(td.select(*module.in_keys)).get(key)
+
+
+def stack_current_next(td: TensorDictBase, keys: Sequence) -> TensorDictBase:
+    """Concatenates ``td[k]`` and ``td["next", k]`` along dim 0 into a ``[2 * B0, ...]`` td."""
+    batch = td.batch_size
+    data = {k: torch.cat([td.get(k), td.get(("next", k) if isinstance(k, str) else ("next", *k))]) for k in keys}
+    return TensorDict(data, batch_size=[2 * batch[0], *batch[1:]] if len(batch) else [2])
+
+
+def discount(td: TensorDictBase, gamma: float, like: torch.Tensor) -> torch.Tensor | float:
+    """The discount to apply to the next-state value.
+
+    Honours multi-step returns: a ``("next", "gamma")`` or ``"gamma"`` entry is used as is;
+    otherwise a ``"steps_to_next_obs"`` (top level or under ``"next"``) gives
+    ``gamma ** steps``. Without either, ``gamma``.
+    """
+    for key in (("next", "gamma"), "gamma"):
+        value = td.get(key, None)
+        if value is not None:
+            return value.reshape(like.shape).to(like.dtype)
+    for key in ("steps_to_next_obs", ("next", "steps_to_next_obs")):
+        steps = td.get(key, None)
+        if steps is not None:
+            return torch.pow(torch.as_tensor(gamma, dtype=like.dtype), steps.reshape(like.shape).to(like.dtype))
+    return gamma
+
+
+def actor_obs_keys(actor: nn.Module) -> list:
+    """The observation keys an actor reads."""
+    keys = list(getattr(actor, "in_keys", []))
+    if not keys:
+        raise ValueError(f"cannot tell which keys {type(actor).__name__} reads: it has no in_keys")
+    return keys

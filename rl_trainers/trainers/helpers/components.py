@@ -1,0 +1,274 @@
+"""Builders the Hydra config nodes target: each turns one node into one component.
+
+They are plain functions so that a config node's fields can be checked against their
+signatures (see tests/trainers/algorithms/test_configs.py), and so a script can call them
+without Hydra.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from rl_trainers.trainers.algorithms.errors import ConfigError
+
+ACTIVATIONS: dict[str, type[nn.Module]] = {
+    "tanh": nn.Tanh,
+    "relu": nn.ReLU,
+    "elu": nn.ELU,
+    "gelu": nn.GELU,
+    "silu": nn.SiLU,
+    "leaky_relu": nn.LeakyReLU,
+}
+
+
+def activation_class(name: str) -> type[nn.Module]:
+    """The ``torch.nn`` activation class called ``name`` (``tanh``, ``relu``...)."""
+    try:
+        return ACTIVATIONS[name.lower()]
+    except KeyError:
+        raise ConfigError("network.*.activation", name, f"one of {sorted(ACTIVATIONS)}") from None
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python's ``random``, numpy and torch (call before building anything random)."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def make_env(
+    env_name: str,
+    num_envs: int = 1,
+    vectorization: str = "sync",
+    max_episode_steps: int | None = None,
+    normalize_observations: bool = False,
+    reward_scale: float = 1.0,
+    from_pixels: bool = False,
+    frame_skip: int = 1,
+    device: str = "cpu",
+):
+    """A batched gymnasium env with the transforms training needs.
+
+    ``RewardSum`` always tracks the (unscaled) episode return under ``"episode_reward"``;
+    ``VecNorm`` and ``RewardScaling`` are added when asked for.
+
+    Args:
+        env_name: gymnasium id or ``module:Class`` entry point.
+        num_envs: sub-environments stepped together (batch size ``[num_envs]``).
+        vectorization: ``sync`` (one process) or ``async`` (a process per sub-env).
+        max_episode_steps: override the env's time limit.
+        normalize_observations: add a running observation normaliser (checkpointed).
+        reward_scale: multiply rewards by this for training.
+        from_pixels: observe rendered frames under ``"pixels"``.
+        frame_skip: repeat each action this many times.
+        device: device of the env's tensors.
+    """
+    from rl_trainers.envs import (
+        Compose,
+        GymEnv,
+        ParallelEnv,
+        RewardScaling,
+        RewardSum,
+        TransformedEnv,
+        VecNorm,
+    )
+
+    if num_envs < 1:
+        raise ConfigError("env.num_envs", num_envs, "a positive number of environments")
+    kwargs: dict[str, Any] = {
+        "from_pixels": from_pixels,
+        "frame_skip": frame_skip,
+        "device": device,
+    }
+    if max_episode_steps is not None:
+        kwargs["max_episode_steps"] = max_episode_steps
+    if vectorization == "sync":
+        base = GymEnv(env_name, num_envs=num_envs, **kwargs)
+    elif vectorization == "async":
+        base = ParallelEnv(num_envs, _GymEnvFactory(env_name, kwargs))
+    else:
+        raise ConfigError("env.vectorization", vectorization, "'sync' or 'async'")
+    transforms = [RewardSum()]
+    if normalize_observations:
+        transforms.append(VecNorm(in_keys=["observation"]))
+    if reward_scale != 1.0:
+        transforms.append(RewardScaling(loc=0.0, scale=reward_scale))
+    return TransformedEnv(base, Compose(*transforms))
+
+
+class _GymEnvFactory:
+    """A picklable ``GymEnv`` constructor for worker processes."""
+
+    def __init__(self, env_name: str, kwargs: dict[str, Any]) -> None:
+        self.env_name = env_name
+        self.kwargs = kwargs
+
+    def __call__(self):
+        from rl_trainers.envs import GymEnv
+
+        return GymEnv(self.env_name, **self.kwargs)
+
+
+def make_replay_buffer(
+    size: int = 1_000_000,
+    batch_size: int = 256,
+    storage: str = "lazy_tensor",
+    prioritized: bool = False,
+    alpha: float = 0.6,
+    beta: float = 0.4,
+    scratch_dir: str | None = None,
+):
+    """A ``TensorDictReplayBuffer`` over the named storage, uniform or prioritized.
+
+    Args:
+        size: capacity in transitions.
+        batch_size: transitions per ``sample()``.
+        storage: ``lazy_tensor`` (RAM), ``lazy_memmap`` (disk) or ``list``.
+        prioritized: sum-tree prioritized sampling instead of uniform.
+        alpha: priority exponent.
+        beta: importance-weight exponent.
+        scratch_dir: directory of a ``lazy_memmap`` storage.
+    """
+    from rl_trainers.data import (
+        LazyMemmapStorage,
+        LazyTensorStorage,
+        ListStorage,
+        PrioritizedSampler,
+        RandomSampler,
+        TensorDictReplayBuffer,
+    )
+
+    if size < 1:
+        raise ConfigError("replay_buffer.size", size, "a positive capacity")
+    if batch_size < 1:
+        raise ConfigError("replay_buffer.batch_size", batch_size, "a positive batch size")
+    storages = {
+        "lazy_tensor": lambda: LazyTensorStorage(size),
+        "lazy_memmap": lambda: LazyMemmapStorage(size, scratch_dir=scratch_dir),
+        "list": lambda: ListStorage(size),
+    }
+    if storage not in storages:
+        raise ConfigError("replay_buffer.storage", storage, f"one of {sorted(storages)}")
+    sampler = PrioritizedSampler(size, alpha=alpha, beta=beta) if prioritized else RandomSampler()
+    return TensorDictReplayBuffer(
+        storage=storages[storage](), sampler=sampler, batch_size=batch_size
+    )
+
+
+def make_ppo_loss(
+    actor_network,
+    critic_network,
+    clip_epsilon: float = 0.2,
+    entropy_coef: float = 0.0,
+    critic_coef: float = 0.5,
+    loss_critic_type: str = "l2",
+    normalize_advantage: bool = True,
+    gamma: float = 0.99,
+    lmbda: float = 0.95,
+):
+    """A ``ClipPPOLoss`` with a GAE value estimator.
+
+    Args:
+        actor_network: the policy (shared with the collector).
+        critic_network: the state-value network.
+        clip_epsilon: policy ratio clip range.
+        entropy_coef: weight of the entropy bonus.
+        critic_coef: weight of the value loss.
+        loss_critic_type: ``l2`` or ``smooth_l1``.
+        normalize_advantage: normalise advantages per minibatch.
+        gamma: discount factor.
+        lmbda: GAE lambda.
+    """
+    from rl_trainers.objectives import ClipPPOLoss, ValueEstimators
+
+    _check_unit_interval("loss.gamma", gamma)
+    _check_unit_interval("loss.lmbda", lmbda)
+    if loss_critic_type not in ("l2", "smooth_l1", "l1"):
+        raise ConfigError("loss.loss_critic_type", loss_critic_type, "'l2', 'smooth_l1' or 'l1'")
+    loss = ClipPPOLoss(
+        actor_network,
+        critic_network,
+        clip_epsilon=clip_epsilon,
+        entropy_bonus=entropy_coef > 0,
+        entropy_coef=entropy_coef,
+        critic_coef=critic_coef,
+        loss_critic_type=loss_critic_type,
+        normalize_advantage=normalize_advantage,
+    )
+    loss.make_value_estimator(ValueEstimators.GAE, gamma=gamma, lmbda=lmbda)
+    return loss
+
+
+def make_sac_loss(
+    actor_network,
+    qvalue_network,
+    num_qvalue_nets: int = 2,
+    alpha_init: float = 1.0,
+    fixed_alpha: bool = False,
+    target_entropy: str | float = "auto",
+    loss_function: str = "l2",
+    gamma: float = 0.99,
+):
+    """A ``SACLoss`` (twin critics, automatic entropy) with a TD(0) target.
+
+    Args:
+        actor_network: the TanhNormal policy (shared with the collector).
+        qvalue_network: one Q network; it is copied ``num_qvalue_nets`` times.
+        num_qvalue_nets: number of Q networks.
+        alpha_init: initial entropy temperature.
+        fixed_alpha: keep alpha fixed.
+        target_entropy: ``"auto"`` (minus the action dimension) or a number.
+        loss_function: ``l2`` or ``smooth_l1``.
+        gamma: discount factor.
+    """
+    from rl_trainers.objectives import SACLoss, ValueEstimators
+
+    _check_unit_interval("loss.gamma", gamma)
+    if num_qvalue_nets < 1:
+        raise ConfigError("loss.num_qvalue_nets", num_qvalue_nets, "at least 1")
+    if target_entropy != "auto":
+        try:
+            target_entropy = float(target_entropy)
+        except ValueError:
+            raise ConfigError("loss.target_entropy", target_entropy, "'auto' or a number") from None
+    loss = SACLoss(
+        actor_network,
+        qvalue_network,
+        num_qvalue_nets=num_qvalue_nets,
+        alpha_init=alpha_init,
+        fixed_alpha=fixed_alpha,
+        target_entropy=target_entropy,
+        loss_function=loss_function,
+    )
+    loss.make_value_estimator(ValueEstimators.TD0, gamma=gamma)
+    return loss
+
+
+def make_lr_scheduler(optimizer: torch.optim.Optimizer, total_steps: int, kind: str = "constant"):
+    """A learning-rate schedule stepped once per collected batch (``total_steps`` batches).
+
+    Args:
+        optimizer: the optimizer whose rates change.
+        total_steps: number of scheduler steps over the run.
+        kind: ``constant``, ``linear`` (to 0 at the end) or ``cosine``.
+    """
+    total = max(int(total_steps), 1)
+    schedules = {
+        "constant": lambda step: 1.0,
+        "linear": lambda step: max(1.0 - step / total, 0.0),
+        "cosine": lambda step: 0.5 * (1.0 + math.cos(math.pi * min(step / total, 1.0))),
+    }
+    if kind not in schedules:
+        raise ConfigError("lr_scheduler.kind", kind, f"one of {sorted(schedules)}")
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, schedules[kind])
+
+
+def _check_unit_interval(name: str, value: float) -> None:
+    if not 0.0 <= value <= 1.0:
+        raise ConfigError(name, value, "a number in [0, 1]")

@@ -1,0 +1,144 @@
+"""Logging hooks: frame counts, batch scalars (rewards) and the update-to-data ratio.
+
+Logging hooks return a dict of scalars (or None); the Trainer sends them to the logger
+every ``log_interval`` frames and, with ``"log_pbar": True``, to the progress bar.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+from tensordict.utils import NestedKey
+
+from rl_trainers.trainers.trainer import Trainer, TrainerHookBase
+
+__all__ = ["CountFramesLog", "LogReward", "LogScalar", "UTDRHook"]
+
+_MASK = ("collector", "mask")
+_REDUCTIONS = ("mean", "sum", "max", "min")
+
+
+class CountFramesLog(TrainerHookBase):
+    """Count the frames seen in collected batches and log them as ``n_frames``.
+
+    Args:
+        frame_skip: frames per environment step.
+        log_pbar: also show the count on the progress bar.
+    """
+
+    def __init__(self, frame_skip: int = 1, log_pbar: bool = False) -> None:
+        self.frame_skip = frame_skip
+        self.log_pbar = log_pbar
+        self.frame_count = 0
+
+    def __call__(self, batch: TensorDictBase) -> dict[str, Any]:
+        mask = batch.get(_MASK, None)
+        n = int(mask.sum()) if mask is not None else batch.numel()
+        self.frame_count += n * self.frame_skip
+        return {"n_frames": self.frame_count, "log_pbar": self.log_pbar}
+
+    def register(self, trainer: Trainer, name: str = "count_frames_log") -> None:
+        """Register at ``"pre_steps_log"`` and checkpoint the count."""
+        trainer.register_op("pre_steps_log", self)
+        trainer.register_module(name, self)
+
+    def state_dict(self) -> dict[str, int]:
+        """The frame count."""
+        return {"frame_count": self.frame_count}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the frame count."""
+        self.frame_count = int(state_dict["frame_count"])
+
+
+class LogScalar(TrainerHookBase):
+    """Log a reduction (and the standard deviation) of one entry of each collected batch.
+
+    Args:
+        key: the entry to read, by default the reward ``("next", "reward")``.
+        logname: the logged name; the std is logged as ``<logname>_std``.
+        log_pbar: also show the value on the progress bar.
+        include_std: also log the standard deviation.
+        reduction: one of ``"mean"``, ``"sum"``, ``"max"``, ``"min"``.
+
+    Entries masked out by ``("collector", "mask")`` are ignored.
+    """
+
+    def __init__(
+        self,
+        key: NestedKey = ("next", "reward"),
+        logname: str = "r_training",
+        log_pbar: bool = False,
+        include_std: bool = True,
+        reduction: str = "mean",
+    ) -> None:
+        if reduction not in _REDUCTIONS:
+            raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}.")
+        self.key = key
+        self.logname = logname
+        self.log_pbar = log_pbar
+        self.include_std = include_std
+        self.reduction = reduction
+
+    def __call__(self, batch: TensorDictBase) -> dict[str, Any]:
+        value = batch.get(self.key)
+        mask = batch.get(_MASK, None)
+        if mask is not None:
+            value = value[mask]
+        value = value.float()
+        out: dict[str, Any] = {
+            self.logname: getattr(torch.Tensor, self.reduction)(value),
+            "log_pbar": self.log_pbar,
+        }
+        if self.include_std:
+            out[f"{self.logname}_std"] = value.std() if value.numel() > 1 else value.new_zeros(())
+        return out
+
+    def register(self, trainer: Trainer, name: str | None = None) -> None:
+        """Register at ``"pre_steps_log"``."""
+        trainer.register_op("pre_steps_log", self)
+
+
+class LogReward(LogScalar):
+    """Reward logger (the older name of :class:`LogScalar`, as used in the DQN tutorial).
+
+    Args:
+        logname: the logged name.
+        log_pbar: also show the value on the progress bar.
+        reward_key: the reward entry (default ``("next", "reward")``).
+    """
+
+    def __init__(
+        self,
+        logname: str = "r_training",
+        log_pbar: bool = False,
+        reward_key: NestedKey | None = None,
+    ) -> None:
+        super().__init__(
+            key=("next", "reward") if reward_key is None else reward_key,
+            logname=logname,
+            log_pbar=log_pbar,
+        )
+
+
+class UTDRHook(TrainerHookBase):
+    """Log the update-to-data ratio: optimisation steps per collected frame (``utd_ratio``).
+
+    Args:
+        trainer: the trainer whose counters are read.
+    """
+
+    def __init__(self, trainer: Trainer) -> None:
+        self.trainer = trainer
+
+    def __call__(self, batch: Any = None) -> dict[str, Any] | None:
+        frames = self.trainer.collected_frames
+        if frames <= 0:
+            return None
+        return {"utd_ratio": self.trainer._optim_count / frames, "log_pbar": False}
+
+    def register(self, trainer: Trainer, name: str = "utdr_hook") -> None:
+        """Register at ``"post_steps_log"``."""
+        trainer.register_op("post_steps_log", self)

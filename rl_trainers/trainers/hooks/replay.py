@@ -1,0 +1,126 @@
+"""Replay-buffer hook: extend with collected batches, sample for each optimisation step."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+
+from rl_trainers.trainers.trainer import Trainer, TrainerHookBase
+
+__all__ = ["ReplayBufferTrainer"]
+
+
+class ReplayBufferTrainer(TrainerHookBase):
+    """Connect a replay buffer to the trainer.
+
+    ``register`` places three operations: :meth:`extend` at ``batch_process`` (store the
+    collected batch), :meth:`sample` at ``process_optim_batch`` (replace the batch with a
+    sample for each optimisation step) and :meth:`update_priority` at ``post_loss`` (feed the
+    loss's priority entry, e.g. ``td_error``, back to a prioritized buffer).
+
+    Args:
+        replay_buffer: a ``rl_trainers.data`` replay buffer (``extend``, ``sample``,
+            ``update_tensordict_priority``, ``state_dict``/``load_state_dict``).
+        batch_size: sample size; None uses the buffer's own ``batch_size``.
+        memmap: kept for torchrl compatibility; where data lives is the storage's choice
+            (use ``LazyMemmapStorage`` for memory-mapped storage). True moves batches to CPU.
+        device: device the samples are moved to (None: leave them where they are).
+        flatten_tensordicts: store transitions (``batch.reshape(-1)``, masked entries
+            dropped) rather than ``[num_envs, T]`` trajectories.
+        max_dims: with unflattened storage, pad each batch with zeros to this shape so every
+            stored item has the same shape (e.g. ``(T,)`` for variable-length trajectories).
+        iterate: draw samples by iterating over the buffer (``iter(buffer)``, restarted when
+            exhausted) instead of calling ``sample``.
+    """
+
+    def __init__(
+        self,
+        replay_buffer: Any,
+        batch_size: int | None = None,
+        memmap: bool = False,
+        device: torch.device | str | None = None,
+        flatten_tensordicts: bool = False,
+        max_dims: Sequence[int] | None = None,
+        iterate: bool = False,
+    ) -> None:
+        self.replay_buffer = replay_buffer
+        self.batch_size = batch_size
+        self.memmap = memmap
+        self.device = None if device is None else torch.device(device)
+        self.flatten_tensordicts = flatten_tensordicts
+        self.max_dims = None if max_dims is None else tuple(max_dims)
+        self.iterate = iterate
+        self._iterator = None
+
+    def extend(self, batch: TensorDictBase) -> None:
+        """Store ``batch`` in the buffer (the batch itself is passed on unchanged)."""
+        if self.flatten_tensordicts:
+            mask = batch.get(("collector", "mask"), None)
+            batch = batch[mask] if mask is not None else batch.reshape(-1)
+        elif self.max_dims is not None:
+            batch = self._pad(batch)
+        if self.memmap:
+            batch = batch.cpu()
+        self.replay_buffer.extend(batch)
+
+    def _pad(self, batch: TensorDictBase) -> TensorDictBase:
+        n = len(self.max_dims)
+        lead = batch.shape[: batch.ndim - n]
+        tail = batch.shape[batch.ndim - n :]
+        if any(t > m for t, m in zip(tail, self.max_dims)):
+            raise ValueError(f"Batch shape {tuple(batch.shape)} exceeds max_dims {self.max_dims}.")
+        if tuple(tail) == self.max_dims:
+            return batch
+        from tensordict import pad
+
+        # pad pairs run from the first batch dim to the last; leading dims are not padded
+        pairs = [0, 0] * len(lead)
+        for t, m in zip(tail, self.max_dims):
+            pairs += [0, m - t]
+        return pad(batch, pairs)
+
+    def sample(self, batch: TensorDictBase | None = None) -> TensorDictBase:
+        """Return a sample from the buffer (moved to ``device`` if set)."""
+        if self.iterate:
+            if self._iterator is None:
+                self._iterator = iter(self.replay_buffer)
+            try:
+                sample = next(self._iterator)
+            except StopIteration:
+                self._iterator = iter(self.replay_buffer)
+                sample = next(self._iterator)
+        elif self.batch_size is None:
+            sample = self.replay_buffer.sample()
+        else:
+            sample = self.replay_buffer.sample(self.batch_size)
+        if self.device is not None and sample.device != self.device:
+            sample = sample.to(self.device)
+        return sample
+
+    def update_priority(self, batch: TensorDictBase) -> None:
+        """Update priorities from the loss-annotated sample (prioritized buffers only)."""
+        update = getattr(self.replay_buffer, "update_tensordict_priority", None)
+        if update is not None:
+            update(batch)
+
+    def register(self, trainer: Trainer, name: str = "replay_buffer") -> None:
+        """Register extend/sample/update_priority and checkpoint the buffer."""
+        trainer.register_op("batch_process", self.extend)
+        trainer.register_op("process_optim_batch", self.sample)
+        if hasattr(self.replay_buffer, "update_tensordict_priority"):
+            trainer.register_op("post_loss", self.update_priority)
+        trainer.register_module(name, self)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The buffer's state dict."""
+        sd = getattr(self.replay_buffer, "state_dict", None)
+        return {"replay_buffer": sd() if callable(sd) else {}}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the buffer's state dict."""
+        load = getattr(self.replay_buffer, "load_state_dict", None)
+        if callable(load):
+            load(state_dict["replay_buffer"])

@@ -1,0 +1,645 @@
+"""The Trainer: a nested collect/optimise loop with named hook points.
+
+The loop and its ten hook points are documented once, in :class:`HookPoint`.
+This module knows no algorithm, config or hook family: it holds the loop, the hook
+registry, the counters, the progress bar, the hook base class and the one hook every
+trainer needs (:class:`OptimizerHook`, which wraps the ``optimizer`` argument).
+"""
+
+from __future__ import annotations
+
+import abc
+import random
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from enum import Enum
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tensordict import TensorDictBase
+from torch import nn
+
+from rl_trainers.trainers import checkpoint as _ckpt
+
+__all__ = ["HOOK_POINTS", "HookPoint", "OptimizerHook", "Trainer", "TrainerHookBase"]
+
+
+class HookPoint(str, Enum):
+    """The ten points of the training loop where hooks run, in the order they fire.
+
+    ``Trainer.train()`` runs (``[point]`` marks where the hooks of each point are called)::
+
+        for batch in collector:                      # outer loop: one collected batch
+            frames = batch.numel() * frame_skip       # valid frames if ("collector", "mask")
+            batch = [batch_process](batch)            # each hook may return a new batch
+            collected_frames += frames                # opens the log gate every log_interval
+            [pre_steps_log](batch)                    # logging hooks -> dict | None
+            [pre_optim_steps]()
+            for j in range(optim_steps_per_batch):    # inner loop: optimisation steps
+                sub_batch = [process_optim_batch](batch)   # e.g. replay-buffer sample
+                losses = loss_module(sub_batch)            # TensorDict of loss_* entries
+                [post_loss](sub_batch)                     # e.g. priority update
+                [optimizer](losses)                        # backward, clip, step (OptimizerHook)
+                [post_optim]()                             # e.g. target-network update
+                [post_optim_log](sub_batch)                # logging hooks -> dict | None
+            [post_steps]()                            # e.g. collector weight sync
+            [post_steps_log](batch)                   # logging hooks -> dict | None
+            save_trainer()                            # every save_trainer_interval frames
+            if collected_frames >= total_frames: break
+        collector.shutdown()                          # also on error or Ctrl-C
+
+    Data hooks (``batch_process``, ``process_optim_batch``) take a TensorDict and return a
+    TensorDict (or ``None`` to keep the input). Logging hooks (``*_log``) return a dict of
+    scalars (or ``None``); the optional entry ``"log_pbar": True`` sends the values to the
+    progress bar as well. Operation hooks (the others) take no argument (``post_loss``
+    takes the sub-batch, ``optimizer`` the loss TensorDict).
+    """
+
+    BATCH_PROCESS = "batch_process"
+    PRE_STEPS_LOG = "pre_steps_log"
+    PRE_OPTIM_STEPS = "pre_optim_steps"
+    PROCESS_OPTIM_BATCH = "process_optim_batch"
+    POST_LOSS = "post_loss"
+    OPTIMIZER = "optimizer"
+    POST_OPTIM = "post_optim"
+    POST_OPTIM_LOG = "post_optim_log"
+    POST_STEPS = "post_steps"
+    POST_STEPS_LOG = "post_steps_log"
+
+
+HOOK_POINTS: tuple[str, ...] = tuple(p.value for p in HookPoint)
+_LOG_POINTS = frozenset({"pre_steps_log", "post_optim_log", "post_steps_log"})
+
+
+class TrainerHookBase(abc.ABC):
+    """Base class of trainer hooks: a callable that knows where it belongs and its state.
+
+    Subclasses implement :meth:`register` (place the hook at its default point(s) with
+    ``trainer.register_op`` and, if it has state, ``trainer.register_module``) and, when they
+    hold state, :meth:`state_dict`/:meth:`load_state_dict`. A subclass may define
+    ``save_dict()`` instead of ``state_dict()`` (the name used in the seed's example).
+    """
+
+    @abc.abstractmethod
+    def register(self, trainer: Trainer, name: str) -> None:
+        """Register this hook on ``trainer`` under ``name``."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """Return the hook's state: ``save_dict()`` if the subclass defines it, else ``{}``."""
+        save_dict = getattr(self, "save_dict", None)
+        return save_dict() if callable(save_dict) else {}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore state; the default accepts only an empty state."""
+        if state_dict:
+            raise ValueError(
+                f"{type(self).__name__} defines no load_state_dict but was given state with "
+                f"keys {sorted(map(str, state_dict))}."
+            )
+
+
+class OptimizerHook(TrainerHookBase):
+    """Backward, gradient clipping and step for one optimizer and some loss components.
+
+    Several OptimizerHooks can be registered, each tied to its own loss components (e.g. an
+    actor optimizer on ``loss_actor`` and a critic optimizer on ``loss_qvalue``). Gradients of
+    the optimizer's parameters are reset before the backward pass, so gradients leaking
+    from another component's backward do not contaminate this step.
+
+    Args:
+        optimizer: the optimizer to step.
+        loss_components: names of the loss TensorDict entries summed for backward;
+            ``None`` sums every entry whose name starts with ``"loss"``.
+
+    Clipping follows the trainer's ``clip_norm``/``clip_grad_norm`` (read at registration):
+    no clipping when ``clip_norm`` is None, norm clipping when ``clip_grad_norm`` is True
+    (the norm before clipping is written to the loss TensorDict as ``grad_norm`` or
+    ``grad_norm_<name>``), value clamping to ``[-clip_norm, clip_norm]`` otherwise.
+    """
+
+    def __init__(
+        self, optimizer: torch.optim.Optimizer, loss_components: Sequence[str] | None = None
+    ) -> None:
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer)}.")
+        if isinstance(loss_components, str):
+            loss_components = [loss_components]
+        self.optimizer = optimizer
+        self.loss_components = None if loss_components is None else list(loss_components)
+        self.clip_norm: float | None = None
+        self.clip_grad_norm = True
+        self._grad_norm_key = "grad_norm"
+        self._params: list[torch.Tensor] | None = None
+
+    def register(self, trainer: Trainer, name: str | None = None) -> None:
+        """Register at ``"optimizer"`` and as a module (default name ``optimizer[_i]``)."""
+        if name is None:
+            name, i = "optimizer", 0
+            while name in trainer._modules:
+                i += 1
+                name = f"optimizer_{i}"
+        self.clip_norm = trainer.clip_norm
+        self.clip_grad_norm = trainer.clip_grad_norm
+        self._grad_norm_key = "grad_norm" if name == "optimizer" else f"grad_norm_{name}"
+        trainer.register_op("optimizer", self)
+        trainer.register_module(name, self)
+
+    def _loss(self, losses: TensorDictBase) -> torch.Tensor:
+        if self.loss_components is None:
+            keys = [k for k in losses.keys() if isinstance(k, str) and k.startswith("loss")]
+            if not keys:
+                raise ValueError(
+                    f"The loss TensorDict has no entry starting with 'loss' to optimise "
+                    f"(entries: {sorted(map(str, losses.keys()))})."
+                )
+        else:
+            keys = self.loss_components
+        total = None
+        for key in keys:
+            try:
+                value = losses.get(key)
+            except KeyError:
+                value = None
+            if value is None:
+                raise KeyError(
+                    f"OptimizerHook loss component {key!r} is not in the loss TensorDict "
+                    f"(entries: {sorted(map(str, losses.keys()))})."
+                )
+            total = value if total is None else total + value
+        return total.sum() if total.ndim else total
+
+    def __call__(self, losses: TensorDictBase) -> None:
+        """Sum the loss components, backpropagate, clip and step."""
+        loss = self._loss(losses)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.clip_norm is not None:
+            if self._params is None:
+                self._params = [p for g in self.optimizer.param_groups for p in g["params"]]
+            if self.clip_grad_norm:
+                norm = nn.utils.clip_grad_norm_(self._params, self.clip_norm)
+                if not losses.is_locked:
+                    losses.set(self._grad_norm_key, norm.detach())
+            else:
+                nn.utils.clip_grad_value_(self._params, self.clip_norm)
+        self.optimizer.step()
+
+    def state_dict(self) -> dict[str, Any]:
+        """The optimizer's state dict."""
+        return {"optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the optimizer's state dict."""
+        self.optimizer.load_state_dict(state_dict["optimizer"])
+
+
+class _Every:
+    """Run ``op`` on every ``every``-th call only (a registration filter)."""
+
+    __slots__ = ("op", "every", "count")
+
+    def __init__(self, op: Callable, every: int) -> None:
+        self.op, self.every, self.count = op, every, 0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.count += 1
+        if self.count % self.every == 0:
+            return self.op(*args, **kwargs)
+        return None
+
+
+def _as_float(value: Any) -> float:
+    if isinstance(value, torch.Tensor):
+        return value.item()
+    return float(value)
+
+
+class Trainer:
+    """A generic trainer: collect a batch, run hooks, optimise, repeat (see :class:`HookPoint`).
+
+    The Trainer builds nothing itself: replay buffers, target updates, evaluation, logging
+    of rewards and so on are hooks registered with :meth:`register_op` or a hook's
+    ``register(trainer)``.
+
+    Args:
+        collector: an iterable of TensorDict batches shaped ``[num_envs, T]``; its
+            ``shutdown()`` (if any) is called when training ends.
+        total_frames: stop once this many frames (``numel * frame_skip``) were collected.
+        frame_skip: frames per environment step, used to count frames.
+        optim_steps_per_batch: optimisation steps per collected batch (0 disables them).
+        loss_module: a module mapping a TensorDict to a TensorDict of ``loss_*`` entries.
+        optimizer: if given, wrapped in an :class:`OptimizerHook` registered at ``"optimizer"``.
+        logger: an object with ``log_scalar(name, value, step=None)``; None disables logging.
+        clip_grad_norm: True clips the total gradient norm, False clamps each gradient value.
+        clip_norm: the clipping threshold; None disables clipping.
+        progress_bar: show a tqdm bar with frames/s and the ``log_pbar`` values.
+        seed: seeds torch, numpy, random and the collector (``collector.set_seed``) here, in
+            the constructor. For full determinism seed *before* building networks too (the
+            Hydra entry points do), since weights are initialised before the Trainer exists.
+        save_trainer_interval: save a checkpoint every this many frames.
+        log_interval: log scalars whenever the frame count crosses a multiple of this.
+        save_trainer_file: checkpoint path (file for ``CKPT_BACKEND=torch``, directory for
+            ``torchsnapshot``); None disables saving.
+        async_collection: the collector runs in the background (``collector.start()``) and
+            writes into a replay buffer it owns; the trainer polls its frame count and logs
+            the update-to-data ratio (optimisation steps per frame) as ``utd_ratio``.
+
+    Example:
+        >>> trainer = Trainer(collector=collector, total_frames=10_000, frame_skip=1,
+        ...                   optim_steps_per_batch=4, loss_module=loss, optimizer=optim)
+        >>> trainer.register_op("post_optim", target_updater.step)
+        >>> trainer.train()
+    """
+
+    def __init__(
+        self,
+        *,
+        collector: Iterable[TensorDictBase],
+        total_frames: int,
+        frame_skip: int = 1,
+        optim_steps_per_batch: int = 1,
+        loss_module: Callable[[TensorDictBase], TensorDictBase],
+        optimizer: torch.optim.Optimizer | None = None,
+        logger: Any | None = None,
+        clip_grad_norm: bool = True,
+        clip_norm: float | None = None,
+        progress_bar: bool = True,
+        seed: int | None = None,
+        save_trainer_interval: int = 10000,
+        log_interval: int = 10000,
+        save_trainer_file: str | Path | None = None,
+        async_collection: bool = False,
+    ) -> None:
+        for name, value, low in (
+            ("total_frames", total_frames, 1),
+            ("frame_skip", frame_skip, 1),
+            ("optim_steps_per_batch", optim_steps_per_batch, 0),
+            ("save_trainer_interval", save_trainer_interval, 1),
+            ("log_interval", log_interval, 1),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
+        if clip_norm is not None and not clip_norm > 0:
+            raise ValueError(f"clip_norm must be None or a positive number, got {clip_norm!r}.")
+        if async_collection and not callable(getattr(collector, "start", None)):
+            raise ValueError(
+                "async_collection=True needs a collector with a start() method that collects "
+                f"in the background; {type(collector).__name__} has none."
+            )
+        self.collector = collector
+        self.total_frames = total_frames
+        self.frame_skip = frame_skip
+        self.optim_steps_per_batch = optim_steps_per_batch
+        self.loss_module = loss_module
+        self.optimizer = optimizer
+        self.logger = logger
+        self.clip_grad_norm = clip_grad_norm
+        self.clip_norm = clip_norm
+        self.progress_bar = progress_bar
+        self.seed = seed
+        self.save_trainer_interval = save_trainer_interval
+        self.log_interval = log_interval
+        self.save_trainer_file = save_trainer_file
+        self.async_collection = async_collection
+
+        self.collected_frames = 0
+        self._optim_count = 0
+        self.iteration = 0
+        self._last_save_frames = 0
+        self._log_now = False
+        self._pbar = None
+        self._pbar_values: dict[str, Any] = {}
+        self._ops: defaultdict[str, list[Callable]] = defaultdict(list)
+        self._modules: dict[str, Any] = {}
+
+        if seed is not None:
+            self.set_seed(seed)
+        if isinstance(loss_module, nn.Module):
+            self.register_module("loss_module", loss_module)
+        if optimizer is not None:
+            OptimizerHook(optimizer).register(self, "optimizer")
+
+    # ------------------------------------------------------------------ registry
+    def set_seed(self, seed: int) -> None:
+        """Seed torch, numpy, random and the collector (if it has ``set_seed``)."""
+        torch.manual_seed(seed)
+        np.random.seed(seed % 2**32)
+        random.seed(seed)
+        set_seed = getattr(self.collector, "set_seed", None)
+        if callable(set_seed):
+            set_seed(seed)
+
+    def register_op(self, dest: str, op: Callable, *, every: int = 1, **kwargs: Any) -> None:
+        """Call ``op`` at hook point ``dest`` (see :class:`HookPoint` for the points).
+
+        Args:
+            dest: the hook point name (or a :class:`HookPoint`).
+            op: the callable; extra ``kwargs`` are passed to it on each call.
+            every: call ``op`` only on every ``every``-th pass through ``dest``.
+        """
+        dest = dest.value if isinstance(dest, HookPoint) else dest
+        if dest not in HOOK_POINTS:
+            raise ValueError(f"Unknown hook point {dest!r}; valid points are {list(HOOK_POINTS)}.")
+        if not callable(op):
+            raise TypeError(f"op registered at {dest!r} must be callable, got {op!r}.")
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise ValueError(f"every must be a positive integer, got {every!r}.")
+        if kwargs:
+            op = partial(op, **kwargs)
+        if every > 1:
+            op = _Every(op, every)
+        self._ops[dest].append(op)
+
+    def register_module(self, name: str, module: Any) -> None:
+        """Checkpoint ``module`` (anything with ``state_dict``/``load_state_dict``) as ``name``.
+
+        The arguments are also accepted in the reverse order (``module, name``), as in the
+        seed's example hook.
+        """
+        if not isinstance(name, str) and isinstance(module, str):
+            name, module = module, name
+        if not isinstance(name, str):
+            raise TypeError(f"register_module needs a str name, got {name!r} and {module!r}.")
+        if not (hasattr(module, "state_dict") and hasattr(module, "load_state_dict")):
+            raise TypeError(
+                f"Module {name!r} ({type(module).__name__}) needs state_dict() and "
+                "load_state_dict() to be checkpointed."
+            )
+        if name in self._modules and self._modules[name] is not module:
+            raise ValueError(
+                f"A module named {name!r} is already registered; registered names: "
+                f"{sorted(self._modules)}."
+            )
+        self._modules[name] = module
+
+    # ------------------------------------------------------------------ logging
+    def _log(self, out: dict[str, Any] | None) -> None:
+        if not out:
+            return
+        pbar = out.get("log_pbar", False) and self._pbar is not None
+        if not (pbar or self._log_now):
+            return
+        logger = self.logger if self._log_now else None
+        for key, value in out.items():
+            if key == "log_pbar":
+                continue
+            if pbar:
+                self._pbar_values[key] = value
+            if logger is not None:
+                logger.log_scalar(key, _as_float(value), step=self.collected_frames)
+
+    def _run_log_ops(self, ops: list[Callable], batch: TensorDictBase) -> None:
+        for op in ops:
+            self._log(op(batch))
+
+    # ------------------------------------------------------------------ loop
+    def train(self) -> None:
+        """Run the loop of :class:`HookPoint` until ``total_frames`` frames were collected."""
+        if self.progress_bar:
+            try:
+                from tqdm.auto import tqdm
+
+                self._pbar = tqdm(
+                    total=self.total_frames,
+                    initial=min(self.collected_frames, self.total_frames),
+                    unit="frames",
+                    unit_scale=True,
+                )
+            except ImportError:  # pragma: no cover
+                self._pbar = None
+        try:
+            if self.collected_frames < self.total_frames:
+                if self.async_collection:
+                    self._train_async()
+                else:
+                    self._train_sync()
+            if self.save_trainer_file is not None:
+                self.save_trainer(force=True)
+        finally:
+            shutdown = getattr(self.collector, "shutdown", None)
+            if callable(shutdown):
+                shutdown()
+            if self._pbar is not None:
+                self._pbar.close()
+                self._pbar = None
+
+    def _train_sync(self) -> None:
+        ops = self._ops
+        batch_process = ops["batch_process"]
+        pre_steps_log = ops["pre_steps_log"]
+        post_steps = ops["post_steps"]
+        post_steps_log = ops["post_steps_log"]
+        mask_key = ("collector", "mask")
+        for batch in self.collector:
+            mask = batch.get(mask_key, None)
+            if mask is not None:
+                frames = int(mask.sum()) * self.frame_skip
+            else:
+                frames = batch.numel() * self.frame_skip
+            for op in batch_process:
+                out = op(batch)
+                if out is not None:
+                    batch = out
+            self._count_frames(frames)
+            self._run_log_ops(pre_steps_log, batch)
+            self.optim_steps(batch)
+            for op in post_steps:
+                op()
+            self._run_log_ops(post_steps_log, batch)
+            if self._end_iteration(frames):
+                break
+
+    def _train_async(self) -> None:
+        from tensordict import TensorDict
+
+        self.collector.start()
+        batch = TensorDict()
+        pre_steps_log = self._ops["pre_steps_log"]
+        post_steps = self._ops["post_steps"]
+        post_steps_log = self._ops["post_steps_log"]
+        while True:
+            produced = self._async_frames()
+            while produced * self.frame_skip <= self.collected_frames:
+                time.sleep(0.001)
+                produced = self._async_frames()
+            frames = produced * self.frame_skip - self.collected_frames
+            self._count_frames(frames)
+            self._run_log_ops(pre_steps_log, batch)
+            self.optim_steps(batch)
+            for op in post_steps:
+                op()
+            self._run_log_ops(post_steps_log, batch)
+            if self._log_now:
+                self._log({"utd_ratio": self._optim_count / max(self.collected_frames, 1)})
+            if self._end_iteration(frames):
+                break
+
+    def _async_frames(self) -> int:
+        """Frames written so far by an asynchronous collector."""
+        for attr in ("collected_frames", "frames_collected", "_frames"):
+            value = getattr(self.collector, attr, None)
+            if isinstance(value, int):
+                return value
+        rb = getattr(self.collector, "replay_buffer", None)
+        if rb is not None:
+            return int(getattr(rb, "write_count", len(rb)))
+        raise AttributeError(
+            f"{type(self.collector).__name__} exposes no frame count for async_collection: "
+            "give it an int attribute `collected_frames` or a `replay_buffer`."
+        )
+
+    def _count_frames(self, frames: int) -> None:
+        """Add a batch's frames; open the log gate if a multiple of log_interval is crossed."""
+        before = self.collected_frames
+        self.collected_frames = after = before + frames
+        self._log_now = self.logger is not None and (
+            after // self.log_interval > before // self.log_interval
+        )
+
+    def _end_iteration(self, frames: int) -> bool:
+        self.iteration += 1
+        pbar = self._pbar
+        if pbar is not None:
+            if self._pbar_values:
+                pbar.set_postfix(
+                    {k: _as_float(v) for k, v in self._pbar_values.items()}, refresh=False
+                )
+            pbar.update(frames)
+        if self.save_trainer_file is not None:
+            self.save_trainer()
+        return self.collected_frames >= self.total_frames
+
+    def optim_steps(self, batch: TensorDictBase) -> None:
+        """Run ``pre_optim_steps`` and ``optim_steps_per_batch`` optimisation steps on ``batch``."""
+        ops = self._ops
+        for op in ops["pre_optim_steps"]:
+            op()
+        process_optim_batch = ops["process_optim_batch"]
+        post_loss = ops["post_loss"]
+        optimizer = ops["optimizer"]
+        post_optim = ops["post_optim"]
+        post_optim_log = ops["post_optim_log"]
+        loss_module = self.loss_module
+        log_losses = self._log_now
+        sums: dict[Any, torch.Tensor] = {}
+        n = self.optim_steps_per_batch
+        for _ in range(n):
+            self._optim_count += 1
+            sub_batch = batch
+            for op in process_optim_batch:
+                out = op(sub_batch)
+                if out is not None:
+                    sub_batch = out
+            losses = loss_module(sub_batch)
+            for op in post_loss:
+                op(sub_batch)
+            for op in optimizer:
+                op(losses)
+            for op in post_optim:
+                op()
+            if post_optim_log:
+                self._run_log_ops(post_optim_log, sub_batch)
+            if log_losses:
+                for key, value in losses.items(include_nested=True, leaves_only=True):
+                    if value.numel() == 1:
+                        value = value.detach()
+                        sums[key] = sums[key] + value if key in sums else value
+        if log_losses and n:
+            logged = {(k if isinstance(k, str) else "/".join(k)): v / n for k, v in sums.items()}
+            logged["optim_steps"] = self._optim_count
+            self._log(logged)
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """The trainer's full state: counters, registered modules/hooks, collector and RNGs."""
+        collector_sd = getattr(self.collector, "state_dict", None)
+        return {
+            "format": _ckpt.CKPT_FORMAT,
+            "version": _ckpt.CKPT_VERSION,
+            "counters": {
+                "collected_frames": self.collected_frames,
+                "optim_count": self._optim_count,
+                "iteration": self.iteration,
+                "last_save_frames": self._last_save_frames,
+            },
+            "modules": {name: module.state_dict() for name, module in self._modules.items()},
+            "collector": collector_sd() if callable(collector_sd) else None,
+            "rng": _ckpt.get_rng_state(),
+        }
+
+    def load_state_dict(self, state_dict: dict[str, Any], *, source: str = "state dict") -> None:
+        """Restore a state from :meth:`state_dict`; mismatched entries raise CheckpointError.
+
+        Args:
+            state_dict: the state to load.
+            source: how to name the state's origin (e.g. the file) in error messages.
+        """
+        required = ("counters", "modules", "collector", "rng")
+        missing_top = [k for k in required if k not in state_dict]
+        if missing_top:
+            raise _ckpt.CheckpointError(
+                f"{source} is missing the entries {missing_top} of a trainer checkpoint."
+            )
+        saved = state_dict["modules"]
+        missing = sorted(set(self._modules) - set(saved))
+        unexpected = sorted(set(saved) - set(self._modules))
+        if missing or unexpected:
+            raise _ckpt.CheckpointError(
+                f"{source} does not match this trainer's registered modules: missing from "
+                f"the checkpoint: {missing}; in the checkpoint but not registered: {unexpected}."
+            )
+        for name, module in self._modules.items():
+            try:
+                module.load_state_dict(saved[name])
+            except Exception as err:
+                raise _ckpt.CheckpointError(
+                    f"{source}: could not load module {name!r} ({type(module).__name__}): {err}"
+                ) from err
+        collector_sd = state_dict["collector"]
+        load = getattr(self.collector, "load_state_dict", None)
+        if collector_sd is not None and callable(load):
+            load(collector_sd)
+        counters = state_dict["counters"]
+        self.collected_frames = int(counters["collected_frames"])
+        self._optim_count = int(counters["optim_count"])
+        self.iteration = int(counters["iteration"])
+        self._last_save_frames = int(counters.get("last_save_frames", self.collected_frames))
+        _ckpt.set_rng_state(state_dict["rng"])
+
+    def save_trainer(self, force: bool = False) -> None:
+        """Save a checkpoint to ``save_trainer_file``.
+
+        Args:
+            force: save now; otherwise save only when the frame count crossed a multiple of
+                ``save_trainer_interval`` since the last save.
+        """
+        if self.save_trainer_file is None:
+            if force:
+                raise ValueError("save_trainer(force=True) needs save_trainer_file to be set.")
+            return
+        interval = self.save_trainer_interval
+        if not force and self.collected_frames // interval <= self._last_save_frames // interval:
+            return
+        self._last_save_frames = self.collected_frames
+        _ckpt.save_checkpoint(self.state_dict(), self.save_trainer_file)
+
+    def load_from_file(self, file: str | Path | None = None, **kwargs: Any) -> Trainer:
+        """Load a checkpoint written by :meth:`save_trainer` (default: ``save_trainer_file``)."""
+        file = self.save_trainer_file if file is None else file
+        if file is None:
+            raise ValueError("load_from_file needs a path (or save_trainer_file to be set).")
+        state = _ckpt.load_checkpoint(file)
+        self.load_state_dict(state, source=f"Checkpoint {file}", **kwargs)
+        return self
+
+    def __repr__(self) -> str:
+        points = {k: len(v) for k, v in self._ops.items() if v}
+        return (
+            f"{type(self).__name__}(collected_frames={self.collected_frames}/"
+            f"{self.total_frames}, optim_steps={self._optim_count}, hooks={points}, "
+            f"modules={list(self._modules)})"
+        )

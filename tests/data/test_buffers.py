@@ -1,0 +1,291 @@
+"""Replay buffers: storages, samplers, writers, state round trips."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from tensordict import TensorDict
+
+from rl_trainers.data import (
+    LazyMemmapStorage,
+    LazyTensorStorage,
+    ListStorage,
+    PrioritizedSampler,
+    RandomSampler,
+    ReplayBuffer,
+    SamplerWithoutReplacement,
+    TensorDictReplayBuffer,
+)
+from rl_trainers.data._segment_tree import MinSegmentTree, SumSegmentTree
+
+
+def make_batch(n: int, start: int = 0, num_envs: int | None = None) -> TensorDict:
+    ids = torch.arange(start, start + n)
+    td = TensorDict(
+        {
+            "observation": ids.float().unsqueeze(-1).expand(n, 3).clone(),
+            "action": (ids % 2).unsqueeze(-1),
+            "next": {
+                "observation": (ids + 1).float().unsqueeze(-1).expand(n, 3).clone(),
+                "reward": torch.ones(n, 1),
+                "done": torch.zeros(n, 1, dtype=torch.bool),
+            },
+            "id": ids,
+        },
+        batch_size=[n],
+    )
+    if num_envs is not None:
+        td = td.reshape(num_envs, n // num_envs)
+    return td
+
+
+@pytest.mark.parametrize("storage_cls", [LazyTensorStorage, LazyMemmapStorage, ListStorage])
+def test_extend_sample_wraps_around(storage_cls, tmp_path):
+    kwargs = {"scratch_dir": tmp_path / "mm"} if storage_cls is LazyMemmapStorage else {}
+    rb = TensorDictReplayBuffer(storage=storage_cls(10, **kwargs), batch_size=4)
+    idx = rb.extend(make_batch(6))
+    assert idx.tolist() == [0, 1, 2, 3, 4, 5]
+    assert len(rb) == 6
+    idx = rb.extend(make_batch(6, start=6))
+    assert idx.tolist() == [6, 7, 8, 9, 0, 1]
+    assert len(rb) == 10
+    batch = rb.sample()
+    assert batch.batch_size == torch.Size([4])
+    # item at storage slot i holds id 10 + i for i < 2, else i
+    expected = torch.where(batch["index"] < 2, batch["index"] + 10, batch["index"])
+    assert torch.equal(batch["id"], expected)
+    assert torch.equal(batch["next", "observation"][:, 0], batch["id"].float() + 1)
+
+
+def test_extend_flattens_env_time_dims():
+    rb = TensorDictReplayBuffer(storage=LazyTensorStorage(100))
+    rb.extend(make_batch(12, num_envs=3))
+    assert len(rb) == 12
+    assert rb.storage._storage.batch_size == torch.Size([100])
+    assert torch.equal(rb.storage.get(torch.arange(12))["id"], torch.arange(12))
+
+
+def test_add_and_plain_tensor_buffer():
+    rb = ReplayBuffer(storage=LazyTensorStorage(5), batch_size=3)
+    rb.extend(torch.arange(4.0))
+    assert rb.add(torch.tensor(9.0)) == 4
+    sample = rb.sample()
+    assert sample.shape == (3,)
+    assert set(sample.tolist()) <= {0.0, 1.0, 2.0, 3.0, 9.0}
+
+
+def test_list_storage_of_objects():
+    rb = ReplayBuffer(storage=ListStorage(3), batch_size=2, collate_fn=lambda x: x)
+    for obj in ["a", "b", "c", "d"]:
+        rb.add(obj)
+    assert len(rb) == 3
+    assert set(rb.sample()) <= {"b", "c", "d"}
+
+
+def test_sample_errors():
+    rb = TensorDictReplayBuffer(storage=LazyTensorStorage(10))
+    with pytest.raises(RuntimeError, match="batch_size"):
+        rb.sample()
+    with pytest.raises(RuntimeError, match="empty"):
+        rb.sample(4)
+    with pytest.raises(ValueError, match="max_size must be a positive int, got 0"):
+        LazyTensorStorage(0)
+
+
+def test_write_more_than_capacity_keeps_latest():
+    rb = TensorDictReplayBuffer(storage=LazyTensorStorage(4))
+    rb.extend(make_batch(10))
+    assert sorted(rb.storage.get(torch.arange(4))["id"].tolist()) == [6, 7, 8, 9]
+
+
+def test_sampler_without_replacement_covers_each_item_once():
+    torch.manual_seed(0)
+    rb = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(20), sampler=SamplerWithoutReplacement(), batch_size=6
+    )
+    rb.extend(make_batch(20))
+    seen = torch.cat([rb.sample()["id"] for _ in range(4)])  # 6+6+6+2
+    assert sorted(seen.tolist()) == list(range(20))
+    assert rb.sampler.ran_out
+    rb2 = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(20),
+        sampler=SamplerWithoutReplacement(drop_last=True),
+        batch_size=6,
+    )
+    rb2.extend(make_batch(20))
+    sizes = [rb2.sample().shape[0] for _ in range(4)]
+    assert sizes == [6, 6, 6, 6]
+
+
+def test_segment_trees_against_numpy():
+    rng = np.random.default_rng(0)
+    size = 1000
+    st, mt = SumSegmentTree(size), MinSegmentTree(size)
+    values = rng.random(size) + 0.1
+    idx = np.arange(size)
+    st[idx] = values
+    mt[idx] = values
+    upd = rng.integers(0, size, 100)
+    new = rng.random(100) + 0.05
+    st[upd] = new
+    mt[upd] = new
+    values[upd] = new  # numpy assignment: last write wins, as in the tree
+    assert st.reduce() == pytest.approx(values.sum())
+    assert mt.reduce() == pytest.approx(values.min())
+    cumsum = np.cumsum(values)
+    prefix = rng.random(500) * values.sum()
+    expected = np.searchsorted(cumsum, prefix, side="right")
+    assert np.array_equal(st.find_prefixsum_index(prefix), expected)
+
+
+def test_prioritized_sampler_frequencies_match_priorities():
+    torch.manual_seed(0)
+    n, alpha = 8, 0.7
+    sampler = PrioritizedSampler(n, alpha=alpha, beta=0.5)
+    rb = TensorDictReplayBuffer(storage=LazyTensorStorage(n), sampler=sampler, batch_size=1000)
+    rb.extend(make_batch(n))
+    priorities = torch.arange(1, n + 1, dtype=torch.float64)
+    rb.update_priority(torch.arange(n), priorities)
+    draws = 50
+    counts = torch.zeros(n)
+    for _ in range(draws):
+        counts += torch.bincount(rb.sample()["index"], minlength=n)
+    p = priorities**alpha / (priorities**alpha).sum()
+    expected = p * draws * 1000
+    chi2 = (((counts - expected) ** 2) / expected).sum().item()
+    # 7 degrees of freedom: the 99.9% quantile is 24.3
+    assert chi2 < 24.3, (counts, expected)
+    # importance weights: (p_i / p_min) ** -beta
+    batch = rb.sample(64)
+    expected_w = ((priorities[batch["index"]] / 1.0) ** alpha) ** -0.5
+    torch.testing.assert_close(batch["_weight"].double(), expected_w, rtol=1e-5, atol=1e-6)
+
+
+def test_prioritized_new_items_get_max_priority_and_td_update():
+    torch.manual_seed(1)
+    sampler = PrioritizedSampler(100, alpha=1.0, beta=1.0, eps=0.0)
+    rb = TensorDictReplayBuffer(storage=LazyTensorStorage(100), sampler=sampler, batch_size=32)
+    rb.extend(make_batch(4))
+    batch = rb.sample()
+    batch["td_error"] = torch.where(batch["id"] == 2, 5.0, 0.0).unsqueeze(-1)
+    rb.update_tensordict_priority(batch)
+    assert sampler._sum_tree[np.array([2])].item() == 5.0
+    rb.extend(make_batch(1, start=4))  # gets max priority = 5
+    assert sampler._sum_tree[np.array([4])].item() == 5.0
+    # priority given with the data
+    data = make_batch(2, start=5)
+    data["td_error"] = torch.tensor([3.0, 7.0])
+    rb.extend(data)
+    assert sampler._sum_tree[np.array([5, 6])].tolist() == [3.0, 7.0]
+    with pytest.raises(KeyError, match="td_error"):
+        rb.update_tensordict_priority(make_batch(2))
+
+
+def test_prioritized_sampler_bad_args():
+    with pytest.raises(ValueError, match="reduction"):
+        PrioritizedSampler(10, 0.5, 0.5, reduction="sum")
+    s = PrioritizedSampler(10, 0.5, 0.5, reduction="mean")
+    s.extend(torch.arange(2), torch.tensor([[1.0, 3.0], [2.0, 2.0]]))
+    assert s._sum_tree[np.arange(2)] == pytest.approx(np.array([2.0, 2.0]) ** 0.5)
+
+
+def _assert_td_equal(a: TensorDict, b: TensorDict) -> None:
+    assert set(a.keys(True, True)) == set(b.keys(True, True))
+    for key in a.keys(True, True):
+        assert torch.equal(a[key], b[key]), key
+
+
+@pytest.mark.parametrize("sampler_fn", [RandomSampler, lambda: PrioritizedSampler(16, 0.6, 0.4)])
+def test_state_dict_round_trip_exact(sampler_fn):
+    torch.manual_seed(0)
+    rb = TensorDictReplayBuffer(storage=LazyTensorStorage(16), sampler=sampler_fn(), batch_size=5)
+    rb.extend(make_batch(10))
+    rb.extend(make_batch(10, start=10))  # wrapped: cursor at 4
+    batch = rb.sample()
+    rb.update_priority(batch["index"], torch.rand(5) * 4)
+    state = rb.state_dict()
+    rb2 = TensorDictReplayBuffer(storage=LazyTensorStorage(16), sampler=sampler_fn(), batch_size=5)
+    rb2.load_state_dict(state)
+    assert len(rb2) == 16
+    _assert_td_equal(rb.storage.get(torch.arange(16)), rb2.storage.get(torch.arange(16)))
+    assert rb2.writer._cursor == rb.writer._cursor == 4
+    torch.manual_seed(5)
+    s1 = rb.sample()
+    torch.manual_seed(5)
+    s2 = rb2.sample()
+    _assert_td_equal(s1, s2)
+    # both continue writing at the same slot
+    assert rb.extend(make_batch(1, 100)).tolist() == rb2.extend(make_batch(1, 100)).tolist() == [4]
+
+
+def test_sampler_without_replacement_state_round_trip():
+    torch.manual_seed(0)
+    rb = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(10), sampler=SamplerWithoutReplacement(), batch_size=3
+    )
+    rb.extend(make_batch(10))
+    rb.sample()
+    rb2 = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(10), sampler=SamplerWithoutReplacement(), batch_size=3
+    )
+    rb2.load_state_dict(rb.state_dict())
+    assert torch.equal(rb.sample()["index"], rb2.sample()["index"])
+
+
+def test_memmap_storage_reopens(tmp_path):
+    scratch = tmp_path / "buffer"
+    rb = TensorDictReplayBuffer(storage=LazyMemmapStorage(8, scratch_dir=scratch))
+    rb.extend(make_batch(6))
+    rb.extend(make_batch(5, start=6))  # wrapped: cursor at 3
+    del rb
+    with pytest.raises(FileExistsError, match="existsok=True"):
+        LazyMemmapStorage(8, scratch_dir=scratch)
+    with pytest.raises(ValueError, match="max_size=8"):
+        LazyMemmapStorage(9, scratch_dir=scratch, existsok=True)
+    rb2 = TensorDictReplayBuffer(storage=LazyMemmapStorage(8, scratch_dir=scratch, existsok=True))
+    assert len(rb2) == 8
+    ids = rb2.storage.get(torch.arange(8))["id"]
+    assert ids.tolist() == [8, 9, 10, 3, 4, 5, 6, 7]
+    assert rb2.extend(make_batch(1, start=50)).tolist() == [3]
+
+
+@pytest.mark.parametrize("storage_cls", [LazyTensorStorage, LazyMemmapStorage])
+def test_dumps_loads_round_trip(storage_cls, tmp_path):
+    torch.manual_seed(0)
+    rb = TensorDictReplayBuffer(
+        storage=storage_cls(12), sampler=PrioritizedSampler(12, 0.7, 0.5), batch_size=4
+    )
+    rb.extend(make_batch(8))
+    rb.extend(make_batch(7, start=8))
+    rb.update_priority(torch.tensor([0, 5]), torch.tensor([9.0, 0.1]))
+    rb.dumps(tmp_path / "dump")
+    rb2 = TensorDictReplayBuffer(
+        storage=storage_cls(12), sampler=PrioritizedSampler(12, 0.7, 0.5), batch_size=4
+    )
+    rb2.loads(tmp_path / "dump")
+    assert len(rb2) == 12
+    _assert_td_equal(rb.storage.get(torch.arange(12)), rb2.storage.get(torch.arange(12)))
+    assert np.array_equal(rb.sampler._sum_tree.leaves(), rb2.sampler._sum_tree.leaves())
+    assert rb2.writer._cursor == 3
+
+
+def test_empty_resets_everything():
+    rb = TensorDictReplayBuffer(storage=LazyTensorStorage(10), batch_size=2)
+    rb.extend(make_batch(5))
+    rb.empty()
+    assert len(rb) == 0
+    assert rb.extend(make_batch(2)).tolist() == [0, 1]
+
+
+def test_prefetch_and_transform():
+    rb = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(10),
+        batch_size=4,
+        prefetch=2,
+        transform=lambda td: td.set("doubled", td["id"] * 2),
+    )
+    rb.extend(make_batch(10))
+    for _ in range(5):
+        batch = rb.sample()
+        assert torch.equal(batch["doubled"], batch["id"] * 2)

@@ -1,0 +1,376 @@
+"""Loggers: each backend's output is read back through that backend's own reader."""
+
+from __future__ import annotations
+
+import csv
+import glob
+import io
+import json
+import os
+import re
+import struct
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from omegaconf import OmegaConf
+
+from rl_trainers.record.loggers import (
+    LOGGER_TYPES,
+    CSVLogger,
+    Logger,
+    flatten_hparams,
+    generate_exp_name,
+    get_logger,
+)
+from rl_trainers.record.loggers import csv as csv_module
+from rl_trainers.record.loggers.common import encode_gif, video_to_uint8
+
+
+def _video(t=4, c=3, h=8, w=6, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, 256, (t, c, h, w), dtype=torch.uint8, generator=g)
+
+
+def _rows(path):
+    with open(path, newline="") as f:
+        return [row for row in csv.reader(f) if row]
+
+
+# --------------------------------------------------------------------------- helpers
+def test_flatten_hparams_dict_and_dictconfig():
+    cfg = {"optim": {"lr": 3e-4, "betas": [0.9, 0.99]}, "seed": 1, "env": {"name": "x"}}
+    expected = {"optim.lr": 3e-4, "optim.betas": "[0.9, 0.99]", "seed": 1, "env.name": "x"}
+    assert flatten_hparams(cfg) == expected
+    dc = OmegaConf.create({"a": {"b": 2, "c": "${a.b}"}, "d": None})
+    assert flatten_hparams(dc) == {"a.b": 2, "a.c": 2, "d": "None"}
+    with pytest.raises(TypeError, match="dict or an OmegaConf DictConfig"):
+        flatten_hparams([1, 2])
+
+
+def test_video_to_uint8_float_and_batched_grid():
+    video = torch.zeros(2, 1, 2, 2)
+    video[1] = 1.0
+    out = video_to_uint8(video)
+    assert out.dtype == torch.uint8 and out[0].max() == 0 and out[1].min() == 255
+    # 3 videos of 2x2 tile into a 2x2 grid (4x4), the 4th cell black.
+    batch = torch.stack([torch.full((2, 3, 2, 2), v, dtype=torch.uint8) for v in (10, 20, 30)])
+    grid = video_to_uint8(batch)
+    assert grid.shape == (2, 3, 4, 4)
+    assert grid[0, 0, 0, 0] == 10 and grid[0, 0, 0, 2] == 20
+    assert grid[0, 0, 2, 0] == 30 and grid[0, 0, 2, 2] == 0
+    with pytest.raises(ValueError, match=r"\[T, C, H, W\]"):
+        video_to_uint8(torch.zeros(3, 4, 4))
+    with pytest.raises(ValueError, match="channels"):
+        video_to_uint8(torch.zeros(2, 5, 4, 4))
+
+
+def test_encode_gif_round_trip():
+    from PIL import Image, ImageSequence
+
+    video = _video(t=3, h=5, w=7)
+    image = Image.open(io.BytesIO(encode_gif(video, fps=10)))
+    frames = list(ImageSequence.Iterator(image))
+    assert len(frames) == 3 and image.size == (7, 5)
+
+
+def test_logger_is_abstract():
+    with pytest.raises(TypeError):
+        Logger("x", "y")
+
+
+# --------------------------------------------------------------------------- csv
+def test_csv_logger_layout(tmp_path):
+    with CSVLogger("exp", log_dir=str(tmp_path)) as logger:
+        assert logger.experiment.log_dir == str(tmp_path / "exp")
+        for step in (0, 10, 20):
+            logger.log_scalar("train/reward", step / 10, step=step)
+        logger.log_scalar("loss", torch.tensor(0.25))
+        logger.log_scalar("loss", torch.tensor([0.5]))
+        logger.log_str("notes", 'a, "quoted"\nline', step=3)
+        logger.log_hparams(OmegaConf.create({"optim": {"lr": 0.1}, "seed": 3}))
+        logger.log_video("eval/video", _video(), step=7)
+        logger.log_video("gif_video", _video(), step=1, format="gif")
+        logger.log_histogram("weights", torch.arange(5.0), step=2)
+        with pytest.raises(ValueError, match="single value"):
+            logger.log_scalar("bad", torch.ones(3))
+    root = tmp_path / "exp"
+    assert _rows(root / "scalars" / "train" / "reward.csv") == [
+        ["0", "0.0"],
+        ["10", "1.0"],
+        ["20", "2.0"],
+    ]
+    assert _rows(root / "scalars" / "loss.csv") == [["0", "0.25"], ["1", "0.5"]]
+    assert _rows(root / "texts" / "notes.csv") == [["3", 'a, "quoted"\nline']]
+    assert yaml.safe_load((root / "hparams.yaml").read_text()) == {
+        "optim": {"lr": 0.1},
+        "seed": 3,
+    }
+    assert torch.equal(torch.load(root / "videos" / "eval" / "video_7.pt"), _video())
+    assert (root / "videos" / "gif_video_1.gif").read_bytes()[:3] == b"GIF"
+    assert torch.equal(torch.load(root / "histograms" / "weights_2.pt"), torch.arange(5.0))
+
+
+def test_csv_logger_rejects_bad_input(tmp_path):
+    with pytest.raises(ValueError, match="video_format"):
+        CSVLogger("e", log_dir=str(tmp_path), video_format="avi")
+    logger = CSVLogger("e", log_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="Invalid series name"):
+        logger.log_scalar("../escape", 1.0, step=0)
+    logger.close()
+
+
+def test_csv_logger_keeps_files_open(tmp_path, monkeypatch):
+    opened = []
+    real_open = open
+
+    def counting_open(*args, **kwargs):
+        opened.append(args[0])
+        return real_open(*args, **kwargs)
+
+    monkeypatch.setattr(csv_module, "open", counting_open, raising=False)
+    logger = CSVLogger("e", log_dir=str(tmp_path), flush_secs=3600)
+    for step in range(500):
+        logger.log_scalar("a", float(step), step=step)
+        logger.log_scalar("b/c", float(step), step=step)
+    assert len(opened) == 2  # one handle per series, never reopened
+    path = tmp_path / "e" / "scalars" / "a.csv"
+    assert len(_rows(path)) < 500  # still buffered (flush_secs not elapsed)
+    logger.flush()
+    assert len(_rows(path)) == 500
+    logger.close()
+
+
+def test_csv_logger_resume_without_duplicates(tmp_path):
+    logger = CSVLogger("run", log_dir=str(tmp_path))
+    for step in range(5):
+        logger.log_scalar("r", float(step), step=step)
+    logger.log_scalar("auto", 1.0)
+    state = logger.state_dict()
+    assert state["last_steps"]["r"] == 4
+    for step in range(5, 9):  # logged after the checkpoint, then the run dies
+        logger.log_scalar("r", float(step), step=step)
+        logger.log_scalar("late", 0.0, step=step)
+    logger.log_scalar("auto", 2.0)
+    logger.close()
+
+    resumed = CSVLogger("run", log_dir=str(tmp_path))
+    resumed.load_state_dict(state)
+    for step in range(5, 7):
+        resumed.log_scalar("r", 10.0 + step, step=step)
+    resumed.log_scalar("auto", 3.0)  # step=None continues the row count
+    resumed.close()
+    scalars = tmp_path / "run" / "scalars"
+    assert [int(s) for s, _ in _rows(scalars / "r.csv")] == [0, 1, 2, 3, 4, 5, 6]
+    assert _rows(scalars / "r.csv")[5] == ["5", "15.0"]
+    assert _rows(scalars / "late.csv") == []
+    assert _rows(scalars / "auto.csv") == [["0", "1.0"], ["1", "3.0"]]
+
+
+def test_csv_truncate_after_and_reopen_appends(tmp_path):
+    with CSVLogger("run", log_dir=str(tmp_path)) as logger:
+        for step in range(0, 50, 10):
+            logger.log_scalar("r", float(step), step=step)
+            logger.log_video("v", _video(t=1), step=step)
+    with CSVLogger("run", log_dir=str(tmp_path)) as logger:
+        logger.truncate_after(20)
+        logger.log_scalar("r", -1.0, step=30)
+    rows = _rows(tmp_path / "run" / "scalars" / "r.csv")
+    assert rows == [["0", "0.0"], ["10", "10.0"], ["20", "20.0"], ["30", "-1.0"]]
+    videos = sorted(p.name for p in (tmp_path / "run" / "videos").iterdir())
+    assert videos == ["v_0.pt", "v_10.pt", "v_20.pt"]
+
+
+# --------------------------------------------------------------------------- factory
+def test_get_logger_and_exp_name(tmp_path):
+    logger = get_logger("csv", str(tmp_path), "exp")
+    assert isinstance(logger, CSVLogger) and logger.experiment.log_dir == str(tmp_path / "exp")
+    logger.close()
+    assert get_logger("", str(tmp_path), "exp") is None
+    with pytest.raises(ValueError) as err:
+        get_logger("neptune", str(tmp_path), "exp")
+    for name in LOGGER_TYPES:
+        assert name in str(err.value)
+    assert "neptune" in str(err.value)
+    name = generate_exp_name("PPO", "cartpole")
+    assert re.fullmatch(r"PPO_cartpole_\d\d_\d\d_\d\d-\d\d_\d\d_\d\d_[0-9a-f]{8}", name)
+    assert generate_exp_name("PPO", "cartpole") != name
+
+
+@pytest.mark.parametrize(
+    "module, cls, extra",
+    [("wandb", "WandbLogger", "wandb"), ("mlflow", "MLFlowLogger", "mlflow")],
+)
+def test_missing_backend_names_the_extra(monkeypatch, tmp_path, module, cls, extra):
+    import rl_trainers.record.loggers as loggers
+
+    for mod in list(sys.modules):
+        if mod == module or mod.startswith(module + "."):
+            monkeypatch.setitem(sys.modules, mod, None)
+    monkeypatch.setitem(sys.modules, module, None)
+    kwargs = {"tracking_uri": str(tmp_path)} if module == "mlflow" else {"offline": True}
+    with pytest.raises(ImportError, match=re.escape(f'pip install "rl_trainers[{extra}]"')):
+        getattr(loggers, cls)("exp", **kwargs)
+
+
+# --------------------------------------------------------------------------- tensorboard
+def _accumulator(run_dir):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(run_dir, size_guidance={"scalars": 0, "images": 0, "tensors": 0})
+    acc.Reload()
+    return acc
+
+
+def test_tensorboard_logger_read_back(tmp_path):
+    from PIL import Image, ImageSequence
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    from rl_trainers.record.loggers import TensorboardLogger
+
+    logger = get_logger("tensorboard", str(tmp_path), "exp")
+    assert isinstance(logger, TensorboardLogger)
+    for step in range(5):
+        logger.log_scalar("train/loss", 1.0 / (step + 1), step=step)
+    logger.log_hparams({"optim": {"lr": 0.01}, "env": "CartPole-v1"})
+    logger.log_video("eval/video", _video(t=3, h=8, w=6), step=4, fps=5)
+    logger.log_histogram("w", torch.randn(100), step=4)
+    logger.log_str("note", "hello", step=4)
+    state = logger.state_dict()
+    logger.close()
+
+    acc = _accumulator(str(tmp_path / "exp"))
+    tags = acc.Tags()
+    assert "train/loss" in tags["scalars"] and "eval/video" in tags["images"]
+    assert "w" in tags["histograms"]
+    points = [(e.step, e.value) for e in acc.Scalars("train/loss")]
+    assert points == [(s, pytest.approx(1.0 / (s + 1))) for s in range(5)]
+    (image,) = acc.Images("eval/video")
+    assert (image.step, image.width, image.height) == (4, 6, 8)
+    gif = Image.open(io.BytesIO(image.encoded_image_string))
+    assert len(list(ImageSequence.Iterator(gif))) == 3
+    content = acc.PluginTagToContent("hparams")["_hparams_/session_start_info"]
+    info = plugin_data_pb2.HParamsPluginData.FromString(content).session_start_info
+    assert info.hparams["optim.lr"].number_value == pytest.approx(0.01)
+    assert info.hparams["env"].string_value == "CartPole-v1"
+
+    # Resume from the checkpoint taken at step 4 after a session that logged up to 9.
+    assert state["last_steps"]["train/loss"] == 4
+    second = TensorboardLogger("exp", log_dir=str(tmp_path))
+    for step in range(5, 10):
+        second.log_scalar("train/loss", -1.0, step=step)
+    second.close()
+    third = TensorboardLogger("exp", log_dir=str(tmp_path))
+    third.load_state_dict(state)
+    third.log_scalar("train/loss", 2.0, step=5)
+    third.close()
+    points = [(e.step, e.value) for e in _accumulator(str(tmp_path / "exp")).Scalars("train/loss")]
+    assert [s for s, _ in points] == [0, 1, 2, 3, 4, 5]
+    assert points[-1][1] == 2.0
+
+
+# --------------------------------------------------------------------------- wandb
+def _wandb_records(path):
+    """Reads the records of a .wandb file (LevelDB log framing of protobuf Records)."""
+    from wandb.proto import wandb_internal_pb2
+
+    data = Path(path).read_bytes()
+    assert data[:4] == b":W&B"
+    block, pos, pending = 32768, 7, b""
+    while pos + 7 <= len(data):
+        left = block - pos % block
+        if left < 7:
+            pos += left
+            continue
+        _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
+        chunk = data[pos + 7 : pos + 7 + length]
+        pos += 7 + length
+        if kind == 0:
+            break
+        pending = chunk if kind in (1, 2) else pending + chunk
+        if kind in (1, 4):
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(pending)
+            yield record
+
+
+def test_wandb_offline_read_back(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_API_KEY", "")
+    monkeypatch.delenv("WANDB_API_KEY")
+    from rl_trainers.record.loggers import WandbLogger
+
+    logger = get_logger(
+        "wandb", str(tmp_path / "wb"), "exp", offline=True, project="tests", video_fps=4
+    )
+    assert isinstance(logger, WandbLogger)
+    for step in range(3):
+        logger.log_scalar("train/loss", float(step) / 2, step=step)
+    logger.log_hparams(OmegaConf.create({"optim": {"lr": 0.5}}))
+    logger.log_video("eval/video", _video(), step=3)
+    logger.log_str("note", "hi", step=4)
+    state = logger.state_dict()
+    logger.close()
+    assert state["id"] == logger.id and state["last_steps"]["train/loss"] == 2
+
+    (run_dir,) = glob.glob(str(tmp_path / "wb" / "wandb" / "offline-run-*"))
+    (run_file,) = glob.glob(os.path.join(run_dir, f"run-{logger.id}.wandb"))
+    history, config = [], {}
+    for record in _wandb_records(run_file):
+        kind = record.WhichOneof("record_type")
+        if kind == "history":
+            history.append(
+                {
+                    i.key or "/".join(i.nested_key): json.loads(i.value_json)
+                    for i in record.history.item
+                }
+            )
+        elif kind == "config":
+            config.update({i.key: json.loads(i.value_json) for i in record.config.update})
+    losses = [(h["_step"], h["train/loss"]) for h in history if "train/loss" in h]
+    assert losses == [(0, 0.0), (1, 0.5), (2, 1.0)]
+    assert config["optim"] == {"lr": 0.5}
+    (video,) = [h for h in history if "eval/video/path" in h]
+    assert video["_step"] == 3 and video["eval/video/_type"] == "video-file"
+    assert os.path.exists(os.path.join(run_dir, "files", video["eval/video/path"]))
+    assert [h["note"] for h in history if "note" in h] == ["hi"]
+
+
+# --------------------------------------------------------------------------- mlflow
+def test_mlflow_read_back_and_resume(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    from rl_trainers.record.loggers import MLFlowLogger
+
+    logger = get_logger("mlflow", str(tmp_path / "ml"), "exp", tags={"algo": "ppo"})
+    assert isinstance(logger, MLFlowLogger)
+    assert logger.tracking_uri.startswith("sqlite:///")
+    for step in range(3):
+        logger.log_scalar("train/loss", step * 1.5, step=step)
+    logger.log_metrics({"a": 1.0, "b": torch.tensor(2.0)}, step=3)
+    logger.log_hparams(OmegaConf.create({"optim": {"lr": 0.1}, "seed": 7}))
+    logger.log_video("eval/video", _video(), step=3)
+    logger.log_str("note", "hello", step=3)
+    state = logger.state_dict()
+    logger.close()
+
+    resumed = MLFlowLogger("exp", tracking_uri=str(tmp_path / "ml"))
+    fresh_run = resumed.run_id
+    resumed.load_state_dict(state)
+    assert resumed.run_id == state["run_id"]
+    resumed.log_scalar("train/loss", 9.0, step=3)
+    resumed.close()
+
+    client = MlflowClient(tracking_uri=logger.tracking_uri)
+    history = client.get_metric_history(state["run_id"], "train/loss")
+    assert sorted((m.step, m.value) for m in history) == [(0, 0.0), (1, 1.5), (2, 3.0), (3, 9.0)]
+    run = client.get_run(state["run_id"])
+    assert run.data.params == {"optim.lr": "0.1", "seed": "7"}
+    assert run.data.metrics["b"] == 2.0 and run.data.tags["algo"] == "ppo"
+    assert run.info.status == "FINISHED"
+    videos = [a.path for a in client.list_artifacts(state["run_id"], "videos/eval")]
+    assert videos == ["videos/eval/video_3.gif"]
+    texts = [a.path for a in client.list_artifacts(state["run_id"], "texts")]
+    assert texts == ["texts/note_3.txt"]
+    assert client.get_run(fresh_run).info.lifecycle_stage == "deleted"
