@@ -139,6 +139,26 @@ def _as_storable(data: Any) -> Any:
     )
 
 
+def _layout_of(td: TensorDictBase) -> list[tuple[str, Any]]:
+    """Nested ``[(key, tensor or sub-layout)]`` mirror of a TensorDict's leaves."""
+    layout = []
+    for key, value in td.items():
+        if isinstance(value, TensorDictBase):
+            if type(value) is not TensorDict:
+                raise TypeError("fast gather supports plain nested TensorDicts only")
+            layout.append((key, _layout_of(value)))
+        else:
+            layout.append((key, value))
+    return layout
+
+
+def _gather(layout: list[tuple[str, Any]], index: torch.Tensor) -> dict[str, Any]:
+    return {
+        key: _gather(value, index) if isinstance(value, list) else value.index_select(0, index)
+        for key, value in layout
+    }
+
+
 class TensorStorage(Storage):
     """A storage over a TensorDict or tensor whose leading dimension is ``max_size``.
 
@@ -161,6 +181,7 @@ class TensorStorage(Storage):
         super().__init__(max_size)
         self.device = torch.device(device)
         self._storage: TensorDictBase | torch.Tensor | None = storage
+        self._layout: tuple[Any, list] | None = None
 
     @property
     def initialized(self) -> bool:
@@ -197,9 +218,27 @@ class TensorStorage(Storage):
         self._note_write(index)
 
     def get(self, index: torch.Tensor) -> TensorDictBase | torch.Tensor:
-        if self._storage is None:
+        storage = self._storage
+        if storage is None:
             raise RuntimeError("cannot read from an empty storage: extend the buffer first")
-        return self._storage[index]
+        if isinstance(storage, torch.Tensor):
+            return storage[index]
+        if (
+            isinstance(index, torch.Tensor)
+            and index.dim() == 1
+            and index.dtype == torch.long
+            and type(storage) is TensorDict
+        ):
+            # Fast path: gather every leaf with index_select and build the result without
+            # TensorDict's per-key validation (about twice as fast as ``storage[index]``).
+            if self._layout is None or self._layout[0] is not storage:
+                self._layout = (storage, _layout_of(storage))
+            return TensorDict._new_unsafe(
+                _gather(self._layout[1], index),
+                batch_size=torch.Size([index.numel(), *storage.batch_size[1:]]),
+                device=storage.device,
+            )
+        return storage[index]
 
     def state_dict(self) -> dict[str, Any]:
         data = self._storage

@@ -367,8 +367,18 @@ class OneHot(TensorSpec):
         return {"n": self.n}
 
     def rand(self, shape: ShapeLike | None = None) -> torch.Tensor:
-        idx = torch.randint(0, self.n, self._full(shape)[:-1], device=self.device)
-        return torch.nn.functional.one_hot(idx, self.n).to(self.dtype)
+        full = self._full(shape)
+        idx = torch.randint(0, self.n, (*full[:-1], 1), device=self.device)
+        out = idx == self._arange
+        return out if self.dtype == torch.bool else out.to(self.dtype)
+
+    @property
+    def _arange(self) -> torch.Tensor:
+        ar = self.__dict__.get("_arange_cache")
+        if ar is None or ar.device != self.device:
+            ar = torch.arange(self.n, device=self.device)
+            self.__dict__["_arange_cache"] = ar
+        return ar
 
     def is_in(self, value: torch.Tensor) -> bool:
         if not super().is_in(value):

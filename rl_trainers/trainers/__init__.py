@@ -1,0 +1,47 @@
+"""rl_trainers.trainers: the Trainer loop, its hooks and checkpointing.
+
+The loop and its ten hook points are documented in :class:`HookPoint`.
+Builders live in ``rl_trainers.trainers.helpers`` and algorithm trainers in
+``rl_trainers.trainers.algorithms`` (import them from there).
+"""
+
+from rl_trainers.trainers.checkpoint import CheckpointError
+from rl_trainers.trainers.hooks import (
+    BatchSubSampler,
+    ClearCudaCache,
+    CountFramesLog,
+    LogReward,
+    LogScalar,
+    LogValidationReward,
+    OptimizerHook,
+    Recorder,
+    ReplayBufferTrainer,
+    RewardNormalizer,
+    SelectKeys,
+    TargetNetUpdaterHook,
+    UpdateWeights,
+    UTDRHook,
+)
+from rl_trainers.trainers.trainer import HOOK_POINTS, HookPoint, Trainer, TrainerHookBase
+
+__all__ = [
+    "HOOK_POINTS",
+    "BatchSubSampler",
+    "CheckpointError",
+    "ClearCudaCache",
+    "CountFramesLog",
+    "HookPoint",
+    "LogReward",
+    "LogScalar",
+    "LogValidationReward",
+    "OptimizerHook",
+    "Recorder",
+    "ReplayBufferTrainer",
+    "RewardNormalizer",
+    "SelectKeys",
+    "TargetNetUpdaterHook",
+    "Trainer",
+    "TrainerHookBase",
+    "UTDRHook",
+    "UpdateWeights",
+]

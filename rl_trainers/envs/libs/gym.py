@@ -211,8 +211,8 @@ def _obs_converter(
     return conv_leaf
 
 
-def _as_int(a: torch.Tensor) -> torch.Tensor:
-    return a.view(torch.uint8) if a.dtype == torch.bool else a
+def _np(a: torch.Tensor) -> np.ndarray:
+    return a.detach().numpy() if a.requires_grad else a.numpy()
 
 
 def _action_converter(spec: TensorSpec, space: spaces.Space, batched: bool) -> Callable:
@@ -223,13 +223,13 @@ def _action_converter(spec: TensorSpec, space: spaces.Space, batched: bool) -> C
         )
     if isinstance(spec, OneHot):
         if batched:
-            return lambda a: _as_int(a).argmax(-1).numpy()
-        return lambda a: int(_as_int(a).argmax(-1))
+            return lambda a: _np(a).argmax(-1)
+        return lambda a: int(_np(a).argmax(-1))
     if isinstance(spec, Categorical):
         n = spec.n
 
         def conv_cat(a: torch.Tensor) -> Any:
-            out = a.numpy() if batched else int(a)
+            out = _np(a) if batched else int(a)
             if np.any(out >= n) or np.any(out < 0):
                 raise ValueError(f"Action index {a.tolist()} is outside the action spec {spec!r}.")
             return out
@@ -238,7 +238,7 @@ def _action_converter(spec: TensorSpec, space: spaces.Space, batched: bool) -> C
     dtype = space.dtype
 
     def conv(a: torch.Tensor) -> Any:
-        return a.detach().numpy().astype(dtype, copy=False)
+        return _np(a).astype(dtype, copy=False)
 
     return conv
 
@@ -321,6 +321,7 @@ class GymWrapper(EnvBase):
         )
         self.full_action_spec = Composite(action=act_spec, shape=batch_size, device=self.device)
         self._root_key = root_key
+        self._leaf_obs = not isinstance(obs_space, spaces.Dict | spaces.Tuple)
         self._obs_conv = _obs_converter(obs_space, obs_spec, root_key)
         self._act_conv = _action_converter(act_spec, act_space, self._batched)
         self._act_tail = tuple(act_spec.shape[len(batch_size) :])
@@ -404,18 +405,26 @@ class GymWrapper(EnvBase):
             out["terminated"] = torch.tensor([t])
             out["truncated"] = torch.tensor([tr])
             return new_td(out, self.batch_size, self.device)
-        out = self._obs_conv(obs)
         done = term | trunc
-        if done.any():
+        if np.count_nonzero(done):
             # ``obs`` holds the reset observation of finished sub-envs; put the final one in
             # "next" and keep the reset one for the next policy input.
-            self._autoreset_obs = out
-            self._last_done = done
-            out = _clone_tree(out)
             final = info["final_obs"]
-            for i in np.flatnonzero(done):
-                _write_row(out, int(i), self._single_conv(final[i]))
+            idx = np.flatnonzero(done)
+            reset_obs = self._obs_conv(obs)
+            if self._leaf_obs:
+                obs = np.array(obs)
+                for i in idx:
+                    obs[i] = final[i]
+                out = self._obs_conv(obs)
+            else:
+                out = _clone_tree(reset_obs)
+                for i in idx:
+                    _write_row(out, int(i), self._single_conv(final[i]))
+            self._autoreset_obs = reset_obs
+            self._last_done = done
         else:
+            out = self._obs_conv(obs)
             self._autoreset_obs = None
             self._last_done = None
         n = self.batch_size[0]

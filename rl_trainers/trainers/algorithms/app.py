@@ -37,15 +37,21 @@ from .errors import ConfigError
 CONFIG_DIR = str(Path(__file__).resolve().parents[3] / "configs")
 
 
+def _user_error_types() -> tuple[type[BaseException], ...]:
+    from rl_trainers.trainers.checkpoint import CheckpointError
+
+    return (ConfigError, CheckpointError)
+
+
 @contextlib.contextmanager
 def user_errors() -> Iterator[None]:
-    """Turn a :class:`ConfigError` into a short message on stderr and exit status 2.
+    """Turn a :class:`ConfigError` (or a bad checkpoint) into a short message and exit status 2.
 
     With ``HYDRA_FULL_ERROR=1`` the exception propagates with its full traceback.
     """
     try:
         yield
-    except ConfigError as err:
+    except _user_error_types() as err:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
         print(f"Error: {err}", file=sys.stderr)

@@ -7,13 +7,33 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from tensordict import TensorDictBase
 
 from rl_trainers.envs.utils import ExplorationType, set_exploration_type
-from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.trainers.algorithms.errors import ComponentError, ConfigError
 from rl_trainers.trainers.trainer import TrainerHookBase
+
+
+def build(cfg: DictConfig, node: str, **kwargs: Any) -> Any:
+    """Instantiate ``cfg[node]``; a failure caused by the config becomes a short :class:`ConfigError`.
+
+    Args:
+        cfg: the composed root config.
+        node: the name of the node to build (``"env"``, ``"loss"``...).
+        **kwargs: runtime arguments the node cannot hold (networks, parameters...).
+    """
+    try:
+        return instantiate(cfg[node], **kwargs)
+    except InstantiationException as err:
+        cause = err.__cause__ or err
+        if isinstance(cause, ConfigError):
+            raise cause from None
+        if isinstance(cause, (ValueError, KeyError, ImportError, TypeError, OSError)):
+            raise ComponentError(node, cause) from cause
+        raise
 
 
 class LogEpisodeReturn(TrainerHookBase):
@@ -87,8 +107,9 @@ def evaluate_episodes(env, policy, episodes: int, deterministic: bool = True) ->
     return flat[:episodes]
 
 
-def resolve_logger(cfg_logger: DictConfig, output_dir: Path):
-    """Instantiate the logger node with its relative directories placed under the run directory."""
+def resolve_logger(cfg: DictConfig, output_dir: Path):
+    """Build the logger node with its relative directories placed under the run directory."""
+    cfg_logger = cfg.logger
     overrides: dict[str, Any] = {}
     for key in ("log_dir", "save_dir"):
         if key in cfg_logger and cfg_logger[key] is not None and not os.path.isabs(cfg_logger[key]):
@@ -99,7 +120,7 @@ def resolve_logger(cfg_logger: DictConfig, output_dir: Path):
     for key, value in overrides.items():
         if key != "tracking_uri":
             Path(value).mkdir(parents=True, exist_ok=True)
-    return instantiate(cfg_logger, **overrides)
+    return build(cfg, "logger", **overrides)
 
 
 def check_output_dir(output_dir: Path) -> None:

@@ -1,4 +1,4 @@
-"""The error a user sees for a bad configuration."""
+"""The errors a user sees for a bad configuration: one short line, no traceback."""
 
 from __future__ import annotations
 
@@ -11,3 +11,12 @@ class ConfigError(ValueError):
         self.value = value
         self.allowed = allowed
         super().__init__(f"{field}={value!r} is invalid: {allowed}")
+
+
+class ComponentError(ConfigError):
+    """A config node could not be turned into its component; the message says why."""
+
+    def __init__(self, node: str, cause: BaseException) -> None:
+        self.node = node
+        self.cause = cause
+        ValueError.__init__(self, f"could not build '{node}': {cause}")

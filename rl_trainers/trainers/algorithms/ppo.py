@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from hydra.utils import instantiate
 from omegaconf import DictConfig
 from tensordict import TensorDictBase
 
 from rl_trainers.trainers.algorithms.common import (
     LogEpisodeReturn,
     LogLosses,
+    build,
     check_output_dir,
     evaluate_episodes,
     orthogonal_init_,
@@ -154,9 +154,9 @@ class PPOTrainer(Trainer):
         seed_everything(cfg.seed)
         net = cfg.network
         set_num_threads(cfg.trainer.num_threads, max([*net.policy.num_cells, *net.value.num_cells]))
-        env = instantiate(cfg.env)
+        env = build(cfg, "env")
         env.set_seed(cfg.seed)
-        eval_env = instantiate(cfg.env, num_envs=cfg.eval.episodes, reward_scale=1.0)
+        eval_env = build(cfg, "env", num_envs=cfg.eval.episodes, reward_scale=1.0)
         eval_env.set_seed(cfg.seed + 10_000)
         actor = make_actor(
             env.observation_spec,
@@ -172,15 +172,15 @@ class PPOTrainer(Trainer):
         if net.orthogonal_init:
             orthogonal_init_(actor, output_gain=0.01)
             orthogonal_init_(critic, output_gain=1.0)
-        loss = instantiate(cfg.loss, actor_network=actor, critic_network=critic)
-        optimizer = instantiate(cfg.optimizer, params=list(loss.parameters()))
+        loss = build(cfg, "loss", actor_network=actor, critic_network=critic)
+        optimizer = build(cfg, "optimizer", params=list(loss.parameters()))
         frames_per_batch = cfg.collector.frames_per_batch
         num_batches = -(-cfg.trainer.total_frames // frames_per_batch)
-        scheduler = instantiate(cfg.lr_scheduler, optimizer=optimizer, total_steps=num_batches)
-        collector = instantiate(
-            cfg.collector, create_env_fn=env, policy=actor, total_frames=cfg.trainer.total_frames
+        scheduler = build(cfg, "lr_scheduler", optimizer=optimizer, total_steps=num_batches)
+        collector = build(
+            cfg, "collector", create_env_fn=env, policy=actor, total_frames=cfg.trainer.total_frames
         )
-        logger = resolve_logger(cfg.logger, output_dir)
+        logger = resolve_logger(cfg, output_dir)
         logger.log_hparams(plain_config(cfg))
         loop = cfg.trainer
         return cls(

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from hydra.utils import instantiate
 from omegaconf import DictConfig
 from tensordict import TensorDictBase
 
 from rl_trainers.trainers.algorithms.common import (
     LogEpisodeReturn,
     LogLosses,
+    build,
     check_output_dir,
     evaluate_episodes,
     plain_config,
@@ -113,7 +113,7 @@ class SACTrainer(Trainer):
     @classmethod
     def from_config(cls, cfg: DictConfig, output_dir: Path) -> SACTrainer:
         """Build every component from a composed ``SACTrainerConfig``, seeding first."""
-        from rl_trainers.modules import make_actor, make_qvalue
+        from rl_trainers.modules import make_actor, make_qvalue, spec_kind
         from rl_trainers.objectives import SoftUpdate
         from rl_trainers.trainers.helpers import activation_class, seed_everything
 
@@ -121,9 +121,15 @@ class SACTrainer(Trainer):
         seed_everything(cfg.seed)
         net = cfg.network
         set_num_threads(cfg.trainer.num_threads, max([*net.policy.num_cells, *net.value.num_cells]))
-        env = instantiate(cfg.env)
+        env = build(cfg, "env")
+        if spec_kind(env.action_spec) in ("one_hot", "categorical"):
+            raise ConfigError(
+                "env.env_name",
+                cfg.env.env_name,
+                "SAC needs an environment with continuous (Box) actions; use PPO for discrete ones",
+            )
         env.set_seed(cfg.seed)
-        eval_env = instantiate(cfg.env, num_envs=cfg.eval.episodes, reward_scale=1.0)
+        eval_env = build(cfg, "env", num_envs=cfg.eval.episodes, reward_scale=1.0)
         eval_env.set_seed(cfg.seed + 10_000)
         actor = make_actor(
             env.observation_spec,
@@ -137,16 +143,16 @@ class SACTrainer(Trainer):
             num_cells=list(net.value.num_cells),
             activation=activation_class(net.value.activation),
         )
-        loss = instantiate(cfg.loss, actor_network=actor, qvalue_network=qvalue)
-        optimizer = instantiate(cfg.optimizer, params=list(loss.parameters()))
+        loss = build(cfg, "loss", actor_network=actor, qvalue_network=qvalue)
+        optimizer = build(cfg, "optimizer", params=list(loss.parameters()))
         frames_per_batch = cfg.collector.frames_per_batch
         num_batches = -(-cfg.trainer.total_frames // frames_per_batch)
-        scheduler = instantiate(cfg.lr_scheduler, optimizer=optimizer, total_steps=num_batches)
-        collector = instantiate(
-            cfg.collector, create_env_fn=env, policy=actor, total_frames=cfg.trainer.total_frames
+        scheduler = build(cfg, "lr_scheduler", optimizer=optimizer, total_steps=num_batches)
+        collector = build(
+            cfg, "collector", create_env_fn=env, policy=actor, total_frames=cfg.trainer.total_frames
         )
-        replay_buffer = instantiate(cfg.replay_buffer)
-        logger = resolve_logger(cfg.logger, output_dir)
+        replay_buffer = build(cfg, "replay_buffer")
+        logger = resolve_logger(cfg, output_dir)
         logger.log_hparams(plain_config(cfg))
         loop = cfg.trainer
         return cls(

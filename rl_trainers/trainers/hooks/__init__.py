@@ -1,0 +1,29 @@
+"""Reusable trainer hooks, one module per family."""
+
+from rl_trainers.trainers.hooks.data import BatchSubSampler, SelectKeys
+from rl_trainers.trainers.hooks.evaluation import LogValidationReward, Recorder, episode_returns
+from rl_trainers.trainers.hooks.logging import CountFramesLog, LogReward, LogScalar, UTDRHook
+from rl_trainers.trainers.hooks.normalisation import RewardNormalizer
+from rl_trainers.trainers.hooks.optim import ClearCudaCache, OptimizerHook
+from rl_trainers.trainers.hooks.replay import ReplayBufferTrainer
+from rl_trainers.trainers.hooks.weights import TargetNetUpdaterHook, UpdateWeights
+from rl_trainers.trainers.trainer import TrainerHookBase
+
+__all__ = [
+    "BatchSubSampler",
+    "ClearCudaCache",
+    "CountFramesLog",
+    "LogReward",
+    "LogScalar",
+    "LogValidationReward",
+    "OptimizerHook",
+    "Recorder",
+    "ReplayBufferTrainer",
+    "RewardNormalizer",
+    "SelectKeys",
+    "TargetNetUpdaterHook",
+    "TrainerHookBase",
+    "UTDRHook",
+    "UpdateWeights",
+    "episode_returns",
+]

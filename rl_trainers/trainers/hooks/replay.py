@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDictBase, pad
 
 from rl_trainers.trainers.trainer import Trainer, TrainerHookBase
 
@@ -74,8 +74,6 @@ class ReplayBufferTrainer(TrainerHookBase):
             raise ValueError(f"Batch shape {tuple(batch.shape)} exceeds max_dims {self.max_dims}.")
         if tuple(tail) == self.max_dims:
             return batch
-        from tensordict import pad
-
         # pad pairs run from the first batch dim to the last; leading dims are not padded
         pairs = [0, 0] * len(lead)
         for t, m in zip(tail, self.max_dims):

@@ -1,0 +1,45 @@
+"""Helpers shared by the collectors."""
+
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDictBase
+
+__all__ = ["split_trajectories"]
+
+
+def split_trajectories(
+    rollout: TensorDictBase, *, traj_key: tuple[str, str] = ("collector", "traj_ids")
+) -> TensorDictBase:
+    """Regroup a ``[*B, T]`` batch into ``[num_trajs, max_len]`` padded trajectories.
+
+    Every trajectory (a run of equal ``traj_key`` values along time in one env) becomes one
+    row, left-aligned and zero-padded; ``("collector", "mask")`` marks the real steps.
+
+    Args:
+        rollout: a collector batch, time as the last batch dimension.
+        traj_key: the entry holding trajectory ids.
+
+    Returns:
+        A new TensorDict of batch size ``[num_trajs, max_len]``.
+    """
+    T = rollout.batch_size[-1]
+    flat = rollout.reshape(-1)  # env-major: each env's steps are contiguous
+    ids = flat.get(traj_key)
+    # a new segment starts at each env's first step and wherever the id changes
+    starts = torch.ones(ids.shape[0], dtype=torch.bool)
+    if ids.shape[0] > 1:
+        starts[1:] = ids[1:] != ids[:-1]
+    starts[::T] = True
+    seg = torch.cumsum(starts.long(), 0) - 1
+    num = int(seg[-1]) + 1
+    start_pos = torch.nonzero(starts).squeeze(-1)
+    pos = torch.arange(ids.shape[0]) - start_pos[seg]
+    lengths = torch.bincount(seg, minlength=num)
+    max_len = int(lengths.max())
+    out = flat[:1].expand(num * max_len).clone().zero_().reshape(num, max_len)
+    out[seg, pos] = flat
+    mask = torch.zeros(num, max_len, dtype=torch.bool)
+    mask[seg, pos] = True
+    out.set(("collector", "mask"), mask)
+    return out

@@ -1,0 +1,271 @@
+"""Policy-gradient losses with a critic: PPO (clip, adaptive KL penalty), A2C and REINFORCE.
+
+Each reads ``action``, ``sample_log_prob`` (the acting policy's log-probability), the
+observation keys of the actor and critic, and ``advantage``/``value_target`` (computed by the
+value estimator if absent). The math, for ratio ``r = exp(log_prob - sample_log_prob)``:
+
+* clip:   ``-mean(min(r * A, clip(r, 1 - eps, 1 + eps) * A))``
+* KL-pen: ``-mean(r * A) + beta * KL`` with ``beta`` adapted towards ``dtarg``
+* A2C:    ``-mean(log_prob * A)``
+"""
+
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torch import nn
+
+from rl_trainers.objectives.common import (
+    LossModule,
+    ValueEstimators,
+    call_tensor_module,
+    check_loss_function,
+    distance_loss,
+    explained_variance,
+)
+
+__all__ = ["PPOLoss", "ClipPPOLoss", "KLPENPPOLoss", "A2CLoss", "ReinforceLoss"]
+
+
+class _ActorCriticLoss(LossModule):
+    """Shared plumbing: advantage retrieval, critic loss, entropy bonus."""
+
+    default_value_estimator = ValueEstimators.GAE
+
+    def __init__(
+        self,
+        actor_network: nn.Module,
+        critic_network: nn.Module | None,
+        *,
+        entropy_bonus: bool = True,
+        entropy_coef: float = 0.01,
+        critic_coef: float = 1.0,
+        loss_critic_type: str = "smooth_l1",
+        normalize_advantage: bool = False,
+        clip_value: float | None = None,
+        gamma: float | None = None,
+        advantage_key: str = "advantage",
+        value_target_key: str = "value_target",
+        value_key: str = "state_value",
+        log_prob_key: str = "sample_log_prob",
+        action_key: str = "action",
+    ) -> None:
+        super().__init__()
+        if not hasattr(actor_network, "get_dist"):
+            raise TypeError(
+                f"actor_network must be a probabilistic actor with get_dist(), got {type(actor_network).__name__}"
+            )
+        self.actor_network = actor_network
+        self.critic_network = critic_network
+        self.entropy_bonus = entropy_bonus
+        self.register_buffer("entropy_coef", torch.tensor(float(entropy_coef)), persistent=False)
+        self.register_buffer("critic_coef", torch.tensor(float(critic_coef)), persistent=False)
+        self.loss_critic_type = check_loss_function(loss_critic_type)
+        self.normalize_advantage = normalize_advantage
+        if clip_value is not None and clip_value <= 0:
+            raise ValueError(f"clip_value must be positive or None, got {clip_value}")
+        self.clip_value = clip_value
+        self.advantage_key = advantage_key
+        self.value_target_key = value_target_key
+        self.value_key = value_key
+        self.log_prob_key = log_prob_key
+        self.action_key = action_key
+        if gamma is not None:
+            self.gamma = float(gamma)
+
+    def _estimator_network(self):
+        return self.critic_network
+
+    def _advantage(self, td: TensorDictBase) -> torch.Tensor:
+        adv = td.get(self.advantage_key, None)
+        if adv is None:
+            with torch.no_grad():
+                self.value_estimator(td)
+            adv = td.get(self.advantage_key)
+        if self.normalize_advantage and adv.numel() > 1:
+            adv = (adv - adv.mean()) / adv.std().clamp_min(1e-8)
+        return adv
+
+    def _log_prob_and_dist(self, td: TensorDictBase):
+        dist = self.actor_network.get_dist(td)
+        return dist.log_prob(td.get(self.action_key)), dist
+
+    def _critic_loss(self, td: TensorDictBase, out: dict) -> torch.Tensor:
+        target = td.get(self.value_target_key)
+        old_value = td.get(self.value_key, None) if self.clip_value is not None else None
+        value = call_tensor_module(self.critic_network, td, self.value_key)
+        loss = distance_loss(value, target, self.loss_critic_type)
+        if old_value is not None:
+            clipped = old_value + (value - old_value).clamp(-self.clip_value, self.clip_value)
+            loss = torch.maximum(loss, distance_loss(clipped, target, self.loss_critic_type))
+        out["explained_variance"] = explained_variance(target.detach(), value.detach())
+        return self.critic_coef * loss.mean()
+
+    def _entropy(self, dist, out: dict) -> None:
+        entropy = dist.entropy()
+        out["entropy"] = entropy.detach().mean()
+        if self.entropy_bonus:
+            out["loss_entropy"] = -self.entropy_coef * entropy.mean()
+
+    def _finish(self, td: TensorDictBase, out: dict) -> TensorDictBase:
+        if self.critic_network is not None:
+            out["loss_critic"] = self._critic_loss(td, out)
+        return TensorDict(out, batch_size=[])
+
+
+class PPOLoss(_ActorCriticLoss):
+    """Unclipped PPO surrogate ``-mean(r * A)`` (base of the clip and KL-penalty variants).
+
+    Args:
+        actor_network: probabilistic actor (``get_dist``).
+        critic_network: state-value critic writing ``"state_value"``.
+        entropy_bonus: add ``-entropy_coef * entropy``.
+        entropy_coef: entropy weight.
+        critic_coef: critic loss weight.
+        loss_critic_type: ``"smooth_l1"``, ``"l2"`` or ``"l1"``.
+        normalize_advantage: standardise the advantage per batch.
+        clip_value: clip the value update around the stored ``state_value`` (PPO2 style).
+        gamma: discount of the default value estimator.
+    """
+
+    def _ratio(self, td: TensorDictBase, out: dict):
+        log_prob, dist = self._log_prob_and_dist(td)
+        log_weight = (log_prob - td.get(self.log_prob_key)).unsqueeze(-1)
+        ratio = log_weight.exp()
+        with torch.no_grad():
+            out["kl_approx"] = ((ratio - 1) - log_weight).mean()
+        return ratio, log_weight, dist
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        adv = self._advantage(tensordict)
+        out: dict = {}
+        ratio, _, dist = self._ratio(tensordict, out)
+        out["loss_objective"] = -(ratio * adv).mean()
+        self._entropy(dist, out)
+        return self._finish(tensordict, out)
+
+
+class ClipPPOLoss(PPOLoss):
+    """Clipped PPO (Schulman et al. 2017).
+
+    Args:
+        actor_network: probabilistic actor.
+        critic_network: state-value critic.
+        clip_epsilon: ratio clip range.
+        **kwargs: see :class:`PPOLoss`.
+    """
+
+    def __init__(self, actor_network: nn.Module, critic_network: nn.Module | None = None, *, clip_epsilon: float = 0.2, **kwargs) -> None:
+        super().__init__(actor_network, critic_network, **kwargs)
+        if clip_epsilon <= 0:
+            raise ValueError(f"clip_epsilon must be positive, got {clip_epsilon}")
+        self.clip_epsilon = float(clip_epsilon)
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        adv = self._advantage(tensordict)
+        out: dict = {}
+        ratio, _, dist = self._ratio(tensordict, out)
+        eps = self.clip_epsilon
+        gain = torch.minimum(ratio * adv, ratio.clamp(1 - eps, 1 + eps) * adv)
+        out["loss_objective"] = -gain.mean()
+        with torch.no_grad():
+            out["clip_fraction"] = ((ratio - 1).abs() > eps).float().mean()
+        self._entropy(dist, out)
+        return self._finish(tensordict, out)
+
+
+class KLPENPPOLoss(PPOLoss):
+    """PPO with an adaptive KL penalty ("PPO adaptive").
+
+    After each call, ``beta`` is multiplied by ``increment`` if the measured KL exceeds
+    ``1.5 * dtarg`` and by ``decrement`` if it is below ``dtarg / 1.5``. The KL(old || new) is
+    estimated from the sampled actions with ``(r - 1) - log r`` (unbiased, non-negative).
+
+    Args:
+        actor_network: probabilistic actor.
+        critic_network: state-value critic.
+        dtarg: target KL.
+        beta: initial penalty coefficient.
+        increment: factor applied to beta when the KL is too large.
+        decrement: factor applied to beta when the KL is too small.
+        **kwargs: see :class:`PPOLoss`.
+    """
+
+    def __init__(
+        self,
+        actor_network: nn.Module,
+        critic_network: nn.Module | None = None,
+        *,
+        dtarg: float = 0.01,
+        beta: float = 1.0,
+        increment: float = 2.0,
+        decrement: float = 0.5,
+        **kwargs,
+    ) -> None:
+        super().__init__(actor_network, critic_network, **kwargs)
+        if increment < 1 or not 0 < decrement <= 1:
+            raise ValueError(f"need increment >= 1 and 0 < decrement <= 1, got {increment}, {decrement}")
+        self.dtarg = float(dtarg)
+        self.increment = float(increment)
+        self.decrement = float(decrement)
+        self.register_buffer("beta", torch.tensor(float(beta)))
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        adv = self._advantage(tensordict)
+        out: dict = {}
+        ratio, log_weight, dist = self._ratio(tensordict, out)
+        kl = ((ratio - 1) - log_weight).mean()
+        out["loss_objective"] = -(ratio * adv).mean() + self.beta * kl
+        out["kl"] = kl.detach()
+        out["beta"] = self.beta.clone()
+        with torch.no_grad():
+            if kl > self.dtarg * 1.5:
+                self.beta.mul_(self.increment)
+            elif kl < self.dtarg / 1.5:
+                self.beta.mul_(self.decrement)
+        self._entropy(dist, out)
+        return self._finish(tensordict, out)
+
+
+class A2CLoss(_ActorCriticLoss):
+    """Advantage actor-critic: ``-mean(log_prob * A)`` plus critic and entropy terms.
+
+    Args:
+        actor_network: probabilistic actor.
+        critic_network: state-value critic.
+        **kwargs: see :class:`PPOLoss` (``clip_value``, ``entropy_coef``, ...).
+    """
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        adv = self._advantage(tensordict)
+        log_prob, dist = self._log_prob_and_dist(tensordict)
+        out: dict = {"loss_objective": -(log_prob.unsqueeze(-1) * adv.detach()).mean()}
+        self._entropy(dist, out)
+        return self._finish(tensordict, out)
+
+
+class ReinforceLoss(_ActorCriticLoss):
+    """REINFORCE with an optional learned baseline: ``loss_actor = -mean(log_prob * A)``.
+
+    Without a critic, give the batch an ``advantage`` (e.g. returns) yourself.
+
+    Args:
+        actor_network: probabilistic actor.
+        critic_network: optional state-value baseline.
+        loss_critic_type: critic distance.
+        gamma: discount of the default value estimator.
+    """
+
+    def __init__(self, actor_network: nn.Module, critic_network: nn.Module | None = None, **kwargs) -> None:
+        kwargs.setdefault("entropy_bonus", False)
+        super().__init__(actor_network, critic_network, **kwargs)
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        adv = tensordict.get(self.advantage_key, None)
+        if adv is None and self.critic_network is None:
+            raise KeyError("ReinforceLoss without a critic needs an 'advantage' entry in the batch")
+        adv = self._advantage(tensordict)
+        log_prob, dist = self._log_prob_and_dist(tensordict)
+        out: dict = {"loss_actor": -(log_prob.unsqueeze(-1) * adv.detach()).mean()}
+        self._entropy(dist, out)
+        return self._finish(tensordict, out)

@@ -1,0 +1,190 @@
+"""Soft actor-critic (Haarnoja et al. 2018, the version without a state-value network).
+
+Per batch, with ``pi`` the actor, ``Q_1..Q_n`` the critics and ``Q'`` their targets:
+
+* ``a', logp' ~ pi(s')``;  ``y = r + gamma * (1 - terminated) * (min_i Q'_i(s', a') - alpha * logp')``
+* ``loss_qvalue = 0.5 * sum_i mean((Q_i(s, a) - y)^2)``
+* ``a~, logp ~ pi(s)`` (reparameterised);  ``loss_actor = mean(alpha * logp - min_i Q_i(s, a~))``
+  with the critics' parameters detached
+* ``loss_alpha = -mean(log_alpha * (logp + target_entropy))``
+
+The actor runs once on ``[s; s']``, the critics once per role (data, actor, target) as one
+batched ensemble call each.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torch import nn
+
+from rl_trainers.objectives.common import (
+    LossModule,
+    actor_obs_keys,
+    check_loss_function,
+    discount,
+    distance_loss,
+    stack_current_next,
+)
+from rl_trainers.objectives.ensemble import CriticEnsemble
+
+__all__ = ["SACLoss"]
+
+
+def _critic_parts(qvalue_network: nn.Module) -> tuple[nn.Module, list]:
+    module = getattr(qvalue_network, "module", None)
+    in_keys = list(getattr(qvalue_network, "in_keys", []))
+    if module is None or not in_keys:
+        raise TypeError(
+            "the critic must be a ValueOperator/TensorDictModule (with .module and .in_keys), "
+            f"got {type(qvalue_network).__name__}"
+        )
+    return module, in_keys
+
+
+class SACLoss(LossModule):
+    """SAC loss with twin (or ``num_qvalue_nets``) critics and a learned temperature.
+
+    The loss owns the critics' parameters (stacked in ``qvalue_network_params``); the actor is
+    shared with the collector.
+
+    Args:
+        actor_network: a probabilistic actor with reparameterised samples (TanhNormal).
+        qvalue_network: a ValueOperator reading ``[obs, "action"]`` and writing one value.
+        num_qvalue_nets: number of critics.
+        loss_function: critic distance ``"l2"``, ``"smooth_l1"`` or ``"l1"``.
+        alpha_init: initial temperature.
+        min_alpha: lower clamp of alpha (None: none).
+        max_alpha: upper clamp of alpha (None: none).
+        action_spec: the action spec (for ``target_entropy="auto"``).
+        fixed_alpha: keep alpha constant.
+        target_entropy: ``"auto"`` (``-prod(action shape)``) or a float.
+        delay_actor: unused (kept for signature compatibility; SAC needs no target actor).
+        delay_qvalue: keep target critics (update them with SoftUpdate).
+        gamma: discount (also settable with ``make_value_estimator(gamma=...)``).
+    """
+
+    def __init__(
+        self,
+        actor_network: nn.Module,
+        qvalue_network: nn.Module,
+        *,
+        num_qvalue_nets: int = 2,
+        loss_function: str = "l2",
+        alpha_init: float = 1.0,
+        min_alpha: float | None = None,
+        max_alpha: float | None = None,
+        action_spec=None,
+        fixed_alpha: bool = False,
+        target_entropy: str | float = "auto",
+        delay_actor: bool = False,
+        delay_qvalue: bool = True,
+        gamma: float | None = None,
+    ) -> None:
+        super().__init__()
+        if not hasattr(actor_network, "get_dist"):
+            raise TypeError(f"SAC needs a probabilistic actor with get_dist(), got {type(actor_network).__name__}")
+        self.actor_network = actor_network
+        module, self._q_in_keys = _critic_parts(qvalue_network)
+        self.qvalue_network_params = CriticEnsemble(module, num_qvalue_nets)
+        self.num_qvalue_nets = num_qvalue_nets
+        self.delay_qvalue = delay_qvalue
+        if delay_qvalue:
+            self._register_target("qvalue_network", self.qvalue_network_params)
+        self.loss_function = check_loss_function(loss_function)
+        self._obs_keys = actor_obs_keys(actor_network)
+        log_alpha = torch.tensor(math.log(alpha_init))
+        if fixed_alpha:
+            self.register_buffer("log_alpha", log_alpha)
+        else:
+            self.log_alpha = nn.Parameter(log_alpha)
+        self.fixed_alpha = fixed_alpha
+        self.min_log_alpha = None if min_alpha is None else math.log(min_alpha)
+        self.max_log_alpha = None if max_alpha is None else math.log(max_alpha)
+        spec = action_spec if action_spec is not None else getattr(actor_network, "spec", None)
+        if target_entropy == "auto":
+            if spec is None:
+                self._target_entropy = None  # resolved from the first batch's action shape
+            else:
+                self._target_entropy = -float(torch.Size(spec.shape).numel())
+        else:
+            self._target_entropy = float(target_entropy)
+        if gamma is not None:
+            self.gamma = float(gamma)
+
+    def _source_of(self, name: str) -> nn.Module:
+        return self.qvalue_network_params
+
+    @property
+    def target_entropy(self) -> float | None:
+        return self._target_entropy
+
+    @property
+    def alpha(self) -> torch.Tensor:
+        log_alpha = self.log_alpha.detach()
+        if self.min_log_alpha is not None or self.max_log_alpha is not None:
+            log_alpha = log_alpha.clamp(self.min_log_alpha, self.max_log_alpha)
+        return log_alpha.exp()
+
+    def _q_inputs(self, td: TensorDictBase, obs_next: bool, action: torch.Tensor) -> list[torch.Tensor]:
+        inputs = []
+        for key in self._q_in_keys:
+            if key == "action":
+                inputs.append(action)
+            else:
+                inputs.append(td.get(("next", key) if obs_next else key))
+        return inputs
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        td = tensordict
+        batch = td.batch_size
+        n = batch[0] if len(batch) else 1
+        action = td.get("action")
+        if self._target_entropy is None:
+            self._target_entropy = -float(action.shape[len(batch):].numel())
+        alpha = self.alpha
+
+        # actor on [s; s'] in one call
+        dist = self.actor_network.get_dist(stack_current_next(td, self._obs_keys))
+        new_action, log_prob = dist.rsample_and_log_prob()
+        a_pi, a_next = new_action[:n], new_action[n:].detach()
+        logp_pi, logp_next = log_prob[:n], log_prob[n:].detach()
+
+        # target
+        with torch.no_grad():
+            target_net = self.target_qvalue_network_params if self.delay_qvalue else self.qvalue_network_params
+            q_next = target_net(*self._q_inputs(td, True, a_next)).min(0).values
+            reward = td.get(("next", "reward"))
+            terminated = td.get(("next", "terminated"), None)
+            if terminated is None:
+                terminated = td.get(("next", "done"))
+            not_term = (~terminated.bool()).to(reward.dtype).reshape(reward.shape)
+            gamma = discount(td, self.gamma, reward)
+            next_value = q_next - alpha * logp_next.unsqueeze(-1)
+            target = reward + gamma * not_term * next_value.reshape(reward.shape)
+
+        q_data = self.qvalue_network_params(*self._q_inputs(td, False, action))  # [n_q, *B, 1]
+        dist_q = distance_loss(q_data, target.unsqueeze(0), self.loss_function)
+        loss_q = 0.5 * dist_q.reshape(self.num_qvalue_nets, -1).mean(1).sum()
+        q_pi = self.qvalue_network_params(*self._q_inputs(td, False, a_pi), detach=True).min(0).values
+        loss_actor = (alpha * logp_pi.unsqueeze(-1) - q_pi).mean()
+        loss_alpha = -(self.log_alpha * (logp_pi.detach() + self._target_entropy)).mean()
+
+        with torch.no_grad():
+            td_error = (q_data - target.unsqueeze(0)).abs().max(0).values
+            if not td.is_locked:
+                td.set("td_error", td_error.reshape(batch) if td_error.numel() == batch.numel() else td_error)
+        out = {
+            "loss_actor": loss_actor,
+            "loss_qvalue": loss_q,
+            "loss_alpha": loss_alpha,
+            "alpha": alpha,
+            "entropy": -logp_pi.detach().mean(),
+            "q_mean": q_data.detach().mean(),
+            "td_error": td_error.mean(),
+        }
+        if self.fixed_alpha:
+            out["loss_alpha"] = loss_alpha.detach()
+        return TensorDict(out, batch_size=[])

@@ -1,0 +1,332 @@
+"""Value estimators: TD(0), TD(lambda) and GAE, functional and as tensordict callables.
+
+All functions take tensors shaped ``[*B, T, 1]`` (time on ``time_dim``, default -2) and are
+vectorised over the batch. Conventions (per step ``t``):
+
+* ``terminated[t]``: ``s_{t+1}`` is terminal, so its value is zero (no bootstrap);
+* ``done[t]`` (terminated or truncated): the episode ends at ``t``, so the recursion stops
+  there; a truncated step still bootstraps from ``next_state_value[t]``.
+"""
+
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDictBase
+from torch import nn
+
+from rl_trainers.objectives.common import ValueEstimators, discount
+
+__all__ = [
+    "generalized_advantage_estimate",
+    "td_lambda_return_estimate",
+    "td0_return_estimate",
+    "GAE",
+    "TDLambdaEstimator",
+    "TD1Estimator",
+    "TD0Estimator",
+    "ValueEstimatorBase",
+    "make_estimator",
+]
+
+_MATRIX_MAX_T = 1024
+
+
+def _discounted_cumsum(delta: torch.Tensor, decay: torch.Tensor | float, done: torch.Tensor) -> torch.Tensor:
+    """``out[t] = delta[t] + decay * (1 - done[t]) * out[t + 1]`` along dim -2 of ``[*B, T, 1]``."""
+    T = delta.shape[-2]
+    not_done = (~done).to(delta.dtype)
+    decay_t = torch.as_tensor(decay, dtype=delta.dtype, device=delta.device)
+    if decay_t.dim() == 0 and T <= _MATRIX_MAX_T:
+        # out = W @ delta with W[t, s] = decay^(s-t) when no episode ends in [t, s-1], for s >= t
+        idx = torch.arange(T, device=delta.device)
+        lag = idx.unsqueeze(0) - idx.unsqueeze(1)  # [t, s] -> s - t
+        weights = torch.pow(decay_t, lag.clamp_min(0).to(delta.dtype)) * (lag >= 0)
+        ends = 1.0 - not_done.squeeze(-1)  # [*B, T]
+        before = torch.cumsum(ends, -1) - ends  # number of ends strictly before t
+        # no end in [t, s-1]  <=>  before[s] == before[t]
+        same = before.unsqueeze(-1) == before.unsqueeze(-2)  # [*B, t, s]
+        return (weights * same) @ delta
+    decay_t = decay_t.expand_as(delta) if decay_t.dim() else decay_t
+    out = torch.empty_like(delta)
+    running = torch.zeros_like(delta[..., -1:, :])
+    for t in range(T - 1, -1, -1):
+        d = decay_t[..., t : t + 1, :] if decay_t.dim() else decay_t
+        running = delta[..., t : t + 1, :] + d * not_done[..., t : t + 1, :] * running
+        out[..., t : t + 1, :] = running
+    return out
+
+
+def _check(*tensors: torch.Tensor) -> None:
+    shape = tensors[0].shape
+    for t in tensors[1:]:
+        if t.shape != shape:
+            raise ValueError(f"value estimator inputs must share one shape [*B, T, 1]; got {shape} and {t.shape}")
+    if len(shape) < 2 or shape[-1] != 1:
+        raise ValueError(f"value estimator inputs must be shaped [*B, T, 1], got {tuple(shape)}")
+
+
+def generalized_advantage_estimate(
+    gamma: float | torch.Tensor,
+    lmbda: float,
+    state_value: torch.Tensor,
+    next_state_value: torch.Tensor,
+    reward: torch.Tensor,
+    terminated: torch.Tensor,
+    done: torch.Tensor | None = None,
+    time_dim: int = -2,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalized advantage estimation (Schulman et al. 2016).
+
+    ``delta_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t)`` and
+    ``A_t = delta_t + gamma * lmbda * (1 - done_t) * A_{t+1}``.
+
+    Args:
+        gamma: discount (a float, or a tensor like ``reward`` for per-step discounts).
+        lmbda: GAE lambda.
+        state_value: ``V(s_t)``, ``[*B, T, 1]``.
+        next_state_value: ``V(s_{t+1})``, ``[*B, T, 1]``.
+        reward: ``r_t``, ``[*B, T, 1]``.
+        terminated: bool ``[*B, T, 1]``.
+        done: bool ``[*B, T, 1]`` (defaults to ``terminated``).
+        time_dim: the time dimension.
+
+    Returns:
+        ``(advantage, value_target)`` with ``value_target = advantage + state_value``.
+    """
+    if done is None:
+        done = terminated
+    if time_dim not in (-2, state_value.dim() - 2):
+        state_value, next_state_value, reward, terminated, done = (
+            x.transpose(time_dim, -2) for x in (state_value, next_state_value, reward, terminated, done)
+        )
+        adv, target = generalized_advantage_estimate(gamma, lmbda, state_value, next_state_value, reward, terminated, done)
+        return adv.transpose(time_dim, -2), target.transpose(time_dim, -2)
+    _check(state_value, next_state_value, reward)
+    terminated = terminated.bool().reshape(reward.shape)
+    done = done.bool().reshape(reward.shape) | terminated
+    not_term = (~terminated).to(reward.dtype)
+    delta = reward + gamma * not_term * next_state_value - state_value
+    advantage = _discounted_cumsum(delta, gamma * lmbda, done)
+    return advantage, advantage + state_value
+
+
+def td_lambda_return_estimate(
+    gamma: float | torch.Tensor,
+    lmbda: float,
+    next_state_value: torch.Tensor,
+    reward: torch.Tensor,
+    terminated: torch.Tensor,
+    done: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """TD(lambda) returns ``[*B, T, 1]``.
+
+    ``G_t = r_t + gamma * (1 - terminated_t) * ((1 - lmbda) * V(s_{t+1}) + lmbda * G_{t+1})``,
+    where ``G_{t+1}`` is replaced by ``V(s_{t+1})`` at the end of an episode or of the batch.
+    """
+    if done is None:
+        done = terminated
+    _check(next_state_value, reward)
+    terminated = terminated.bool().reshape(reward.shape)
+    done = done.bool().reshape(reward.shape) | terminated
+    not_term = (~terminated).to(reward.dtype)
+    # G_t - V'_t-ish decomposition: G_t = r_t + g (1-term) V_{t+1} + g lmbda (1 - done_t) (G_{t+1} - V_{t+1})
+    base = reward + gamma * not_term * next_state_value
+    # define H_t = G_t - V_{t}^{next-shifted}; solved through the same discounted cumsum:
+    # G_t = base_t + g*lmbda*(1-done_t) * (G_{t+1} - V(s_{t+1}))
+    # let X_t = G_t - c_t where c_t = V(s_{t}) taken from next_state_value shifted by one step.
+    shifted = torch.cat([next_state_value[..., :1, :] * 0, next_state_value[..., :-1, :]], dim=-2)
+    # X_t = base_t - shifted_t + g lmbda (1 - done_t) X_{t+1}, since shifted_{t+1} = V(s_{t+1})
+    # (valid because the recursion is cut wherever done_t, where shifted would be wrong).
+    x = _discounted_cumsum(base - shifted, gamma * lmbda, done)
+    return x + shifted
+
+
+def td0_return_estimate(
+    gamma: float | torch.Tensor,
+    next_state_value: torch.Tensor,
+    reward: torch.Tensor,
+    terminated: torch.Tensor,
+) -> torch.Tensor:
+    """One-step targets ``r_t + gamma * (1 - terminated_t) * V(s_{t+1})``."""
+    not_term = (~terminated.bool().reshape(reward.shape)).to(reward.dtype)
+    return reward + gamma * not_term * next_state_value
+
+
+class ValueEstimatorBase(nn.Module):
+    """Reads a trajectory batch, runs the critic on ``s`` and ``s'``, writes the targets.
+
+    Input batches are ``[*B, T]`` with time last (the collectors' layout) or ``[T]``.
+
+    Args:
+        gamma: discount.
+        value_network: the critic (a tensordict module writing ``value_key``).
+        differentiable: keep the graph through the critic (default: no grad).
+        advantage_key: where to write the advantage.
+        value_target_key: where to write the value target.
+        value_key: the critic's output key.
+    """
+
+    def __init__(
+        self,
+        *,
+        gamma: float,
+        value_network: nn.Module | None,
+        differentiable: bool = False,
+        advantage_key: str = "advantage",
+        value_target_key: str = "value_target",
+        value_key: str = "state_value",
+    ) -> None:
+        super().__init__()
+        self.gamma = float(gamma)
+        # not registered as a submodule: the loss owns the critic, we only call it
+        self.__dict__["value_network"] = value_network
+        self.differentiable = differentiable
+        self.advantage_key = advantage_key
+        self.value_target_key = value_target_key
+        self.value_key = value_key
+
+    def _values(self, td: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+        """Runs the critic on current and next observations in one call; writes both values."""
+        net = self.value_network
+        if net is None:
+            return td.get(self.value_key), td.get(("next", self.value_key))
+        keys = list(net.in_keys)
+        n = td.batch_size[0] if td.batch_dims else 1
+        with torch.set_grad_enabled(self.differentiable and torch.is_grad_enabled()):
+            inputs = [torch.cat([td.get(k), td.get(("next", k) if isinstance(k, str) else ("next", *k))]) for k in keys]
+            if hasattr(net, "module") and len(getattr(net, "out_keys", [])) == 1:
+                values = net.module(*inputs)
+            else:
+                from tensordict import TensorDict
+
+                out = net(TensorDict(dict(zip(keys, inputs)), batch_size=[2 * n, *td.batch_size[1:]]))
+                values = out.get(self.value_key)
+        value, next_value = values[:n], values[n:]
+        td.set(self.value_key, value)
+        td.set(("next", self.value_key), next_value)
+        return value, next_value
+
+    def _read(self, td: TensorDictBase):
+        if td.batch_dims == 0:
+            raise ValueError("value estimators need a batch with a time dimension, got batch_size=[]")
+        value, next_value = self._values(td)
+        reward = td.get(("next", "reward"))
+        terminated = td.get(("next", "terminated"), None)
+        done = td.get(("next", "done"), None)
+        if terminated is None and done is None:
+            raise KeyError("the batch has neither ('next', 'terminated') nor ('next', 'done')")
+        if terminated is None:
+            terminated = done
+        if done is None:
+            done = terminated
+        shape = reward.shape
+        return value, next_value.reshape(shape), reward, terminated.reshape(shape), done.reshape(shape)
+
+    def value_estimate(self, tensordict: TensorDictBase) -> torch.Tensor:
+        """Returns the value target without writing it."""
+        return self(tensordict.clone(False)).get(self.value_target_key)
+
+
+class GAE(ValueEstimatorBase):
+    """Generalized advantage estimation writing ``advantage`` and ``value_target``.
+
+    Args:
+        gamma: discount.
+        lmbda: GAE lambda.
+        value_network: the critic.
+        average_gae: standardise the advantage over the batch.
+        differentiable: keep the graph through the critic.
+    """
+
+    def __init__(
+        self,
+        *,
+        gamma: float,
+        lmbda: float,
+        value_network: nn.Module | None,
+        average_gae: bool = False,
+        differentiable: bool = False,
+        **kwargs,
+    ) -> None:
+        super().__init__(gamma=gamma, value_network=value_network, differentiable=differentiable, **kwargs)
+        self.lmbda = float(lmbda)
+        self.average_gae = average_gae
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        value, next_value, reward, terminated, done = self._read(tensordict)
+        gamma = discount(tensordict, self.gamma, reward)
+        adv, target = generalized_advantage_estimate(gamma, self.lmbda, value, next_value, reward, terminated, done)
+        if self.average_gae:
+            adv = (adv - adv.mean()) / adv.std().clamp_min(1e-6)
+        tensordict.set(self.advantage_key, adv)
+        tensordict.set(self.value_target_key, target)
+        return tensordict
+
+
+class TDLambdaEstimator(ValueEstimatorBase):
+    """TD(lambda) targets; ``advantage = value_target - state_value``.
+
+    Args:
+        gamma: discount.
+        lmbda: lambda.
+        value_network: the critic.
+        average_rewards: unused, kept for signature compatibility.
+        differentiable: keep the graph through the critic.
+    """
+
+    def __init__(self, *, gamma: float, lmbda: float, value_network: nn.Module | None, differentiable: bool = False, **kwargs) -> None:
+        kwargs.pop("average_rewards", None)
+        super().__init__(gamma=gamma, value_network=value_network, differentiable=differentiable, **kwargs)
+        self.lmbda = float(lmbda)
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        value, next_value, reward, terminated, done = self._read(tensordict)
+        gamma = discount(tensordict, self.gamma, reward)
+        target = td_lambda_return_estimate(gamma, self.lmbda, next_value, reward, terminated, done)
+        tensordict.set(self.advantage_key, target - value)
+        tensordict.set(self.value_target_key, target)
+        return tensordict
+
+
+class TD1Estimator(TDLambdaEstimator):
+    """Monte-Carlo-like TD(1) targets (bootstrapped at truncation and at the batch end)."""
+
+    def __init__(self, *, gamma: float, value_network: nn.Module | None, **kwargs) -> None:
+        kwargs.pop("lmbda", None)
+        super().__init__(gamma=gamma, lmbda=1.0, value_network=value_network, **kwargs)
+
+
+class TD0Estimator(ValueEstimatorBase):
+    """One-step TD targets ``r + gamma * (1 - terminated) * V(s')``."""
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        value, next_value, reward, terminated, _ = self._read(tensordict)
+        gamma = discount(tensordict, self.gamma, reward)
+        target = td0_return_estimate(gamma, next_value, reward, terminated)
+        tensordict.set(self.advantage_key, target - value)
+        tensordict.set(self.value_target_key, target)
+        return tensordict
+
+
+_ESTIMATORS = {
+    ValueEstimators.TD0: TD0Estimator,
+    ValueEstimators.TD1: TD1Estimator,
+    ValueEstimators.TDLambda: TDLambdaEstimator,
+    ValueEstimators.GAE: GAE,
+}
+
+
+def make_estimator(value_type: ValueEstimators | str, **kwargs) -> ValueEstimatorBase:
+    """Builds the estimator named by ``value_type`` (enum member or its string value)."""
+    if isinstance(value_type, str):
+        try:
+            value_type = ValueEstimators(value_type.lower())
+        except ValueError:
+            allowed = [v.value for v in ValueEstimators]
+            raise ValueError(f"unknown value estimator {value_type!r}; allowed: {allowed}") from None
+    defaults = {ValueEstimators.GAE: {"lmbda": 0.95}, ValueEstimators.TDLambda: {"lmbda": 0.95}}
+    for key, value in defaults.get(value_type, {}).items():
+        kwargs.setdefault(key, value)
+    if value_type in (ValueEstimators.TD0, ValueEstimators.TD1):
+        kwargs.pop("lmbda", None)
+    return _ESTIMATORS[value_type](**kwargs)

@@ -1,0 +1,95 @@
+"""A transform that renders the parent env and writes the frame to the tensordict."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from tensordict import NonTensorData, TensorDictBase
+from tensordict.utils import NestedKey
+
+from rl_trainers.envs.transforms import Transform
+
+__all__ = ["PixelRenderTransform"]
+
+
+def _find_render(env: Any) -> Callable[..., Any]:
+    """Returns the ``render`` of ``env`` or of the env it wraps (``base_env``, ``env``)."""
+    seen = set()
+    while env is not None and id(env) not in seen:
+        seen.add(id(env))
+        render = getattr(type(env), "render", None)
+        if render is not None:
+            return env.render
+        inner = getattr(env, "base_env", None)
+        env = inner if inner is not None else getattr(env, "env", None)
+    raise RuntimeError(
+        "PixelRenderTransform found no render() on its parent env nor on the env it wraps; "
+        "create the env with render_mode='rgb_array'."
+    )
+
+
+class PixelRenderTransform(Transform):
+    """Calls ``render()`` on the parent env after each reset and step and stores the frame.
+
+    Useful when the env was not built with ``from_pixels=True`` but frames are wanted for a
+    :class:`~rl_trainers.record.VideoRecorder` placed after this transform.
+
+    Args:
+        out_keys: where the frame goes; defaults to ``["pixels"]``.
+        preproc: applied to the rendered array (e.g. a resize) before it is stored.
+        as_non_tensor: store the frame as non-tensor data instead of a uint8 tensor.
+        **kwargs: forwarded to ``render``.
+    """
+
+    def __init__(
+        self,
+        out_keys: Sequence[NestedKey] | None = None,
+        preproc: Callable[[np.ndarray], np.ndarray | torch.Tensor] | None = None,
+        as_non_tensor: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        if out_keys is None:
+            out_keys = ["pixels"]
+        if len(out_keys) != 1:
+            raise ValueError(f"PixelRenderTransform writes one key, got out_keys={out_keys}.")
+        super().__init__(in_keys=[], out_keys=list(out_keys))
+        self.preproc = preproc
+        self.as_non_tensor = as_non_tensor
+        self.render_kwargs = kwargs
+
+    def _render(self) -> Any:
+        parent = getattr(self, "parent", None)
+        if parent is None:
+            raise RuntimeError("PixelRenderTransform needs a parent env to render.")
+        frame = _find_render(parent)(**self.render_kwargs)
+        if isinstance(frame, list | tuple):  # vector envs render one frame per sub-env
+            frame = np.stack(frame)
+        if self.preproc is not None:
+            frame = self.preproc(frame)
+        return frame
+
+    def _write(self, tensordict: TensorDictBase) -> TensorDictBase:
+        frame = self._render()
+        if frame is None:
+            return tensordict
+        key = self.out_keys[0]
+        if self.as_non_tensor:
+            tensordict.set(key, NonTensorData(frame, batch_size=tensordict.batch_size))
+        else:
+            tensordict.set(key, torch.as_tensor(np.ascontiguousarray(frame)))
+        return tensordict
+
+    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return self._write(tensordict)
+
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        return self._write(tensordict_reset)
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Renders the parent env into ``tensordict``."""
+        return self._write(tensordict)

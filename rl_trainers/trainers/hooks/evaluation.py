@@ -1,0 +1,189 @@
+"""Evaluation hook: deterministic rollouts on a separate environment."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+from tensordict.nn import InteractionType, set_interaction_type
+from tensordict.utils import NestedKey
+
+from rl_trainers.trainers.trainer import Trainer, TrainerHookBase
+
+__all__ = ["LogValidationReward", "Recorder", "episode_returns"]
+
+_REWARD = ("next", "reward")
+
+
+def _interaction_type(value: InteractionType | str) -> InteractionType:
+    if isinstance(value, InteractionType):
+        return value
+    try:
+        return InteractionType[str(value).upper()]
+    except KeyError:
+        allowed = [t.name.lower() for t in InteractionType]
+        raise ValueError(f"exploration_type {value!r} is not one of {allowed}.") from None
+
+
+def episode_returns(rollout: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+    """Returns and lengths of the episodes that end inside a ``[*B, T]`` rollout.
+
+    Episodes cut off by the end of the rollout (no ``("next", "done")`` yet) are left out.
+
+    Args:
+        rollout: a TensorDict with ``("next", "reward")`` and ``("next", "done")``.
+
+    Returns:
+        ``(returns, lengths)``, 1-D float tensors with one entry per complete episode.
+    """
+    t = rollout.shape[-1]
+    reward = rollout.get(_REWARD).reshape(-1, t).double()
+    done = rollout.get(("next", "done")).reshape(-1, t).bool()
+    cum = reward.cumsum(-1)
+    rets, lens = [], []
+    steps = torch.arange(1, t + 1, dtype=torch.float64)
+    for row_cum, row_done in zip(cum, done):
+        idx = row_done.nonzero().squeeze(-1)
+        if idx.numel() == 0:
+            continue
+        ends = row_cum[idx]
+        rets.append(ends - torch.cat([ends.new_zeros(1), ends[:-1]]))
+        end_steps = steps[idx]
+        lens.append(end_steps - torch.cat([end_steps.new_zeros(1), end_steps[:-1]]))
+    if not rets:
+        empty = torch.zeros(0, dtype=torch.float64)
+        return empty, empty
+    return torch.cat(rets), torch.cat(lens)
+
+
+class LogValidationReward(TrainerHookBase):
+    """Evaluate the policy on its own environment every ``record_interval`` calls.
+
+    Each evaluation runs one rollout of ``record_frames // frame_skip`` steps (episodes reset
+    automatically) under ``exploration_type`` (deterministic by default), without gradients
+    and with the policy in eval mode. It returns, for logging:
+
+    - for each key of ``log_keys``, its mean over the rollout under ``out_keys[key]``
+      (``("next", "reward")`` -> ``r_evaluation`` by default);
+    - ``eval/episode_return_mean``, ``eval/episode_return_std``,
+      ``eval/episode_length_mean`` and ``eval/num_episodes`` over the episodes that ended
+      inside the rollout (returns are absent if none ended).
+
+    With ``suffix``, every logged name gets ``_<suffix>`` appended.
+
+    Args:
+        record_interval: number of calls between two evaluations (the first call evaluates).
+        record_frames: frames per evaluation rollout.
+        frame_skip: frames per environment step.
+        policy_exploration: the policy to evaluate.
+        environment: the evaluation environment (``rollout(max_steps, policy, ...)``).
+        exploration_type: interaction type during evaluation (``"deterministic"``,
+            ``"random"``, ``"mode"``, ``"mean"`` or an ``InteractionType``).
+        log_keys: rollout entries to average.
+        out_keys: logged name of each entry of ``log_keys``.
+        suffix: appended to the logged names.
+        log_pbar: also show the values on the progress bar.
+        recorder: older name of ``environment``.
+    """
+
+    def __init__(
+        self,
+        *,
+        record_interval: int,
+        record_frames: int,
+        frame_skip: int = 1,
+        policy_exploration: Callable[[TensorDictBase], TensorDictBase],
+        environment: Any = None,
+        exploration_type: InteractionType | str = InteractionType.DETERMINISTIC,
+        log_keys: Sequence[NestedKey] | None = None,
+        out_keys: Mapping[NestedKey, str] | None = None,
+        suffix: str | None = None,
+        log_pbar: bool = False,
+        recorder: Any = None,
+    ) -> None:
+        environment = recorder if environment is None else environment
+        if environment is None:
+            raise ValueError("LogValidationReward needs an evaluation environment.")
+        if record_interval < 1 or record_frames < 1:
+            raise ValueError(
+                f"record_interval and record_frames must be >= 1, got {record_interval} and "
+                f"{record_frames}."
+            )
+        self.record_interval = record_interval
+        self.record_frames = record_frames
+        self.frame_skip = frame_skip
+        self.policy_exploration = policy_exploration
+        self.environment = environment
+        self.exploration_type = _interaction_type(exploration_type)
+        self.log_keys = [_REWARD] if log_keys is None else list(log_keys)
+        self.out_keys = {_REWARD: "r_evaluation"} if out_keys is None else dict(out_keys)
+        missing = [k for k in self.log_keys if k not in self.out_keys]
+        if missing:
+            raise ValueError(f"log_keys {missing} have no logged name in out_keys.")
+        self.suffix = suffix
+        self.log_pbar = log_pbar
+        self._count = 0
+
+    def _name(self, name: str) -> str:
+        return name if self.suffix is None else f"{name}_{self.suffix}"
+
+    @torch.no_grad()
+    def __call__(self, batch: Any = None) -> dict[str, Any] | None:
+        count = self._count
+        self._count += 1
+        if count % self.record_interval:
+            return None
+        policy = self.policy_exploration
+        was_training = getattr(policy, "training", None)
+        if was_training:
+            policy.eval()
+        try:
+            with set_interaction_type(self.exploration_type):
+                rollout = self.environment.rollout(
+                    max_steps=max(1, self.record_frames // self.frame_skip),
+                    policy=policy,
+                    auto_reset=True,
+                    break_when_any_done=False,
+                )
+        finally:
+            if was_training:
+                policy.train()
+        transform = getattr(self.environment, "transform", None)
+        dump = getattr(transform, "dump", None)
+        if callable(dump):
+            dump()
+        out: dict[str, Any] = {}
+        for key in self.log_keys:
+            out[self._name(self.out_keys[key])] = rollout.get(key).float().mean().item()
+        returns, lengths = episode_returns(rollout)
+        out[self._name("eval/num_episodes")] = returns.numel()
+        if returns.numel():
+            out[self._name("eval/episode_return_mean")] = returns.mean().item()
+            out[self._name("eval/episode_return_std")] = (
+                returns.std().item() if returns.numel() > 1 else 0.0
+            )
+            out[self._name("eval/episode_length_mean")] = lengths.mean().item()
+        out["log_pbar"] = self.log_pbar
+        return out
+
+    def register(self, trainer: Trainer, name: str = "recorder") -> None:
+        """Register at ``"post_steps_log"`` and checkpoint the counter and env state."""
+        trainer.register_op("post_steps_log", self)
+        trainer.register_module(name, self)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The call counter and, if it has one, the environment's state dict."""
+        env_sd = getattr(self.environment, "state_dict", None)
+        return {"count": self._count, "environment": env_sd() if callable(env_sd) else None}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the call counter and the environment's state."""
+        self._count = int(state_dict["count"])
+        load = getattr(self.environment, "load_state_dict", None)
+        if state_dict.get("environment") is not None and callable(load):
+            load(state_dict["environment"])
+
+
+Recorder = LogValidationReward

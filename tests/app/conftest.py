@@ -1,0 +1,52 @@
+"""Compose the real configs with Hydra and a few tiny overrides (no network, seconds per run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from rl_trainers.trainers.algorithms.app import CONFIG_DIR
+
+REPO = Path(__file__).resolve().parents[2]
+
+#: Overrides that make a run a few hundred frames long.
+TINY = {
+    "ppo": [
+        "trainer.total_frames=256",
+        "collector.frames_per_batch=64",
+        "env.num_envs=4",
+        "trainer.minibatch_size=32",
+        "trainer.num_epochs=2",
+        "eval.episodes=2",
+        "trainer.progress_bar=false",
+        "trainer.log_interval=64",
+    ],
+    "sac": [
+        "trainer.total_frames=200",
+        "collector.init_random_frames=50",
+        "trainer.learning_starts=50",
+        "replay_buffer.batch_size=32",
+        "replay_buffer.size=1000",
+        "eval.episodes=2",
+        "trainer.progress_bar=false",
+        "trainer.log_interval=50",
+    ],
+}
+
+
+def compose_config(algorithm: str, overrides: list[str] = ()):
+    """The composed ``configs/<algorithm>_trainer.yaml`` with ``overrides``."""
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        return compose(config_name=f"{algorithm}_trainer", overrides=list(overrides))
+
+
+@pytest.fixture
+def tiny_config():
+    """Compose a tiny run of an algorithm: ``tiny_config("ppo", ["env=acrobot"])``."""
+
+    def make(algorithm: str, overrides: list[str] = ()):
+        return compose_config(algorithm, [*TINY[algorithm], *overrides])
+
+    return make

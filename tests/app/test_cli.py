@@ -1,0 +1,102 @@
+"""The command line as a user meets it: help, printed config, sweeps, and short errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import REPO, TINY
+
+
+def train(algorithm: str, *args: str, cwd, env=None) -> subprocess.CompletedProcess:
+    script = REPO / "sota-implementations" / f"{algorithm}_trainer" / "train.py"
+    return subprocess.run(
+        [sys.executable, str(script), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "sac"])
+def test_help_lists_groups_options_and_fields(algorithm, tmp_path):
+    proc = train(algorithm, "--help", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    for group, option in [("env", "halfcheetah"), ("logger", "tensorboard"), ("optimizer", "rmsprop"), ("collector", "multi_async")]:
+        assert group in text and option in text
+    assert "optimizer.lr" in text and "learning rate" in text
+    assert "trainer.total_frames" in text and "environment frames to train for" in text
+    assert "env.env_name" in text and "gymnasium id" in text
+
+
+def test_cfg_job_prints_the_composed_config(tmp_path):
+    proc = train("ppo", "--cfg", "job", "env=pendulum", "optimizer.lr=3e-4", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "env_name: Pendulum-v1" in proc.stdout
+    assert "lr: 0.0003" in proc.stdout
+
+
+def test_default_run_writes_outputs_and_summary(tmp_path):
+    proc = train("ppo", *TINY["ppo"], f"hydra.run.dir={tmp_path}/run", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir = tmp_path / "run"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["frames"] == 256 and summary["eval_episodes"] == 2
+    assert (run_dir / ".hydra" / "config.yaml").exists()
+    assert list((run_dir / "logs").rglob("*.csv")), "the CSV logger wrote nothing"
+    assert (run_dir / "checkpoints" / "trainer.pt").exists()
+
+
+def test_multirun_sweep_lands_each_run_in_its_own_directory(tmp_path):
+    proc = train(
+        "ppo", "-m", "seed=0,1", "optimizer.lr=1e-3,3e-4", *TINY["ppo"], f"hydra.sweep.dir={tmp_path}/sweep", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summaries = [json.loads(p.read_text()) for p in sorted((tmp_path / "sweep").glob("*/summary.json"))]
+    assert len(summaries) == 4
+    assert sorted(s["seed"] for s in summaries) == [0, 0, 1, 1]
+    assert len({s["output_dir"] for s in summaries}) == 4
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["env.env_name=CartPol-v1"], ["env", "CartPol-v1", "CartPole-v1"]),
+        (["env=cartpol"], ["cartpol", "cartpole"]),
+        (["optimizer.lrr=1e-3"], ["lrr"]),
+        (["optimizer.lr=abc"], ["optimizer.lr", "abc"]),
+        (["trainer.total_frames=0"], ["trainer.total_frames", "0", "positive"]),
+        (["trainer.total_frames=-5"], ["trainer.total_frames", "-5", "positive"]),
+        (["collector.frames_per_batch=100"], ["collector.frames_per_batch", "100", "multiple of env.num_envs (8)"]),
+        (["logger=nosuchlogger"], ["nosuchlogger", "csv"]),
+    ],
+)
+def test_bad_input_gives_a_short_message(args, expected, tmp_path):
+    proc = train("ppo", *args, f"hydra.run.dir={tmp_path}/run", cwd=tmp_path)
+    assert proc.returncode != 0
+    err = proc.stderr
+    for word in expected:
+        assert word in err, err
+    assert "Traceback" not in err, err
+    assert len(err.splitlines()) < 25, err
+
+
+def test_full_traceback_with_hydra_full_error(tmp_path):
+    import os
+
+    env = dict(os.environ, HYDRA_FULL_ERROR="1")
+    proc = train("ppo", "trainer.total_frames=0", f"hydra.run.dir={tmp_path}/run", cwd=tmp_path, env=env)
+    assert proc.returncode != 0
+    assert "Traceback" in proc.stderr
+
+
+def test_sac_refuses_discrete_actions(tmp_path):
+    proc = train("sac", "env=cartpole", f"hydra.run.dir={tmp_path}/run", cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "continuous" in proc.stderr and "Traceback" not in proc.stderr

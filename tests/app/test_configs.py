@@ -1,0 +1,96 @@
+"""Config nodes cannot drift from the components they build, and every group option builds."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+
+import pytest
+from hydra.utils import get_object
+
+from rl_trainers.trainers.algorithms.configs import GROUP_OPTIONS, ROOT_SCHEMAS
+
+from .conftest import compose_config
+
+#: Arguments a builder passes at run time (objects a config cannot hold).
+RUNTIME_ARGS = {
+    "params",
+    "optimizer",
+    "total_steps",
+    "actor_network",
+    "critic_network",
+    "qvalue_network",
+    "create_env_fn",
+    "policy",
+    "total_frames",
+}
+
+
+def _nodes() -> list[type]:
+    seen: dict[str, type] = {}
+
+    def walk(node: type) -> None:
+        seen[node.__qualname__] = node
+        hints = typing.get_type_hints(node)
+        for f in dataclasses.fields(node):
+            tp = hints[f.name]
+            if dataclasses.is_dataclass(tp):
+                walk(tp)
+
+    for root in ROOT_SCHEMAS.values():
+        walk(root)
+    for options in GROUP_OPTIONS.values():
+        for node in options.values():
+            walk(node)
+    return [n for n in seen.values() if any(f.name == "_target_" for f in dataclasses.fields(n))]
+
+
+@pytest.mark.parametrize("node", _nodes(), ids=lambda n: n.__name__)
+def test_node_fields_match_target_signature(node):
+    target = get_object(node._target_)
+    params = inspect.signature(target).parameters
+    takes_kwargs = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    fields = {f.name for f in dataclasses.fields(node) if not f.name.startswith("_")}
+    unknown = fields - set(params)
+    assert takes_kwargs or not unknown, f"{node.__name__} fields not accepted by {node._target_}: {unknown}"
+    required = {
+        name
+        for name, p in params.items()
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    }
+    missing = required - fields - RUNTIME_ARGS
+    assert not missing, f"{node._target_} requires {missing}, which {node.__name__} does not have"
+
+
+@pytest.mark.parametrize("node", _nodes(), ids=lambda n: n.__name__)
+def test_every_field_is_documented(node):
+    for f in dataclasses.fields(node):
+        if not f.name.startswith("_"):
+            assert f.metadata.get("help"), f"{node.__name__}.{f.name} has no one-line description"
+
+
+ENVS = ["cartpole", "acrobot", "pendulum", "mountaincar_continuous", "halfcheetah", "hopper", "walker2d", "ant"]
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_every_env_option_builds_without_sizes(env):
+    from hydra.utils import instantiate
+
+    cfg = compose_config("ppo", [f"env={env}", "env.num_envs=2"])
+    built = instantiate(cfg.env)
+    try:
+        td = built.reset()
+        assert td["observation"].shape[0] == 2
+        assert built.action_spec.shape[0] == 2
+    finally:
+        built.close()
+
+
+def test_no_yaml_holds_a_size_or_bound():
+    from .conftest import REPO
+
+    for path in (REPO / "configs").rglob("*.yaml"):
+        text = path.read_text()
+        for word in ("in_features", "out_features", "action_dim", "obs_dim", "low:", "high:"):
+            assert word not in text, f"{path} sets {word}"

@@ -1,0 +1,89 @@
+"""Every recipe in configs/ runs for a few hundred frames, through compose and through train.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from rl_trainers.trainers.algorithms.app import run
+
+from .conftest import REPO, TINY
+
+PPO_ENVS = ["cartpole", "acrobot", "pendulum", "mountaincar_continuous", "halfcheetah", "hopper", "walker2d", "ant"]
+SAC_ENVS = ["pendulum", "mountaincar_continuous", "halfcheetah", "hopper", "walker2d", "ant"]
+LOGGERS = ["csv", "tensorboard", "wandb", "mlflow"]
+EXPERIMENTS = sorted(p.stem for p in (REPO / "configs" / "experiment").glob("*.yaml"))
+
+
+def _check_summary(out, frames: int) -> dict:
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["frames"] >= frames
+    for key in ("frames", "wall_time_s", "fps", "eval_return_mean", "eval_return_std", "eval_episodes"):
+        assert key in summary
+    assert summary["eval_episodes"] == 2
+    return summary
+
+
+@pytest.mark.parametrize("env", PPO_ENVS)
+def test_ppo_env_recipe(tiny_config, env, tmp_path):
+    run(tiny_config("ppo", [f"env={env}"]), output_dir=tmp_path)
+    _check_summary(tmp_path, 256)
+
+
+@pytest.mark.parametrize("env", SAC_ENVS)
+def test_sac_env_recipe(tiny_config, env, tmp_path):
+    run(tiny_config("sac", [f"env={env}"]), output_dir=tmp_path)
+    _check_summary(tmp_path, 200)
+
+
+@pytest.mark.parametrize("logger", LOGGERS)
+def test_logger_recipe(tiny_config, logger, tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    run(tiny_config("ppo", [f"logger={logger}"]), output_dir=tmp_path)
+    _check_summary(tmp_path, 256)
+    assert any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_experiment_recipe(tiny_config, experiment, tmp_path):
+    algorithm = experiment.split("_", 1)[0]
+    run(tiny_config(algorithm, [f"experiment={experiment}"]), output_dir=tmp_path)
+    _check_summary(tmp_path, 200)
+
+
+def _train(algorithm: str, *args: str, cwd) -> subprocess.CompletedProcess:
+    script = REPO / "sota-implementations" / f"{algorithm}_trainer" / "train.py"
+    return subprocess.run(
+        [sys.executable, str(script), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "group", "options"),
+    [
+        ("ppo", "env", PPO_ENVS),
+        ("sac", "env", SAC_ENVS),
+        ("ppo", "logger", LOGGERS),
+        *[("ppo" if e.startswith("ppo") else "sac", "experiment", [e]) for e in EXPERIMENTS],
+    ],
+)
+def test_recipes_through_train_py(algorithm, group, options, tmp_path):
+    """One multirun process runs every option of a group through the real entry point."""
+    proc = _train(
+        algorithm,
+        "-m",
+        f"{group}={','.join(options)}",
+        *TINY[algorithm],
+        f"hydra.sweep.dir={tmp_path}/sweep",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summaries = sorted((tmp_path / "sweep").glob("*/summary.json"))
+    assert len(summaries) == len(options)

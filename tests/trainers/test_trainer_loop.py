@@ -1,0 +1,255 @@
+"""The Trainer loop: hook order, counters, stopping, logging gate, registry errors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from tensordict import TensorDict
+
+from rl_trainers.trainers import HOOK_POINTS, HookPoint, LogScalar, Trainer, TrainerHookBase
+
+PER_STEP = ["process_optim_batch", "loss", "post_loss", "optimizer", "post_optim", "post_optim_log"]
+
+
+def make_trainer(collector, loss_module, **kw):
+    kw.setdefault("total_frames", 10_000)
+    kw.setdefault("optim_steps_per_batch", 2)
+    kw.setdefault("progress_bar", False)
+    return Trainer(
+        collector=collector,
+        frame_skip=kw.pop("frame_skip", 1),
+        loss_module=loss_module,
+        **kw,
+    )
+
+
+def test_hook_points_are_the_seed_order():
+    assert HOOK_POINTS == (
+        "batch_process",
+        "pre_steps_log",
+        "pre_optim_steps",
+        "process_optim_batch",
+        "post_loss",
+        "optimizer",
+        "post_optim",
+        "post_optim_log",
+        "post_steps",
+        "post_steps_log",
+    )
+    assert HookPoint.POST_LOSS == "post_loss"
+
+
+def test_exact_order_of_the_ten_points_and_counters(collector, loss_module):
+    calls: list[str] = []
+    frames_per_batch = collector.num_envs * collector.T
+    trainer = make_trainer(
+        collector,
+        loss_module,
+        total_frames=2 * frames_per_batch * 3,
+        frame_skip=3,
+        optimizer=torch.optim.SGD(loss_module.parameters(), lr=0.1),
+    )
+    original_forward = loss_module.forward
+
+    def recording_forward(td):
+        calls.append("loss")
+        return original_forward(td)
+
+    loss_module.forward = recording_forward
+    for point in HOOK_POINTS:
+        trainer.register_op(point, lambda *a, _p=point, **k: calls.append(_p))
+
+    trainer.train()
+
+    one_iteration = (
+        ["batch_process", "pre_steps_log", "pre_optim_steps"]
+        + PER_STEP * 2
+        + ["post_steps", "post_steps_log"]
+    )
+    assert calls == one_iteration * 2
+    assert trainer.collected_frames == 2 * frames_per_batch * 3
+    assert trainer._optim_count == 4
+    assert trainer.iteration == 2
+    assert collector.batches_yielded == 2
+    assert collector.shutdown_calls == 1
+
+
+def test_optimizer_steps_change_parameters(collector, loss_module):
+    before = loss_module.net.weight.detach().clone()
+    trainer = make_trainer(
+        collector,
+        loss_module,
+        total_frames=16,
+        optim_steps_per_batch=3,
+        optimizer=torch.optim.SGD(loss_module.parameters(), lr=0.1),
+    )
+    trainer.train()
+    assert loss_module.calls == 3
+    assert not torch.equal(before, loss_module.net.weight)
+
+
+def test_stops_at_total_frames_when_not_a_multiple(collector, loss_module):
+    trainer = make_trainer(collector, loss_module, total_frames=40, optim_steps_per_batch=0)
+    trainer.train()
+    assert trainer.collected_frames == 48  # 3 batches of 16 frames
+    assert collector.batches_yielded == 3
+    assert loss_module.calls == 0
+
+
+def test_shutdown_on_keyboard_interrupt(collector, loss_module):
+    trainer = make_trainer(collector, loss_module)
+
+    def boom():
+        raise KeyboardInterrupt
+
+    trainer.register_op("post_steps", boom)
+    with pytest.raises(KeyboardInterrupt):
+        trainer.train()
+    assert collector.shutdown_calls == 1
+
+
+def test_batch_process_can_replace_the_batch(collector, loss_module):
+    seen = []
+    trainer = make_trainer(collector, loss_module, total_frames=16, optim_steps_per_batch=1)
+    trainer.register_op("batch_process", lambda b: b.select("observation", ("next", "reward")))
+    trainer.register_op("batch_process", lambda b: seen.append(sorted(b.keys())))
+    trainer.register_op("process_optim_batch", lambda b: b[0])
+    trainer.register_op("post_loss", lambda b: seen.append(tuple(b.shape)))
+    trainer.train()
+    assert seen == [["next", "observation"], (collector.T,)]
+
+
+def test_register_op_errors_and_filters(collector, loss_module):
+    trainer = make_trainer(collector, loss_module, total_frames=16 * 6, optim_steps_per_batch=0)
+    with pytest.raises(ValueError, match="valid points are .*batch_process.*post_steps_log"):
+        trainer.register_op("post_step", print)
+    with pytest.raises(TypeError, match="callable"):
+        trainer.register_op("post_steps", 3)
+    counts = {"every": 0, "kw": []}
+
+    def every_op():
+        counts["every"] += 1
+
+    trainer.register_op("post_steps", every_op, every=3)
+    trainer.register_op("post_steps", lambda scale: counts["kw"].append(scale), scale=2)
+    trainer.train()
+    assert counts["every"] == 2
+    assert counts["kw"] == [2] * 6
+
+
+def test_register_module_both_orders_and_duplicates(collector, loss_module):
+    trainer = make_trainer(collector, loss_module)
+    a, b = torch.nn.Linear(1, 1), torch.nn.Linear(1, 1)
+    trainer.register_module("a", a)
+    trainer.register_module(b, "b")
+    assert trainer._modules["a"] is a and trainer._modules["b"] is b
+    with pytest.raises(ValueError, match="already registered"):
+        trainer.register_module("a", b)
+    with pytest.raises(TypeError, match="state_dict"):
+        trainer.register_module("c", object())
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{"total_frames": 0}, {"frame_skip": 0}, {"log_interval": -1}, {"optim_steps_per_batch": 1.5}],
+)
+def test_constructor_validation(collector, loss_module, kw):
+    with pytest.raises(ValueError, match=next(iter(kw))):
+        make_trainer(collector, loss_module, **kw)
+
+
+def test_log_interval_logs_when_a_multiple_is_crossed(collector, loss_module, logger):
+    # 16 frames per batch, interval 40: counts 16, 32, 48*, 64, 80*, 96, 112, 128* (crossings)
+    trainer = make_trainer(
+        collector,
+        loss_module,
+        total_frames=128,
+        log_interval=40,
+        logger=logger,
+        optim_steps_per_batch=2,
+        optimizer=torch.optim.SGD(loss_module.parameters(), lr=0.01),
+    )
+    LogScalar().register(trainer)
+    trainer.train()
+    assert [s for s, _ in logger.values("r_training")] == [48, 80, 128]
+    assert [s for s, _ in logger.values("r_training_std")] == [48, 80, 128]
+    assert [s for s, _ in logger.values("loss_value")] == [48, 80, 128]
+    assert logger.values("optim_steps") == [(48, 6), (80, 10), (128, 16)]
+    assert all(isinstance(v, float) for _, v, _ in logger.records)
+
+
+def test_loss_logged_is_the_mean_over_optim_steps(collector, loss_module, logger):
+    values = iter([1.0, 2.0, 6.0])
+
+    def loss(td):
+        return TensorDict(loss_a=torch.tensor(next(values), requires_grad=True))
+
+    trainer = make_trainer(
+        collector, loss, total_frames=16, log_interval=16, logger=logger, optim_steps_per_batch=3
+    )
+    trainer.train()
+    assert logger.values("loss_a") == [(16, pytest.approx(3.0))]
+
+
+def test_progress_bar_shows_log_pbar_values(collector, loss_module, capsys):
+    trainer = make_trainer(
+        collector, loss_module, total_frames=32, optim_steps_per_batch=0, progress_bar=True
+    )
+    LogScalar(logname="r_train", log_pbar=True, include_std=False).register(trainer)
+    trainer.train()
+    err = capsys.readouterr().err
+    assert "r_train=" in err and "frames" in err
+
+
+def test_seed_sets_collector_seed_and_rngs(collector, loss_module):
+    make_trainer(collector, loss_module, seed=7)
+    a = torch.rand(3)
+    make_trainer(collector, loss_module, seed=7)
+    assert torch.equal(a, torch.rand(3))
+    assert collector.seed == 7
+
+
+def test_seed_000_logging_hook_example_runs(collector, loss_module, logger, tmp_path):
+    class LoggingHook(TrainerHookBase):
+        def __init__(self):
+            self.counter = 0
+
+        def register(self, trainer, name):
+            trainer.register_module(self, "logging_hook")
+            trainer.register_op("post_optim_log", self)
+
+        def save_dict(self):
+            return {"counter": self.counter}
+
+        def load_state_dict(self, state_dict):
+            self.counter = state_dict["counter"]
+
+        def __call__(self, batch):
+            if self.counter % 10 == 0:
+                self.counter += 1
+                out = {"some_value": batch["some_value"].item(), "log_pbar": False}
+            else:
+                out = None
+            self.counter += 1
+            return out
+
+    trainer = make_trainer(
+        collector,
+        loss_module,
+        total_frames=32,
+        optim_steps_per_batch=10,
+        log_interval=16,
+        logger=logger,
+        save_trainer_file=tmp_path / "ckpt.pt",
+    )
+    trainer.register_op("process_optim_batch", lambda b: b[0, 0].set("some_value", 5.0 * 1))
+    hook = LoggingHook()
+    hook.register(trainer, "logging_hook")
+    trainer.train()
+    # counter: call 1 -> 0 logs (counter 2); calls with counter 10, 20 log again...
+    assert logger.values("some_value") == [(16, 5.0), (16, 5.0), (32, 5.0)]
+    assert hook.counter == 23
+    assert trainer.state_dict()["modules"]["logging_hook"] == {"counter": 23}
+    hook.counter = 0
+    trainer.load_from_file()
+    assert hook.counter == 23
