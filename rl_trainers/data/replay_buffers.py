@@ -6,9 +6,10 @@ import json
 import os
 import threading
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from tensordict import TensorDictBase
@@ -284,7 +285,9 @@ class TensorDictReplayBuffer(ReplayBuffer):
         data.set("index", info["index"])
         weight = info.get("_weight")
         if weight is not None:
-            data.set("_weight", weight.reshape(n, *([1] * (data.batch_dims - 1))).expand(data.shape))
+            data.set(
+                "_weight", weight.reshape(n, *([1] * (data.batch_dims - 1))).expand(data.shape)
+            )
         return (data, info) if return_info else data
 
     def update_tensordict_priority(self, data: TensorDictBase) -> None:
@@ -296,4 +299,3 @@ class TensorDictReplayBuffer(ReplayBuffer):
                 f"(keys: {list(data.keys())})"
             )
         self.update_priority(data.get("index"), priority.detach())
-

@@ -34,7 +34,9 @@ class RoundRobinWriter(Writer):
 
     def next_indices(self, n: int, max_size: int) -> torch.Tensor:
         if n > max_size:
-            raise ValueError(f"cannot write {n} items at once into a storage of max_size={max_size}")
+            raise ValueError(
+                f"cannot write {n} items at once into a storage of max_size={max_size}"
+            )
         index = torch.arange(self._cursor, self._cursor + n) % max_size
         self._cursor = (self._cursor + n) % max_size
         return index

@@ -18,7 +18,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from rl_trainers.envs.specs import Categorical, Composite, TensorSpec, Unbounded
-from rl_trainers.envs.utils import DONE_KEYS, step_mdp
+from rl_trainers.envs.utils import DONE_KEYS, fast_set, step_mdp
 
 __all__ = ["EnvBase", "make_done_spec"]
 
@@ -166,7 +166,7 @@ class EnvBase:
             The same TensorDict with a ``"next"`` sub-TensorDict.
         """
         next_td = self._step(tensordict)
-        tensordict.set("next", next_td)
+        fast_set(tensordict, "next", next_td)
         return tensordict
 
     def step_and_maybe_reset(
@@ -299,7 +299,9 @@ class EnvBase:
     def to(self, device: Any) -> EnvBase:
         """Only CPU envs are supported; returns self for ``cpu``."""
         if torch.device(device) != self.device:
-            raise ValueError(f"{type(self).__name__} runs on {self.device}, cannot move to {device}.")
+            raise ValueError(
+                f"{type(self).__name__} runs on {self.device}, cannot move to {device}."
+            )
         return self
 
     def __del__(self) -> None:

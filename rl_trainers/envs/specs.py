@@ -96,7 +96,9 @@ class TensorSpec:
     def is_in(self, value: torch.Tensor) -> bool:
         """Whether ``value`` has this spec's trailing shape, dtype and range."""
         return (
-            isinstance(value, torch.Tensor) and value.dtype == self.dtype and self._check_shape(value)
+            isinstance(value, torch.Tensor)
+            and value.dtype == self.dtype
+            and self._check_shape(value)
         )
 
     def project(self, value: torch.Tensor) -> torch.Tensor:
@@ -577,9 +579,7 @@ class Composite:
     def __iter__(self) -> Iterator[str]:
         return iter(self._specs)
 
-    def keys(
-        self, include_nested: bool = False, leaves_only: bool = False
-    ) -> list[NestedKey]:
+    def keys(self, include_nested: bool = False, leaves_only: bool = False) -> list[NestedKey]:
         """Entry names; with ``include_nested`` nested keys are tuples."""
         out: list[NestedKey] = []
         for k, v in self._specs.items():

@@ -24,6 +24,7 @@ __all__ = [
     "exploration_type",
     "check_env_specs",
     "new_td",
+    "fast_set",
     "DONE_KEYS",
 ]
 
@@ -47,6 +48,13 @@ def new_td(source: dict[str, Any], batch_size: torch.Size, device: Any = None) -
     if _new_unsafe is not None:
         return _new_unsafe(source, batch_size=batch_size, device=device)
     return TensorDict(source, batch_size=batch_size, device=device)
+
+
+def fast_set(tensordict: TensorDictBase, key: str, value: Any) -> TensorDictBase:
+    """``tensordict.set(key, value)`` without validation for trusted values (hot path)."""
+    if type(tensordict) is TensorDict:
+        return tensordict._set_str(key, value, inplace=False, validated=True)
+    return tensordict.set(key, value)
 
 
 def step_mdp(
@@ -85,21 +93,26 @@ def step_mdp(
         done_keys = (done_keys,)
     if isinstance(action_keys, str):
         action_keys = (action_keys,)
-    nxt = tensordict.get("next")
     drop = set()
     if exclude_reward:
         drop.update(reward_keys)
     if exclude_done:
         drop.update(done_keys)
+    root_drop = {"next", *drop}
+    if exclude_action:
+        root_drop.update(action_keys)
+    nxt = tensordict.get("next")
+    if type(tensordict) is TensorDict and type(nxt) is TensorDict:
+        # hot path: read the underlying dicts directly (no per-entry validation needed)
+        root_items, next_items = tensordict._tensordict.items(), nxt._tensordict.items()
+    else:
+        root_items, next_items = tensordict.items(), nxt.items()
     src: dict[str, Any] = {}
     if keep_other:
-        root_drop = {"next", *drop}
-        if exclude_action:
-            root_drop.update(action_keys)
-        for k, v in tensordict.items():
+        for k, v in root_items:
             if k not in root_drop:
                 src[k] = v
-    for k, v in nxt.items():
+    for k, v in next_items:
         if k not in drop:
             src[k] = v
     if next_tensordict is not None:

@@ -121,7 +121,9 @@ class ProbabilisticActor(TensorDictModuleBase):
         self.default_interaction_type = default_interaction_type
         self._action_dtype = getattr(spec, "dtype", None) if spec is not None else None
         self.in_keys = list(module.in_keys)
-        self.out_keys = list(module.out_keys) + out_keys + ([log_prob_key] if return_log_prob else [])
+        self.out_keys = (
+            list(module.out_keys) + out_keys + ([log_prob_key] if return_log_prob else [])
+        )
         self.action_key = out_keys[0]
 
     def _dist_kwargs(self) -> dict:
@@ -175,11 +177,11 @@ class TanhModule(nn.Module):
         super().__init__()
         low = torch.as_tensor(low, dtype=torch.float32)
         high = torch.as_tensor(high, dtype=torch.float32)
-        self.register_buffer("mid", (high + low) / 2)
-        self.register_buffer("half", (high - low) / 2)
+        self.register_buffer("center", (high + low) / 2)
+        self.register_buffer("half_range", (high - low) / 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.mid + self.half * torch.tanh(x)
+        return self.center + self.half_range * torch.tanh(x)
 
 
 class Actor(TensorDictModule):
@@ -258,7 +260,9 @@ class QValueActor(TensorDictModuleBase):
     ) -> None:
         super().__init__()
         if spec is None and action_space is None:
-            raise ValueError("QValueActor needs a spec or an action_space ('one_hot' or 'categorical')")
+            raise ValueError(
+                "QValueActor needs a spec or an action_space ('one_hot' or 'categorical')"
+            )
         kind = action_space if spec is None else spec_kind(spec)
         aliases = {"one-hot": "one_hot", "onehot": "one_hot", "categorical": "categorical"}
         kind = aliases.get(kind, kind)

@@ -97,7 +97,9 @@ def make_actor(
     cells = list(num_cells)
     if deterministic:
         if kind in ("one_hot", "categorical"):
-            raise ValueError("deterministic actors need continuous actions; use QValueActor for discrete ones")
+            raise ValueError(
+                "deterministic actors need continuous actions; use QValueActor for discrete ones"
+            )
         net = MLP(in_features, n_out, num_cells=cells, activation_class=activation)
         if kind == "bounded":
             net = nn.Sequential(net, TanhModule(action_spec.low, action_spec.high))

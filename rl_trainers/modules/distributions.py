@@ -53,7 +53,9 @@ class IndependentNormal:
 
     def rsample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
         shape = torch.Size(sample_shape) + self.loc.shape
-        return self.loc + self.scale * torch.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
+        return self.loc + self.scale * torch.randn(
+            shape, dtype=self.loc.dtype, device=self.loc.device
+        )
 
     def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
         with torch.no_grad():
@@ -187,7 +189,9 @@ class Categorical:
 
     has_rsample = False
 
-    def __init__(self, logits: torch.Tensor | None = None, probs: torch.Tensor | None = None) -> None:
+    def __init__(
+        self, logits: torch.Tensor | None = None, probs: torch.Tensor | None = None
+    ) -> None:
         if (logits is None) == (probs is None):
             raise ValueError("Categorical needs exactly one of logits or probs")
         if logits is None:

@@ -46,7 +46,11 @@ class _Annealed(TensorDictModuleBase):
         end = getattr(self, f"{self._name}_end")
         current = getattr(self, self._name)
         delta = (init - end) / self.annealing_num_steps * frames
-        current.copy_(torch.maximum(current - delta, end) if init >= end else torch.minimum(current - delta, end))
+        current.copy_(
+            torch.maximum(current - delta, end)
+            if init >= end
+            else torch.minimum(current - delta, end)
+        )
 
 
 class EGreedyModule(_Annealed):
@@ -231,7 +235,13 @@ class AdditiveGaussianWrapper(_Wrapper):
         spec=None,
     ) -> None:
         explorer = AdditiveGaussianModule(
-            _policy_spec(policy, spec), sigma_init, sigma_end, annealing_num_steps, mean, std, action_key
+            _policy_spec(policy, spec),
+            sigma_init,
+            sigma_end,
+            annealing_num_steps,
+            mean,
+            std,
+            action_key,
         )
         super().__init__(policy, explorer)
 

@@ -86,7 +86,9 @@ class MLP(nn.Sequential):
                 raise ValueError(f"depth={depth} does not match len(num_cells)={len(cells)}")
         else:
             if depth is None:
-                raise ValueError("MLP with an int num_cells needs depth (the number of hidden layers)")
+                raise ValueError(
+                    "MLP with an int num_cells needs depth (the number of hidden layers)"
+                )
             cells = [int(num_cells)] * int(depth)
         self.in_features = in_features
         self.out_features = out_size
@@ -198,7 +200,9 @@ class ConvNet(nn.Sequential):
             if prev is None:
                 conv = nn.LazyConv2d(ch, kernels[i], strides_[i], pads[i], bias=bias, device=device)
             else:
-                conv = nn.Conv2d(prev, ch, kernels[i], strides_[i], pads[i], bias=bias, device=device)
+                conv = nn.Conv2d(
+                    prev, ch, kernels[i], strides_[i], pads[i], bias=bias, device=device
+                )
             layers.append(conv)
             layers.append(activation_class(**(activation_kwargs or {})))
             if norm_class is not None:

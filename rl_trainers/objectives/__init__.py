@@ -1,0 +1,54 @@
+"""Losses, value estimators and target-network updaters (``torchrl.objectives`` names)."""
+
+from rl_trainers.objectives.common import (
+    LossModule,
+    ValueEstimators,
+    buffer_copy,
+    distance_loss,
+    explained_variance,
+)
+from rl_trainers.objectives.dqn import DQNLoss
+from rl_trainers.objectives.ensemble import CriticEnsemble
+from rl_trainers.objectives.ppo import A2CLoss, ClipPPOLoss, KLPENPPOLoss, PPOLoss, ReinforceLoss
+from rl_trainers.objectives.sac import SACLoss
+from rl_trainers.objectives.td3 import DDPGLoss, TD3Loss
+from rl_trainers.objectives.utils import HardUpdate, SoftUpdate, TargetNetUpdater
+from rl_trainers.objectives.value import (
+    GAE,
+    TD0Estimator,
+    TD1Estimator,
+    TDLambdaEstimator,
+    ValueEstimatorBase,
+    generalized_advantage_estimate,
+    td0_return_estimate,
+    td_lambda_return_estimate,
+)
+
+__all__ = [
+    "LossModule",
+    "ValueEstimators",
+    "distance_loss",
+    "explained_variance",
+    "buffer_copy",
+    "CriticEnsemble",
+    "PPOLoss",
+    "ClipPPOLoss",
+    "KLPENPPOLoss",
+    "A2CLoss",
+    "ReinforceLoss",
+    "SACLoss",
+    "DQNLoss",
+    "TD3Loss",
+    "DDPGLoss",
+    "SoftUpdate",
+    "HardUpdate",
+    "TargetNetUpdater",
+    "GAE",
+    "TDLambdaEstimator",
+    "TD1Estimator",
+    "TD0Estimator",
+    "ValueEstimatorBase",
+    "generalized_advantage_estimate",
+    "td_lambda_return_estimate",
+    "td0_return_estimate",
+]

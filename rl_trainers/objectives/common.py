@@ -137,7 +137,9 @@ class LossModule(nn.Module):
         """Returns matching lists (online parameters, target buffers) of every target network."""
         srcs, tgts = [], []
         for name in self._target_names:
-            s, t = _source_target_pairs(self._source_of(name), getattr(self, f"target_{name}_params"))
+            s, t = _source_target_pairs(
+                self._source_of(name), getattr(self, f"target_{name}_params")
+            )
             srcs += s
             tgts += t
         return srcs, tgts
@@ -195,7 +197,10 @@ def call_tensor_module(module: nn.Module, td: TensorDictBase, out_key: str | Non
 def stack_current_next(td: TensorDictBase, keys: Sequence) -> TensorDictBase:
     """Concatenates ``td[k]`` and ``td["next", k]`` along dim 0 into a ``[2 * B0, ...]`` td."""
     batch = td.batch_size
-    data = {k: torch.cat([td.get(k), td.get(("next", k) if isinstance(k, str) else ("next", *k))]) for k in keys}
+    data = {
+        k: torch.cat([td.get(k), td.get(("next", k) if isinstance(k, str) else ("next", *k))])
+        for k in keys
+    }
     return TensorDict(data, batch_size=[2 * batch[0], *batch[1:]] if len(batch) else [2])
 
 
@@ -213,7 +218,9 @@ def discount(td: TensorDictBase, gamma: float, like: torch.Tensor) -> torch.Tens
     for key in ("steps_to_next_obs", ("next", "steps_to_next_obs")):
         steps = td.get(key, None)
         if steps is not None:
-            return torch.pow(torch.as_tensor(gamma, dtype=like.dtype), steps.reshape(like.shape).to(like.dtype))
+            return torch.pow(
+                torch.as_tensor(gamma, dtype=like.dtype), steps.reshape(like.shape).to(like.dtype)
+            )
     return gamma
 
 

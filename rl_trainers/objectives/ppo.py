@@ -155,7 +155,14 @@ class ClipPPOLoss(PPOLoss):
         **kwargs: see :class:`PPOLoss`.
     """
 
-    def __init__(self, actor_network: nn.Module, critic_network: nn.Module | None = None, *, clip_epsilon: float = 0.2, **kwargs) -> None:
+    def __init__(
+        self,
+        actor_network: nn.Module,
+        critic_network: nn.Module | None = None,
+        *,
+        clip_epsilon: float = 0.2,
+        **kwargs,
+    ) -> None:
         super().__init__(actor_network, critic_network, **kwargs)
         if clip_epsilon <= 0:
             raise ValueError(f"clip_epsilon must be positive, got {clip_epsilon}")
@@ -204,7 +211,9 @@ class KLPENPPOLoss(PPOLoss):
     ) -> None:
         super().__init__(actor_network, critic_network, **kwargs)
         if increment < 1 or not 0 < decrement <= 1:
-            raise ValueError(f"need increment >= 1 and 0 < decrement <= 1, got {increment}, {decrement}")
+            raise ValueError(
+                f"need increment >= 1 and 0 < decrement <= 1, got {increment}, {decrement}"
+            )
         self.dtarg = float(dtarg)
         self.increment = float(increment)
         self.decrement = float(decrement)
@@ -256,7 +265,9 @@ class ReinforceLoss(_ActorCriticLoss):
         gamma: discount of the default value estimator.
     """
 
-    def __init__(self, actor_network: nn.Module, critic_network: nn.Module | None = None, **kwargs) -> None:
+    def __init__(
+        self, actor_network: nn.Module, critic_network: nn.Module | None = None, **kwargs
+    ) -> None:
         kwargs.setdefault("entropy_bonus", False)
         super().__init__(actor_network, critic_network, **kwargs)
 

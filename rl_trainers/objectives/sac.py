@@ -85,7 +85,9 @@ class SACLoss(LossModule):
     ) -> None:
         super().__init__()
         if not hasattr(actor_network, "get_dist"):
-            raise TypeError(f"SAC needs a probabilistic actor with get_dist(), got {type(actor_network).__name__}")
+            raise TypeError(
+                f"SAC needs a probabilistic actor with get_dist(), got {type(actor_network).__name__}"
+            )
         self.actor_network = actor_network
         module, self._q_in_keys = _critic_parts(qvalue_network)
         self.qvalue_network_params = CriticEnsemble(module, num_qvalue_nets)
@@ -128,7 +130,9 @@ class SACLoss(LossModule):
             log_alpha = log_alpha.clamp(self.min_log_alpha, self.max_log_alpha)
         return log_alpha.exp()
 
-    def _q_inputs(self, td: TensorDictBase, obs_next: bool, action: torch.Tensor) -> list[torch.Tensor]:
+    def _q_inputs(
+        self, td: TensorDictBase, obs_next: bool, action: torch.Tensor
+    ) -> list[torch.Tensor]:
         inputs = []
         for key in self._q_in_keys:
             if key == "action":
@@ -143,7 +147,7 @@ class SACLoss(LossModule):
         n = batch[0] if len(batch) else 1
         action = td.get("action")
         if self._target_entropy is None:
-            self._target_entropy = -float(action.shape[len(batch):].numel())
+            self._target_entropy = -float(action.shape[len(batch) :].numel())
         alpha = self.alpha
 
         # actor on [s; s'] in one call
@@ -154,7 +158,11 @@ class SACLoss(LossModule):
 
         # target
         with torch.no_grad():
-            target_net = self.target_qvalue_network_params if self.delay_qvalue else self.qvalue_network_params
+            target_net = (
+                self.target_qvalue_network_params
+                if self.delay_qvalue
+                else self.qvalue_network_params
+            )
             q_next = target_net(*self._q_inputs(td, True, a_next)).min(0).values
             reward = td.get(("next", "reward"))
             terminated = td.get(("next", "terminated"), None)
@@ -168,14 +176,19 @@ class SACLoss(LossModule):
         q_data = self.qvalue_network_params(*self._q_inputs(td, False, action))  # [n_q, *B, 1]
         dist_q = distance_loss(q_data, target.unsqueeze(0), self.loss_function)
         loss_q = 0.5 * dist_q.reshape(self.num_qvalue_nets, -1).mean(1).sum()
-        q_pi = self.qvalue_network_params(*self._q_inputs(td, False, a_pi), detach=True).min(0).values
+        q_pi = (
+            self.qvalue_network_params(*self._q_inputs(td, False, a_pi), detach=True).min(0).values
+        )
         loss_actor = (alpha * logp_pi.unsqueeze(-1) - q_pi).mean()
         loss_alpha = -(self.log_alpha * (logp_pi.detach() + self._target_entropy)).mean()
 
         with torch.no_grad():
             td_error = (q_data - target.unsqueeze(0)).abs().max(0).values
             if not td.is_locked:
-                td.set("td_error", td_error.reshape(batch) if td_error.numel() == batch.numel() else td_error)
+                td.set(
+                    "td_error",
+                    td_error.reshape(batch) if td_error.numel() == batch.numel() else td_error,
+                )
         out = {
             "loss_actor": loss_actor,
             "loss_qvalue": loss_q,

@@ -59,10 +59,14 @@ class SoftUpdate(TargetNetUpdater):
         tau: weight of the online parameters (e.g. 0.005); give exactly one of ``eps``/``tau``.
     """
 
-    def __init__(self, loss_module: LossModule, *, eps: float | None = None, tau: float | None = None) -> None:
+    def __init__(
+        self, loss_module: LossModule, *, eps: float | None = None, tau: float | None = None
+    ) -> None:
         super().__init__(loss_module)
         if (eps is None) == (tau is None):
-            raise ValueError(f"SoftUpdate needs exactly one of eps or tau, got eps={eps}, tau={tau}")
+            raise ValueError(
+                f"SoftUpdate needs exactly one of eps or tau, got eps={eps}, tau={tau}"
+            )
         tau = 1.0 - eps if tau is None else tau
         if not 0.0 < tau <= 1.0:
             raise ValueError(f"tau must be in (0, 1] (eps in [0, 1)), got tau={tau}")
@@ -83,7 +87,9 @@ class HardUpdate(TargetNetUpdater):
         value_network_update_interval: number of ``step()`` calls between copies.
     """
 
-    def __init__(self, loss_module: LossModule, *, value_network_update_interval: int = 1000) -> None:
+    def __init__(
+        self, loss_module: LossModule, *, value_network_update_interval: int = 1000
+    ) -> None:
         super().__init__(loss_module)
         if value_network_update_interval < 1:
             raise ValueError(

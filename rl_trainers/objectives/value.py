@@ -31,7 +31,9 @@ __all__ = [
 _MATRIX_MAX_T = 1024
 
 
-def _discounted_cumsum(delta: torch.Tensor, decay: torch.Tensor | float, done: torch.Tensor) -> torch.Tensor:
+def _discounted_cumsum(
+    delta: torch.Tensor, decay: torch.Tensor | float, done: torch.Tensor
+) -> torch.Tensor:
     """``out[t] = delta[t] + decay * (1 - done[t]) * out[t + 1]`` along dim -2 of ``[*B, T, 1]``."""
     T = delta.shape[-2]
     not_done = (~done).to(delta.dtype)
@@ -60,7 +62,9 @@ def _check(*tensors: torch.Tensor) -> None:
     shape = tensors[0].shape
     for t in tensors[1:]:
         if t.shape != shape:
-            raise ValueError(f"value estimator inputs must share one shape [*B, T, 1]; got {shape} and {t.shape}")
+            raise ValueError(
+                f"value estimator inputs must share one shape [*B, T, 1]; got {shape} and {t.shape}"
+            )
     if len(shape) < 2 or shape[-1] != 1:
         raise ValueError(f"value estimator inputs must be shaped [*B, T, 1], got {tuple(shape)}")
 
@@ -97,9 +101,12 @@ def generalized_advantage_estimate(
         done = terminated
     if time_dim not in (-2, state_value.dim() - 2):
         state_value, next_state_value, reward, terminated, done = (
-            x.transpose(time_dim, -2) for x in (state_value, next_state_value, reward, terminated, done)
+            x.transpose(time_dim, -2)
+            for x in (state_value, next_state_value, reward, terminated, done)
         )
-        adv, target = generalized_advantage_estimate(gamma, lmbda, state_value, next_state_value, reward, terminated, done)
+        adv, target = generalized_advantage_estimate(
+            gamma, lmbda, state_value, next_state_value, reward, terminated, done
+        )
         return adv.transpose(time_dim, -2), target.transpose(time_dim, -2)
     _check(state_value, next_state_value, reward)
     terminated = terminated.bool().reshape(reward.shape)
@@ -193,13 +200,18 @@ class ValueEstimatorBase(nn.Module):
         keys = list(net.in_keys)
         n = td.batch_size[0] if td.batch_dims else 1
         with torch.set_grad_enabled(self.differentiable and torch.is_grad_enabled()):
-            inputs = [torch.cat([td.get(k), td.get(("next", k) if isinstance(k, str) else ("next", *k))]) for k in keys]
+            inputs = [
+                torch.cat([td.get(k), td.get(("next", k) if isinstance(k, str) else ("next", *k))])
+                for k in keys
+            ]
             if hasattr(net, "module") and len(getattr(net, "out_keys", [])) == 1:
                 values = net.module(*inputs)
             else:
                 from tensordict import TensorDict
 
-                out = net(TensorDict(dict(zip(keys, inputs)), batch_size=[2 * n, *td.batch_size[1:]]))
+                out = net(
+                    TensorDict(dict(zip(keys, inputs)), batch_size=[2 * n, *td.batch_size[1:]])
+                )
                 values = out.get(self.value_key)
         value, next_value = values[:n], values[n:]
         td.set(self.value_key, value)
@@ -208,7 +220,9 @@ class ValueEstimatorBase(nn.Module):
 
     def _read(self, td: TensorDictBase):
         if td.batch_dims == 0:
-            raise ValueError("value estimators need a batch with a time dimension, got batch_size=[]")
+            raise ValueError(
+                "value estimators need a batch with a time dimension, got batch_size=[]"
+            )
         value, next_value = self._values(td)
         reward = td.get(("next", "reward"))
         terminated = td.get(("next", "terminated"), None)
@@ -220,7 +234,13 @@ class ValueEstimatorBase(nn.Module):
         if done is None:
             done = terminated
         shape = reward.shape
-        return value, next_value.reshape(shape), reward, terminated.reshape(shape), done.reshape(shape)
+        return (
+            value,
+            next_value.reshape(shape),
+            reward,
+            terminated.reshape(shape),
+            done.reshape(shape),
+        )
 
     def value_estimate(self, tensordict: TensorDictBase) -> torch.Tensor:
         """Returns the value target without writing it."""
@@ -248,14 +268,18 @@ class GAE(ValueEstimatorBase):
         differentiable: bool = False,
         **kwargs,
     ) -> None:
-        super().__init__(gamma=gamma, value_network=value_network, differentiable=differentiable, **kwargs)
+        super().__init__(
+            gamma=gamma, value_network=value_network, differentiable=differentiable, **kwargs
+        )
         self.lmbda = float(lmbda)
         self.average_gae = average_gae
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         value, next_value, reward, terminated, done = self._read(tensordict)
         gamma = discount(tensordict, self.gamma, reward)
-        adv, target = generalized_advantage_estimate(gamma, self.lmbda, value, next_value, reward, terminated, done)
+        adv, target = generalized_advantage_estimate(
+            gamma, self.lmbda, value, next_value, reward, terminated, done
+        )
         if self.average_gae:
             adv = (adv - adv.mean()) / adv.std().clamp_min(1e-6)
         tensordict.set(self.advantage_key, adv)
@@ -274,9 +298,19 @@ class TDLambdaEstimator(ValueEstimatorBase):
         differentiable: keep the graph through the critic.
     """
 
-    def __init__(self, *, gamma: float, lmbda: float, value_network: nn.Module | None, differentiable: bool = False, **kwargs) -> None:
+    def __init__(
+        self,
+        *,
+        gamma: float,
+        lmbda: float,
+        value_network: nn.Module | None,
+        differentiable: bool = False,
+        **kwargs,
+    ) -> None:
         kwargs.pop("average_rewards", None)
-        super().__init__(gamma=gamma, value_network=value_network, differentiable=differentiable, **kwargs)
+        super().__init__(
+            gamma=gamma, value_network=value_network, differentiable=differentiable, **kwargs
+        )
         self.lmbda = float(lmbda)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -323,7 +357,9 @@ def make_estimator(value_type: ValueEstimators | str, **kwargs) -> ValueEstimato
             value_type = ValueEstimators(value_type.lower())
         except ValueError:
             allowed = [v.value for v in ValueEstimators]
-            raise ValueError(f"unknown value estimator {value_type!r}; allowed: {allowed}") from None
+            raise ValueError(
+                f"unknown value estimator {value_type!r}; allowed: {allowed}"
+            ) from None
     defaults = {ValueEstimators.GAE: {"lmbda": 0.95}, ValueEstimators.TDLambda: {"lmbda": 0.95}}
     for key, value in defaults.get(value_type, {}).items():
         kwargs.setdefault(key, value)

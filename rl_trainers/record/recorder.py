@@ -22,13 +22,17 @@ def _to_chw_uint8(frame: torch.Tensor) -> torch.Tensor:
     """Returns ``[*B, C, H, W]`` uint8 from ``[*B, H, W, C]`` / ``[*B, C, H, W]`` / ``[H, W]``.
 
     Channel-last is assumed when the last dim has 1, 3 or 4 entries, channel-first when
-    dim -3 does. Floats with a maximum of at most 1 are read as ``[0, 1]`` intensities.
+    dim -3 does; when both do, uint8 frames (raw ``pixels``) are read as channel-last and
+    float frames (``ToTensorImage`` output) as channel-first. Floats with a maximum of at
+    most 1 are read as ``[0, 1]`` intensities.
     """
     if frame.ndim == 2:
-        frame = frame.unsqueeze(0)
-    elif frame.shape[-1] in (1, 3, 4) and frame.shape[-3] not in (1, 3, 4):
+        return _to_chw_uint8(frame.unsqueeze(0))
+    last = frame.shape[-1] in (1, 3, 4)
+    first = frame.shape[-3] in (1, 3, 4)
+    if last and (not first or not frame.is_floating_point()):
         frame = frame.movedim(-1, -3)
-    elif frame.shape[-3] not in (1, 3, 4):
+    elif not first:
         raise RuntimeError(
             "VideoRecorder expects frames [*B, H, W, C] or [*B, C, H, W] with C in {1, 3, 4}, "
             f"got shape {tuple(frame.shape)}."
@@ -120,9 +124,10 @@ class VideoRecorder(Transform):
         if self._skip is not None:
             return self._skip
         parent = getattr(self, "parent", None)
-        if parent is not None and len(getattr(parent, "batch_size", ())) == 0:
-            return 2
-        return 1
+        if parent is None:
+            return 1  # not attached yet: decide again once attached
+        self._skip = 2 if len(getattr(parent, "batch_size", ())) == 0 else 1
+        return self._skip
 
     @skip.setter
     def skip(self, value: int | None) -> None:

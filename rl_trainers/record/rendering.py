@@ -55,16 +55,24 @@ class PixelRenderTransform(Transform):
             out_keys = ["pixels"]
         if len(out_keys) != 1:
             raise ValueError(f"PixelRenderTransform writes one key, got out_keys={out_keys}.")
-        super().__init__(in_keys=[], out_keys=list(out_keys))
+        super().__init__()  # reads nothing: the base requires len(in_keys) == len(out_keys)
+        self.out_keys = list(out_keys)
         self.preproc = preproc
         self.as_non_tensor = as_non_tensor
         self.render_kwargs = kwargs
 
+    def _owner_env(self) -> Any:
+        """The env holding this transform (cheaper than ``parent`` inside a Compose)."""
+        container = self.container
+        while isinstance(container, Transform):
+            container = container.container
+        return container
+
     def _render(self) -> Any:
-        parent = getattr(self, "parent", None)
-        if parent is None:
+        env = self._owner_env()
+        if env is None:
             raise RuntimeError("PixelRenderTransform needs a parent env to render.")
-        frame = _find_render(parent)(**self.render_kwargs)
+        frame = _find_render(env)(**self.render_kwargs)
         if isinstance(frame, list | tuple):  # vector envs render one frame per sub-env
             frame = np.stack(frame)
         if self.preproc is not None:
@@ -89,6 +97,24 @@ class PixelRenderTransform(Transform):
         self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
     ) -> TensorDictBase:
         return self._write(tensordict_reset)
+
+    def transform_observation_spec(self, observation_spec: Any) -> Any:
+        """Adds a uint8 spec for the frame (shape from one render) when a parent env exists."""
+        if self.as_non_tensor or self._owner_env() is None:
+            return observation_spec
+        from rl_trainers.envs.specs import Unbounded
+
+        try:  # some envs cannot render before their first reset
+            rendered = self._render()
+        except Exception:
+            return observation_spec
+        if rendered is None:
+            return observation_spec
+        frame = torch.as_tensor(np.ascontiguousarray(rendered))
+        observation_spec[self.out_keys[0]] = Unbounded(
+            shape=frame.shape, dtype=frame.dtype, device=getattr(observation_spec, "device", None)
+        )
+        return observation_spec
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Renders the parent env into ``tensordict``."""

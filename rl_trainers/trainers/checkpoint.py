@@ -93,14 +93,14 @@ def encode(obj: Any, where: str = "state") -> Any:
         return obj.detach()
     if isinstance(obj, _PLAIN):
         return obj
-    if isinstance(obj, Mapping):
-        return {k: encode(v, f"{where}[{k!r}]") for k, v in obj.items()}
     if isinstance(obj, TensorDictBase):
         return {
             _TD_TAG: True,
             "batch_size": list(obj.batch_size),
             "data": encode(obj.to_dict(), where),
         }
+    if isinstance(obj, Mapping):
+        return {k: encode(v, f"{where}[{k!r}]") for k, v in obj.items()}
     if isinstance(obj, torch.Size):
         return obj
     if isinstance(obj, tuple):

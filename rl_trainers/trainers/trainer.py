@@ -417,7 +417,10 @@ class Trainer:
                     self._train_async()
                 else:
                     self._train_sync()
-            if self.save_trainer_file is not None and self._last_save_frames != self.collected_frames:
+            if (
+                self.save_trainer_file is not None
+                and self._last_save_frames != self.collected_frames
+            ):
                 self.save_trainer(force=True)
         finally:
             shutdown = getattr(self.collector, "shutdown", None)

@@ -14,7 +14,7 @@ from torch import nn
 from rl_trainers.record.loggers import CSVLogger
 
 try:
-    from rl_trainers.envs.transforms import Compose, TransformedEnv  # noqa: F401
+    from rl_trainers.envs.transforms import Compose, TransformedEnv
 
     HAVE_TRANSFORMS = True
 except ImportError:
@@ -110,7 +110,7 @@ def test_video_recorder_grid_float_and_crop(rec):
     assert len(flat.obs) == 2
 
     floats = rec.recorder.VideoRecorder(spy, tag="c", skip=1, center_crop=2)
-    chw = torch.zeros(3, 4, 4)
+    chw = torch.zeros(3, 4, 4)  # ambiguous shape: a float frame is read as [C, H, W]
     chw[:, 1:3, 1:3] = 1.0  # a white centre in [0, 1] floats, channel-first
     floats(TensorDict({"pixels": chw}, []))
     assert floats.obs[0].dtype == torch.uint8 and floats.obs[0].shape == (3, 2, 2)
@@ -145,7 +145,6 @@ def test_tensordict_recorder_saves_every_skip(rec, tmp_path):
 @needs_env_transforms
 def test_video_recorder_in_env_rollout(rec, tmp_path):
     from rl_trainers.envs import GymEnv
-    from rl_trainers.envs.transforms import TransformedEnv
 
     logger = CSVLogger("exp", log_dir=str(tmp_path))
     recorder = rec.recorder.VideoRecorder(logger, tag="rollout")
@@ -162,7 +161,6 @@ def test_video_recorder_in_env_rollout(rec, tmp_path):
 @needs_env_transforms
 def test_pixel_render_transform_feeds_recorder(rec):
     from rl_trainers.envs import GymEnv
-    from rl_trainers.envs.transforms import Compose, TransformedEnv
 
     spy = _SpyLogger()
     env = TransformedEnv(
@@ -177,3 +175,21 @@ def test_pixel_render_transform_feeds_recorder(rec):
     env.transform[-1].dump()
     assert spy.calls[0][1].shape[1] == 4  # reset frame + 3 step frames
     env.close()
+
+
+def test_find_render_walks_wrapped_envs(rec):
+    class Gym:
+        def render(self):
+            return "frame"
+
+    class Wrapper:  # like GymEnv: no render of its own, the gymnasium env in ``.env``
+        env = Gym()
+
+    class Outer:  # like TransformedEnv: the wrapped env in ``.base_env``
+        base_env = Wrapper()
+
+    assert rec.rendering._find_render(Outer())() == "frame"
+    with pytest.raises(RuntimeError, match="render_mode='rgb_array'"):
+        rec.rendering._find_render(object())
+    with pytest.raises(ValueError, match="one key"):
+        rec.rendering.PixelRenderTransform(out_keys=["a", "b"])

@@ -32,7 +32,7 @@ from rl_trainers.envs.specs import (
     TensorSpec,
     specs_from_gym_space,
 )
-from rl_trainers.envs.utils import new_td
+from rl_trainers.envs.utils import fast_set, new_td, step_mdp
 
 __all__ = ["GymWrapper", "GymEnv", "make_gym_factory", "resolve_env_id", "GymFactory"]
 
@@ -324,7 +324,8 @@ class GymWrapper(EnvBase):
         self._leaf_obs = not isinstance(obs_space, spaces.Dict | spaces.Tuple)
         self._obs_conv = _obs_converter(obs_space, obs_spec, root_key)
         self._act_conv = _action_converter(act_spec, act_space, self._batched)
-        self._act_tail = tuple(act_spec.shape[len(batch_size) :])
+        self._action_shape = act_spec.shape
+        self._flag_shape = (*batch_size, 1)
         self._pending_seed: int | None = None
         self._autoreset_obs: dict[str, Any] | None = None
         self._last_done: np.ndarray | None = None
@@ -350,10 +351,13 @@ class GymWrapper(EnvBase):
                 self._env.single_action_space.seed(seed)
 
     # --- reset -------------------------------------------------------------------------------
-    def _flags(self, done: np.ndarray) -> dict[str, torch.Tensor]:
-        shape = (*self.batch_size, 1)
-        z = torch.from_numpy(done.reshape(shape))
-        return {"done": z, "terminated": z.clone(), "truncated": z.clone()}
+    def _zero_flags(self) -> dict[str, torch.Tensor]:
+        shape = self._flag_shape
+        return {
+            "done": torch.zeros(shape, dtype=torch.bool),
+            "terminated": torch.zeros(shape, dtype=torch.bool),
+            "truncated": torch.zeros(shape, dtype=torch.bool),
+        }
 
     def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
         mask = None
@@ -377,8 +381,29 @@ class GymWrapper(EnvBase):
             obs = self._obs_conv(raw)
         self._autoreset_obs = None
         self._last_done = None
-        obs.update(self._flags(np.zeros(self.batch_size, dtype=np.bool_)))
+        obs.update(self._zero_flags())
         return new_td(obs, self.batch_size, self.device)
+
+    def step_and_maybe_reset(
+        self, tensordict: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        """Step; finished sub-envs get their (already computed) reset observation.
+
+        See ``EnvBase.step_and_maybe_reset``. The batched path reuses the observation that
+        gymnasium's SAME_STEP autoreset returned, so no extra reset call is made.
+        """
+        if not self._batched:
+            return super().step_and_maybe_reset(tensordict)
+        tensordict = self.step(tensordict)
+        next_input = step_mdp(tensordict)
+        pending = self._autoreset_obs
+        if pending is not None:
+            self._autoreset_obs = None
+            self._last_done = None
+            pending.update(self._zero_flags())
+            for k, v in pending.items():
+                fast_set(next_input, k, v)
+        return tensordict, next_input
 
     # --- step --------------------------------------------------------------------------------
     def _get_action(self, tensordict: TensorDictBase) -> Any:
@@ -387,7 +412,7 @@ class GymWrapper(EnvBase):
             raise KeyError(
                 f"step() needs an 'action' entry; keys present: {list(tensordict.keys())}."
             )
-        if tuple(action.shape) != tuple(self.full_action_spec["action"].shape):
+        if action.shape != self._action_shape:
             raise ValueError(
                 f"Action of shape {tuple(action.shape)} does not match the action spec "
                 f"{self.action_spec!r} (expected shape {tuple(self.action_spec.shape)})."
@@ -520,4 +545,3 @@ class GymEnv(GymWrapper):
 
     def __repr__(self) -> str:
         return f"GymEnv(env_name={self.env_name!r}, batch_size={tuple(self.batch_size)})"
-

@@ -40,7 +40,7 @@ class WandbLogger(Logger):
         offline: run in offline mode.
         save_dir: the directory wandb writes into (``log_dir`` is accepted as an alias).
         id: the run id, to resume an existing run.
-        project: the W&B project; defaults to ``exp_name``'s project ``"rl_trainers"``.
+        project: the W&B project; defaults to ``"rl_trainers"``.
         video_fps: default frames per second of videos.
         **kwargs: forwarded to ``wandb.init`` (e.g. ``entity``, ``group``, ``tags``,
             ``config``).
@@ -91,7 +91,7 @@ class WandbLogger(Logger):
 
     @property
     def run_dir(self) -> str:
-        """The local directory of the run (``.../offline-run-<time>-<id>/files``' parent)."""
+        """The local directory of the run (``<save_dir>/wandb/offline-run-<time>-<id>`` offline)."""
         return str(Path(self.experiment.dir).parent)
 
     def log_scalar(self, name: str, value: float, step: int | None = None) -> None:

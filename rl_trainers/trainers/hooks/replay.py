@@ -13,13 +13,22 @@ from rl_trainers.trainers.trainer import Trainer, TrainerHookBase
 __all__ = ["ReplayBufferTrainer"]
 
 
+def _is_prioritized(replay_buffer: Any) -> bool:
+    """True if the buffer can update priorities from a TensorDict and samples by priority."""
+    if not hasattr(replay_buffer, "update_tensordict_priority"):
+        return False
+    sampler = getattr(replay_buffer, "sampler", None)
+    return sampler is not None and "prioritized" in type(sampler).__name__.lower()
+
+
 class ReplayBufferTrainer(TrainerHookBase):
     """Connect a replay buffer to the trainer.
 
     ``register`` places three operations: :meth:`extend` at ``batch_process`` (store the
     collected batch), :meth:`sample` at ``process_optim_batch`` (replace the batch with a
     sample for each optimisation step) and :meth:`update_priority` at ``post_loss`` (feed the
-    loss's priority entry, e.g. ``td_error``, back to a prioritized buffer).
+    loss's priority entry, e.g. ``td_error``, back to the buffer; registered only when the
+    buffer's sampler is a prioritized one).
 
     Args:
         replay_buffer: a ``rl_trainers.data`` replay buffer (``extend``, ``sample``,
@@ -108,7 +117,7 @@ class ReplayBufferTrainer(TrainerHookBase):
         """Register extend/sample/update_priority and checkpoint the buffer."""
         trainer.register_op("batch_process", self.extend)
         trainer.register_op("process_optim_batch", self.sample)
-        if hasattr(self.replay_buffer, "update_tensordict_priority"):
+        if _is_prioritized(self.replay_buffer):
             trainer.register_op("post_loss", self.update_priority)
         trainer.register_module(name, self)
 

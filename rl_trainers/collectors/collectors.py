@@ -1,0 +1,369 @@
+"""The single-process data collector.
+
+:class:`SyncDataCollector` plays a policy in an environment and yields ``[*env.batch_size, T]``
+TensorDicts (time last, ``T = frames_per_batch // env.batch_size.numel()``). The env is not
+reset between batches: trajectories continue across batches and keep their
+``("collector", "traj_ids")``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from tensordict.nn import InteractionType, set_interaction_type
+
+from rl_trainers.collectors.utils import split_trajectories
+
+__all__ = ["DataCollectorBase", "SyncDataCollector"]
+
+TRAJ_KEY = ("collector", "traj_ids")
+
+
+class DataCollectorBase:
+    """Common interface of the collectors (iteration, weights, seeding, state)."""
+
+    frames_per_batch: int
+    total_frames: int
+
+    def __iter__(self) -> Iterator[TensorDictBase]:
+        raise NotImplementedError
+
+    def update_policy_weights_(self, policy_weights: Any = None) -> None:
+        """Make the acting policy use the trainer's latest weights."""
+
+    def set_seed(self, seed: int, static_seed: bool = False) -> int:
+        raise NotImplementedError
+
+    def shutdown(self) -> None:
+        """Release the environments (and worker processes)."""
+
+    def state_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        """Number of batches in a run (``total_frames`` must be finite)."""
+        if self.total_frames < 0:
+            raise TypeError("an infinite collector (total_frames=-1) has no length")
+        return -(-self.total_frames // self.frames_per_batch)
+
+    def __enter__(self) -> DataCollectorBase:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.shutdown()
+
+
+def _make_env(create_env_fn: Any) -> Any:
+    if hasattr(create_env_fn, "step_and_maybe_reset"):
+        return create_env_fn
+    if callable(create_env_fn):
+        return create_env_fn()
+    raise TypeError(
+        f"create_env_fn must be an env or a callable returning one, got {type(create_env_fn)}"
+    )
+
+
+def _leaf_keys(td: TensorDictBase) -> list:
+    return list(td.keys(include_nested=True, leaves_only=True))
+
+
+class SyncDataCollector(DataCollectorBase):
+    """Collect ``frames_per_batch`` frames per iteration from one (possibly batched) env.
+
+    Args:
+        create_env_fn: an env, or a callable returning one.
+        policy: a TensorDict module writing ``"action"``; None plays random actions from
+            ``env.action_spec``.
+        frames_per_batch: frames per yielded batch; must be divisible by the number of
+            sub-envs (``env.batch_size.numel()``).
+        total_frames: frames in a run; -1 collects forever.
+        init_random_frames: the first batches, until this many frames were collected, use
+            random actions; they are yielded like any other batch (so they reach the buffer).
+        split_trajs: regroup each batch into zero-padded ``[num_trajs, max_len]``
+            trajectories with a ``("collector", "mask")`` entry.
+        device: default for the three devices below.
+        storing_device: where yielded batches live.
+        env_device: where the env's tensors live (informative: envs choose their device).
+        policy_device: where the policy runs (inputs are moved there).
+        postproc: callable applied to every batch (e.g. :class:`~rl_trainers.data.MultiStep`).
+        reset_at_each_iter: reset the env at the start of every batch.
+        exploration_type: interaction type the policy acts under
+            (``InteractionType.RANDOM`` by default, i.e. exploring).
+        replay_buffer: when given, every batch is also written to this buffer; needed by
+            :meth:`start` (asynchronous collection).
+        reset_when_done: unused (finished sub-envs are always reset).
+
+    Example:
+        >>> collector = SyncDataCollector(GymEnv("CartPole-v1", num_envs=8), policy,
+        ...                               frames_per_batch=256, total_frames=10_000)
+        >>> for batch in collector:  # TensorDict [8, 32]
+        ...     ...
+    """
+
+    def __init__(
+        self,
+        create_env_fn: Any,
+        policy: Callable[[TensorDictBase], TensorDictBase] | None = None,
+        *,
+        frames_per_batch: int,
+        total_frames: int = -1,
+        init_random_frames: int | None = 0,
+        split_trajs: bool = False,
+        device: str | torch.device | None = None,
+        storing_device: str | torch.device | None = None,
+        env_device: str | torch.device | None = None,
+        policy_device: str | torch.device | None = None,
+        postproc: Callable[[TensorDictBase], TensorDictBase] | None = None,
+        reset_at_each_iter: bool = False,
+        exploration_type: InteractionType = InteractionType.RANDOM,
+        replay_buffer: Any = None,
+        reset_when_done: bool = True,
+    ) -> None:
+        self.env = _make_env(create_env_fn)
+        self._owns_env = self.env is not create_env_fn
+        self.policy = policy
+        batch_size = torch.Size(self.env.batch_size)
+        self.n_envs = max(1, batch_size.numel())
+        if not isinstance(frames_per_batch, int) or frames_per_batch < 1:
+            raise ValueError(f"frames_per_batch must be a positive int, got {frames_per_batch!r}")
+        if frames_per_batch % self.n_envs:
+            raise ValueError(
+                f"frames_per_batch={frames_per_batch} is not divisible by the number of "
+                f"environments {self.n_envs} (env.batch_size={tuple(batch_size)}); use a "
+                f"multiple of {self.n_envs}"
+            )
+        if total_frames is None or total_frames == 0:
+            total_frames = -1
+        if total_frames > 0 and total_frames < frames_per_batch:
+            raise ValueError(
+                f"total_frames={total_frames} is smaller than frames_per_batch={frames_per_batch}"
+            )
+        self.frames_per_batch = frames_per_batch
+        self.total_frames = int(total_frames)
+        self.init_random_frames = int(init_random_frames or 0)
+        self.split_trajs = split_trajs
+        self.postproc = postproc
+        self.reset_at_each_iter = reset_at_each_iter
+        self.exploration_type = exploration_type
+        self.replay_buffer = replay_buffer
+        self.storing_device = _device(storing_device or device)
+        self.policy_device = _device(policy_device or device)
+        self.env_device = _device(env_device or device)
+        self.batch_size = batch_size
+        self.T = frames_per_batch // self.n_envs
+        self.frames_collected = 0
+        self._traj_counter = 0
+        self._traj_ids = torch.zeros(batch_size, dtype=torch.long)
+        self._td: TensorDictBase | None = None
+        self._keys: list | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._thread_error: BaseException | None = None
+
+    # ------------------------------------------------------------------ acting
+    def _reset(self) -> None:
+        self._td = self.env.reset()
+        self._traj_ids = torch.arange(self._traj_counter, self._traj_counter + self.n_envs)
+        self._traj_ids = self._traj_ids.reshape(self.batch_size)
+        self._traj_counter += self.n_envs
+
+    def _act(self, td: TensorDictBase, random: bool) -> TensorDictBase:
+        if random or self.policy is None:
+            _fast_set(td, "action", self.env.action_spec.rand())
+            return td
+        if self.policy_device is not None and td.device != self.policy_device:
+            out = self.policy(td.to(self.policy_device))
+            return out.to(td.device) if out.device != td.device else out
+        out = self.policy(td)
+        return td if out is None else out
+
+    def rollout(self) -> TensorDictBase:
+        """Collect one batch of ``frames_per_batch`` frames (``[*env.batch_size, T]``)."""
+        if self._td is None or self.reset_at_each_iter:
+            self._reset()
+        random = self.frames_collected < self.init_random_frames
+        time_dim = len(self.batch_size)
+        steps: list[TensorDictBase] = []
+        td = self._td
+        step_ids: list[torch.Tensor] = []
+        # Stacking the T step TensorDicts once at the end (one torch.stack per key) was
+        # measured ~15x cheaper than writing each step into a pre-allocated [*B, T] buffer,
+        # whose per-key Python overhead dominates for small envs such as CartPole.
+        with torch.no_grad(), set_interaction_type(self.exploration_type):
+            for _ in range(self.T):
+                step_ids.append(self._traj_ids)
+                td = self._act(td, random)
+                transition, next_td = self.env.step_and_maybe_reset(td)
+                steps.append(transition)
+                done = transition.get(("next", "done"))
+                if done.any():
+                    done = done.reshape(self.batch_size)
+                    n_done = int(done.sum())
+                    ids = self._traj_ids.clone()
+                    ids[done] = torch.arange(self._traj_counter, self._traj_counter + n_done)
+                    self._traj_counter += n_done
+                    self._traj_ids = ids
+                td = next_td
+            self._td = td
+            try:
+                batch = torch.stack(steps, dim=time_dim)
+            except (RuntimeError, KeyError, ValueError) as err:
+                raise RuntimeError(
+                    "could not stack the steps of a batch: every step must write the same keys "
+                    f"with the same shapes (first step keys: {_leaf_keys(steps[0])})"
+                ) from err
+            # trajectory ids are stacked once here rather than written into every step
+            batch.set(TRAJ_KEY, torch.stack(step_ids, dim=time_dim).to(batch.device))
+        if self.storing_device is not None and batch.device != self.storing_device:
+            batch = batch.to(self.storing_device)
+        self.frames_collected += self.frames_per_batch
+        return batch
+
+    def iterator(self) -> Iterator[TensorDictBase]:
+        """Yield batches until ``total_frames`` frames were collected (forever if -1)."""
+        while self.total_frames < 0 or self.frames_collected < self.total_frames:
+            if self._stop.is_set():
+                return
+            batch = self.rollout()
+            if self.split_trajs:
+                batch = split_trajectories(batch)
+            if self.postproc is not None:
+                batch = self.postproc(batch)
+            if self.replay_buffer is not None:
+                self.replay_buffer.extend(batch)
+            yield batch
+
+    def __iter__(self) -> Iterator[TensorDictBase]:
+        if self._thread is not None:
+            raise RuntimeError(
+                "this collector is running in the background (start()); "
+                "sample from its replay buffer instead of iterating"
+            )
+        return self.iterator()
+
+    def next(self) -> TensorDictBase:
+        """Collect and return one batch (postprocessed like the iterator's)."""
+        return next(self.iterator())
+
+    # ------------------------------------------------------------------ async
+    def start(self) -> None:
+        """Collect into ``replay_buffer`` in a background thread until ``total_frames``.
+
+        Read :attr:`frames_collected` to follow progress; stop with :meth:`async_shutdown`.
+        """
+        if self.replay_buffer is None:
+            raise RuntimeError("start() needs the collector to be built with replay_buffer=")
+        if self._thread is not None:
+            raise RuntimeError("the collector is already running")
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="collector", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for _ in self.iterator():
+                if self._stop.is_set():
+                    break
+        except BaseException as err:  # surfaced by async_shutdown / is_running
+            self._thread_error = err
+
+    @property
+    def is_running(self) -> bool:
+        """Whether the background collection thread is alive (raises its error if it died)."""
+        if self._thread_error is not None:
+            err, self._thread_error = self._thread_error, None
+            raise RuntimeError("background collection failed") from err
+        return self._thread is not None and self._thread.is_alive()
+
+    def async_shutdown(self, timeout: float | None = 30.0) -> None:
+        """Stop the background thread (after its current batch) and close the env."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+        self.shutdown()
+        if self._thread_error is not None:
+            err, self._thread_error = self._thread_error, None
+            raise RuntimeError("background collection failed") from err
+
+    # ------------------------------------------------------------------ misc
+    def update_policy_weights_(self, policy_weights: Any = None) -> None:
+        """No-op: the in-process collector acts with the trainer's own policy object."""
+
+    def set_seed(self, seed: int, static_seed: bool = False) -> int:
+        """Seed the env (takes effect at the next reset, forced before the next batch).
+
+        Returns:
+            The next free seed, for seeding something else.
+        """
+        out = self.env.set_seed(seed)
+        self._td = None
+        return seed + self.n_envs if out is None else int(out)
+
+    def shutdown(self) -> None:
+        """Close the env if the collector created it."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(30.0)
+            self._thread = None
+        if self._owns_env and not getattr(self.env, "is_closed", False):
+            self.env.close()
+
+    def state_dict(self) -> dict[str, Any]:
+        """Frames collected, trajectory counter and ids, current env input and env state."""
+        td = None if self._td is None else self._td.to_dict()
+        return {
+            "frames_collected": self.frames_collected,
+            "traj_counter": self._traj_counter,
+            "traj_ids": self._traj_ids.clone(),
+            "td": td,
+            "env": self.env.state_dict(),
+        }
+
+    def load_state_dict(
+        self, state_dict: dict[str, Any], restore_observation: bool = False
+    ) -> None:
+        """Restore what :meth:`state_dict` returned, so collection continues where it was.
+
+        Frame and trajectory counters and the env's state (e.g. normalisation statistics)
+        are restored. The saved observation is restored only with ``restore_observation=True``
+        and when the env is the same live object (same process); by default the env is reset
+        before the next batch, since a freshly built env cannot continue an old episode.
+        """
+        self.frames_collected = int(state_dict["frames_collected"])
+        self._traj_counter = int(state_dict["traj_counter"])
+        self._traj_ids = state_dict["traj_ids"].clone()
+        self.env.load_state_dict(state_dict["env"])
+        td = state_dict["td"]
+        if restore_observation and td is not None:
+            self._td = TensorDict(td, batch_size=self.batch_size)
+        else:
+            self._td = None
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(env={type(self.env).__name__}, "
+            f"frames_per_batch={self.frames_per_batch}, total_frames={self.total_frames})"
+        )
+
+
+def _fast_set(td: TensorDictBase, key: str, value: torch.Tensor) -> None:
+    """``td.set(key, value)`` without tensordict's per-call validation for plain TensorDicts.
+
+    Only used for values built to the td's batch shape and device (random actions).
+    """
+    if type(td) is TensorDict and value.device == td.device:
+        td._set_str(key, value, inplace=False, validated=True)
+    else:
+        td.set(key, value)
+
+
+def _device(device: Any) -> torch.device | None:
+    return None if device is None else torch.device(device)

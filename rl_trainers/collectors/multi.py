@@ -1,0 +1,399 @@
+"""Multi-process collectors: one :class:`SyncDataCollector` per worker process.
+
+Workers are started with ``fork`` on Linux (lambdas and local env factories work, start-up
+is fast) and ``spawn`` elsewhere (factories and policy are sent with cloudpickle). The policy
+weights live in shared memory: :meth:`update_policy_weights_` copies the trainer's weights
+into them, and every worker acts with them from its next step.
+
+Failure handling: a worker that raises sends its traceback to the parent, which shuts every
+worker down and raises ``RuntimeError`` with that traceback. The parent waits with short
+timeouts and checks that workers are alive, so a worker that dies silently is reported
+instead of hanging. Workers ignore SIGINT; on Ctrl-C the parent's ``KeyboardInterrupt``
+shuts them down. Workers also exit when their parent disappears.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+import torch
+import torch.multiprocessing as mp
+from tensordict import TensorDictBase
+from tensordict.nn import InteractionType
+
+from rl_trainers.collectors.collectors import TRAJ_KEY, DataCollectorBase, SyncDataCollector
+from rl_trainers.collectors.utils import split_trajectories
+
+__all__ = ["MultiSyncDataCollector", "MultiaSyncDataCollector"]
+
+_POLL_S = 0.5
+
+
+def _shared_weights(policy: Any) -> dict[str, torch.Tensor] | None:
+    if not isinstance(policy, torch.nn.Module):
+        return None
+    return {k: v.detach().clone().share_memory_() for k, v in policy.state_dict().items()}
+
+
+def _bind_weights(policy: torch.nn.Module, shared: dict[str, torch.Tensor]) -> None:
+    """Make the worker's policy parameters and buffers views of the shared tensors."""
+    for name, tensor in list(policy.named_parameters()) + list(policy.named_buffers()):
+        if name in shared:
+            tensor.data = shared[name]
+
+
+def _worker(
+    idx: int,
+    conn: Connection,
+    payload: bytes | tuple,
+    shared: dict[str, torch.Tensor] | None,
+    kwargs: dict[str, Any],
+) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = os.getppid()
+    torch.set_num_threads(1)
+    collector = None
+    try:
+        if isinstance(payload, bytes):
+            import cloudpickle
+
+            create_env_fn, policy = cloudpickle.loads(payload)
+        else:
+            create_env_fn, policy = payload
+        if policy is not None and shared is not None:
+            _bind_weights(policy, shared)
+        collector = SyncDataCollector(create_env_fn, policy, total_frames=-1, **kwargs)
+        iterator = collector.iterator()
+        conn.send(("ready", None))
+        while True:
+            if not conn.poll(_POLL_S):
+                if os.getppid() != parent:
+                    return
+                continue
+            cmd, arg = conn.recv()
+            if cmd == "collect":
+                conn.send(("batch", next(iterator)))
+            elif cmd == "seed":
+                conn.send(("seed", collector.set_seed(arg)))
+            elif cmd == "state_dict":
+                conn.send(("state_dict", collector.state_dict()))
+            elif cmd == "load_state_dict":
+                collector.load_state_dict(arg)
+                conn.send(("ok", None))
+            elif cmd == "close":
+                return
+            else:
+                raise ValueError(f"unknown command {cmd!r}")
+    except BaseException:
+        try:
+            conn.send(("error", traceback.format_exc()))
+        except Exception:
+            pass
+    finally:
+        if collector is not None:
+            try:
+                collector.shutdown()
+            except Exception:
+                pass
+        conn.close()
+
+
+class _MultiCollectorBase(DataCollectorBase):
+    def __init__(
+        self,
+        create_env_fn: Callable[[], Any] | list[Callable[[], Any]],
+        policy: Callable[[TensorDictBase], TensorDictBase] | None = None,
+        *,
+        frames_per_batch: int,
+        total_frames: int = -1,
+        num_workers: int | None = None,
+        init_random_frames: int | None = 0,
+        split_trajs: bool = False,
+        device: str | torch.device | None = None,
+        storing_device: str | torch.device | None = None,
+        env_device: str | torch.device | None = None,
+        policy_device: str | torch.device | None = None,
+        postproc: Callable[[TensorDictBase], TensorDictBase] | None = None,
+        reset_at_each_iter: bool = False,
+        exploration_type: InteractionType = InteractionType.RANDOM,
+        mp_start_method: str | None = None,
+        timeout: float = 120.0,
+    ) -> None:
+        if callable(create_env_fn) and not isinstance(create_env_fn, (list, tuple)):
+            create_env_fn = [create_env_fn] * (num_workers or 1)
+        create_env_fn = list(create_env_fn)
+        if num_workers is not None and num_workers != len(create_env_fn):
+            raise ValueError(
+                f"num_workers={num_workers} does not match the {len(create_env_fn)} env factories"
+            )
+        if not create_env_fn:
+            raise ValueError("need at least one env factory")
+        self.num_workers = len(create_env_fn)
+        if total_frames is None or total_frames == 0:
+            total_frames = -1
+        self.frames_per_batch = int(frames_per_batch)
+        self.total_frames = int(total_frames)
+        self.split_trajs = split_trajs
+        self.postproc = postproc
+        self.policy = policy
+        self.timeout = timeout
+        self.frames_collected = 0
+        worker_frames = self._worker_frames(self.frames_per_batch)
+        init_random = int(init_random_frames or 0)
+        kwargs = {
+            "frames_per_batch": worker_frames,
+            "init_random_frames": -(-init_random // self.num_workers) if init_random else 0,
+            "device": device,
+            "storing_device": storing_device,
+            "env_device": env_device,
+            "policy_device": policy_device,
+            "reset_at_each_iter": reset_at_each_iter,
+            "exploration_type": exploration_type,
+        }
+        method = mp_start_method or ("fork" if sys.platform.startswith("linux") else "spawn")
+        ctx = mp.get_context(method)
+        self._shared = _shared_weights(policy)
+        self._procs: list[Any] = []
+        self._conns: list[Connection] = []
+        self._closed = False
+        try:
+            for i, fn in enumerate(create_env_fn):
+                payload: bytes | tuple = (fn, policy)
+                if method != "fork":
+                    import cloudpickle
+
+                    payload = cloudpickle.dumps((fn, policy))
+                parent_conn, child_conn = ctx.Pipe()
+                proc = ctx.Process(
+                    target=_worker,
+                    args=(i, child_conn, payload, self._shared, kwargs),
+                    name=f"collector-worker-{i}",
+                    daemon=True,
+                )
+                proc.start()
+                child_conn.close()
+                self._procs.append(proc)
+                self._conns.append(parent_conn)
+            for i in range(self.num_workers):
+                self._recv(i, expect="ready")
+        except BaseException:
+            self.shutdown()
+            raise
+
+    def _worker_frames(self, frames_per_batch: int) -> int:
+        return frames_per_batch
+
+    # ---------------------------------------------------------------- messaging
+    def _recv(self, i: int, expect: str) -> Any:
+        conn, proc = self._conns[i], self._procs[i]
+        waited = 0.0
+        while not conn.poll(_POLL_S):
+            waited += _POLL_S
+            if not proc.is_alive():
+                if conn.poll(0):
+                    break
+                self._fail(f"collector worker {i} died (exit code {proc.exitcode})")
+            if waited >= self.timeout:
+                self._fail(f"collector worker {i} sent nothing for {self.timeout:.0f} s")
+        try:
+            kind, value = conn.recv()
+        except (EOFError, OSError):
+            proc.join(1.0)
+            self._fail(f"collector worker {i} died (exit code {proc.exitcode})")
+        if kind == "error":
+            self._fail(f"collector worker {i} failed:\n{value}")
+        if kind != expect:
+            self._fail(f"collector worker {i} sent {kind!r}, expected {expect!r}")
+        return value
+
+    def _send(self, i: int, cmd: str, arg: Any = None) -> None:
+        try:
+            self._conns[i].send((cmd, arg))
+        except (BrokenPipeError, OSError):
+            self._recv(i, expect="__never__")  # surfaces the worker's error
+            raise
+
+    def _fail(self, message: str) -> None:
+        self.shutdown()
+        raise RuntimeError(message)
+
+    def _relabel(self, batch: TensorDictBase, worker: int) -> TensorDictBase:
+        ids = batch.get(TRAJ_KEY)
+        batch.set(TRAJ_KEY, ids * self.num_workers + worker)
+        return batch
+
+    def _finish(self, batch: TensorDictBase) -> TensorDictBase:
+        if self.split_trajs:
+            batch = split_trajectories(batch)
+        if self.postproc is not None:
+            batch = self.postproc(batch)
+        return batch
+
+    # ---------------------------------------------------------------- public
+    def update_policy_weights_(self, policy_weights: Any = None) -> None:
+        """Copy the policy's current weights (or ``policy_weights``) into the workers' copy."""
+        if self._shared is None:
+            return
+        if policy_weights is None:
+            policy_weights = self.policy.state_dict()
+        with torch.no_grad():
+            for key, value in policy_weights.items():
+                if key in self._shared:
+                    self._shared[key].copy_(value)
+
+    def set_seed(self, seed: int, static_seed: bool = False) -> int:
+        """Seed worker ``i``'s env with the seed following worker ``i - 1``'s; returns the next."""
+        self._drain()
+        for i in range(self.num_workers):
+            self._send(i, "seed", seed)
+            seed = self._recv(i, expect="seed")
+        return seed
+
+    def state_dict(self) -> dict[str, Any]:
+        self._drain()
+        workers = []
+        for i in range(self.num_workers):
+            self._send(i, "state_dict")
+            workers.append(self._recv(i, expect="state_dict"))
+        return {"frames_collected": self.frames_collected, "workers": workers}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self._drain()
+        self.frames_collected = int(state_dict["frames_collected"])
+        for i, sd in enumerate(state_dict["workers"]):
+            self._send(i, "load_state_dict", sd)
+            self._recv(i, expect="ok")
+
+    def _drain(self) -> None:
+        """Wait for batches requested but not consumed (async collectors)."""
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """Stop every worker: ask nicely, then terminate, then kill."""
+        if getattr(self, "_closed", True):
+            return
+        self._closed = True
+        for conn in self._conns:
+            try:
+                conn.send(("close", None))
+            except Exception:
+                pass
+        for proc in self._procs:
+            proc.join(timeout)
+        for proc in self._procs:
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(2.0)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(2.0)
+        for conn in self._conns:
+            conn.close()
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """Process ids of the workers (for monitoring and tests)."""
+        return [p.pid for p in self._procs]
+
+    def __del__(self) -> None:
+        try:
+            self.shutdown(timeout=1.0)
+        except Exception:
+            pass
+
+
+class MultiSyncDataCollector(_MultiCollectorBase):
+    """Run one :class:`SyncDataCollector` per worker process; every iteration gathers one batch
+    from each worker and concatenates them along the first (env) dimension.
+
+    Each worker collects ``frames_per_batch // num_workers`` frames, so an iteration yields
+    ``frames_per_batch`` frames shaped ``[num_workers * envs_per_worker, T]``. Trajectory ids
+    are made unique across workers (``worker_id + num_workers * local_id``).
+
+    Args:
+        create_env_fn: a list of env factories, one per worker (``[make_env] * n``), or one
+            factory together with ``num_workers``.
+        policy: as :class:`SyncDataCollector` (an ``nn.Module`` for weight updates).
+        frames_per_batch: frames per yielded batch, divisible by ``num_workers``.
+        total_frames: frames in a run; -1 for ever.
+        num_workers: number of workers when ``create_env_fn`` is a single callable.
+        mp_start_method: "fork" (default on Linux) or "spawn".
+        timeout: seconds without any message from a busy worker before giving up.
+        **kwargs: as :class:`SyncDataCollector` (init_random_frames, split_trajs, devices,
+            postproc, reset_at_each_iter, exploration_type).
+    """
+
+    def _worker_frames(self, frames_per_batch: int) -> int:
+        if frames_per_batch % self.num_workers:
+            raise ValueError(
+                f"frames_per_batch={frames_per_batch} is not divisible by the number of "
+                f"workers {self.num_workers}"
+            )
+        return frames_per_batch // self.num_workers
+
+    def __iter__(self) -> Iterator[TensorDictBase]:
+        try:
+            while self.total_frames < 0 or self.frames_collected < self.total_frames:
+                for i in range(self.num_workers):
+                    self._send(i, "collect")
+                batches = [
+                    self._relabel(self._recv(i, expect="batch"), i) for i in range(self.num_workers)
+                ]
+                if batches[0].batch_dims == 1:
+                    batch = torch.stack(batches, 0)
+                else:
+                    batch = torch.cat(batches, 0)
+                self.frames_collected += self.frames_per_batch
+                yield self._finish(batch)
+        except KeyboardInterrupt:
+            self.shutdown()
+            raise
+
+
+class MultiaSyncDataCollector(_MultiCollectorBase):
+    """Run one :class:`SyncDataCollector` per worker process and yield whichever worker's
+    batch is ready first (each of ``frames_per_batch`` frames).
+
+    Workers keep collecting their next batch while the trainer uses the current one, so the
+    data can lag one weight update behind. Arguments as :class:`MultiSyncDataCollector`.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._pending: set[int] = set()
+        super().__init__(*args, **kwargs)
+
+    def _drain(self) -> None:
+        for i in sorted(self._pending):
+            self._recv(i, expect="batch")
+        self._pending.clear()
+
+    def __iter__(self) -> Iterator[TensorDictBase]:
+        try:
+            while self.total_frames < 0 or self.frames_collected < self.total_frames:
+                for i in range(self.num_workers):
+                    if i not in self._pending:
+                        self._send(i, "collect")
+                        self._pending.add(i)
+                ready = wait([self._conns[i] for i in self._pending], timeout=self.timeout)
+                if not ready:
+                    for i in self._pending:
+                        if not self._procs[i].is_alive():
+                            self._recv(i, expect="batch")
+                    continue
+                i = self._conns.index(ready[0])
+                batch = self._relabel(self._recv(i, expect="batch"), i)
+                self._pending.discard(i)
+                self.frames_collected += self.frames_per_batch
+                remaining = self.total_frames < 0 or self.frames_collected < self.total_frames
+                if remaining:
+                    self._send(i, "collect")
+                    self._pending.add(i)
+                yield self._finish(batch)
+        except KeyboardInterrupt:
+            self.shutdown()
+            raise

@@ -1,0 +1,39 @@
+"""Transforms and ``TransformedEnv``."""
+
+from rl_trainers.envs.transforms.transforms import (
+    CatFrames,
+    Compose,
+    DoubleToFloat,
+    FrameSkipTransform,
+    GrayScale,
+    InitTracker,
+    NoopResetEnv,
+    ObservationNorm,
+    Resize,
+    RewardScaling,
+    RewardSum,
+    StepCounter,
+    ToTensorImage,
+    Transform,
+    TransformedEnv,
+    VecNorm,
+)
+
+__all__ = [
+    "Transform",
+    "Compose",
+    "TransformedEnv",
+    "StepCounter",
+    "RewardSum",
+    "RewardScaling",
+    "ObservationNorm",
+    "VecNorm",
+    "DoubleToFloat",
+    "ToTensorImage",
+    "GrayScale",
+    "Resize",
+    "CatFrames",
+    "FrameSkipTransform",
+    "NoopResetEnv",
+    "InitTracker",
+]

@@ -1,0 +1,1199 @@
+"""``TransformedEnv``, the ``Transform`` base class and the transforms.
+
+A transform sees every output of its env: ``_step(tensordict, next_tensordict)`` processes the
+``"next"`` entries of a step and ``_reset(tensordict, tensordict_reset)`` the output of a reset
+(so the root observation of the next step, which ``step_mdp`` copies from ``"next"``, is
+transformed too). ``transform_observation_spec`` (and the reward/done/action variants) update
+the specs so that networks read the transformed sizes from ``env.observation_spec``.
+
+Partial resets: ``tensordict`` may hold a bool ``"_reset"`` entry ``[*B, 1]``; stateful
+transforms (StepCounter, RewardSum, CatFrames, InitTracker) only reset the flagged entries.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torch import nn
+
+from rl_trainers.envs.common import EnvBase
+from rl_trainers.envs.specs import Bounded, Composite, TensorSpec, Unbounded
+from rl_trainers.envs.utils import fast_set, step_mdp
+
+__all__ = [
+    "Transform",
+    "Compose",
+    "TransformedEnv",
+    "StepCounter",
+    "RewardSum",
+    "RewardScaling",
+    "ObservationNorm",
+    "VecNorm",
+    "DoubleToFloat",
+    "ToTensorImage",
+    "GrayScale",
+    "Resize",
+    "CatFrames",
+    "FrameSkipTransform",
+    "NoopResetEnv",
+    "InitTracker",
+]
+
+Key = str | tuple[str, ...]
+
+
+def _keys(keys: Key | Sequence[Key] | None, default: Sequence[Key] = ()) -> list[Key]:
+    if keys is None:
+        return list(default)
+    if isinstance(keys, str | tuple):
+        return [keys]
+    return list(keys)
+
+
+def _missing(td: TensorDictBase, key: Key, who: str) -> KeyError:
+    return KeyError(f"{who}: key {key!r} not found; keys present: {list(td.keys(True, True))}.")
+
+
+def _reset_mask(tensordict: TensorDictBase | None, like: torch.Tensor) -> torch.Tensor | None:
+    """The ``"_reset"`` mask broadcastable to ``like`` (``None`` means reset everything)."""
+    if tensordict is None:
+        return None
+    mask = tensordict.get("_reset", None)
+    if mask is None:
+        return None
+    while mask.ndim < like.ndim:
+        mask = mask.unsqueeze(-1)
+    return mask
+
+
+class Transform(nn.Module):
+    """Base class: map observations (and rewards, done flags, actions) of an env.
+
+    Args:
+        in_keys: entries read.
+        out_keys: entries written (default: ``in_keys``).
+        in_keys_inv: input entries (e.g. actions) read by the inverse transform.
+        out_keys_inv: entries written by the inverse transform.
+    """
+
+    def __init__(
+        self,
+        in_keys: Key | Sequence[Key] | None = None,
+        out_keys: Key | Sequence[Key] | None = None,
+        in_keys_inv: Key | Sequence[Key] | None = None,
+        out_keys_inv: Key | Sequence[Key] | None = None,
+    ) -> None:
+        super().__init__()
+        self.in_keys = _keys(in_keys)
+        self.out_keys = _keys(out_keys, self.in_keys)
+        self.in_keys_inv = _keys(in_keys_inv)
+        self.out_keys_inv = _keys(out_keys_inv, self.in_keys_inv)
+        if len(self.in_keys) != len(self.out_keys):
+            raise ValueError(
+                f"{type(self).__name__}: in_keys {self.in_keys} and out_keys {self.out_keys} "
+                "must have the same length."
+            )
+        self.__dict__["_container"] = None
+
+    # --- per-entry maths ---------------------------------------------------------------------
+    def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
+        return value
+
+    def _inv_apply_transform(self, value: torch.Tensor) -> torch.Tensor:
+        return value
+
+    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Transform the ``in_keys`` of an output TensorDict (observations)."""
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            value = tensordict.get(ik, None)
+            if value is None:
+                raise _missing(tensordict, ik, type(self).__name__)
+            tensordict.set(ok, self._apply_transform(value))
+        return tensordict
+
+    def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        for ik, ok in zip(self.in_keys_inv, self.out_keys_inv):
+            value = tensordict.get(ik, None)
+            if value is not None:
+                tensordict.set(ok, self._inv_apply_transform(value))
+        return tensordict
+
+    # --- env hooks ---------------------------------------------------------------------------
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        """Process the ``"next"`` output of a step (``tensordict`` is the step input)."""
+        return self._call(next_tensordict)
+
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        """Process the output of a reset (``tensordict`` holds the optional ``"_reset"``)."""
+        return self._call(tensordict_reset)
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Apply the transform to a TensorDict directly (e.g. a sampled batch)."""
+        return self._call(tensordict)
+
+    def inv(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Inverse transform of a step input (actions)."""
+        return self._inv_call(tensordict)
+
+    # --- specs -------------------------------------------------------------------------------
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        """Update the observation spec (default: unchanged)."""
+        return observation_spec
+
+    def transform_reward_spec(self, reward_spec: Composite) -> Composite:
+        """Update the reward spec (a Composite holding ``"reward"``)."""
+        return reward_spec
+
+    def transform_done_spec(self, done_spec: Composite) -> Composite:
+        """Update the done spec."""
+        return done_spec
+
+    def transform_action_spec(self, action_spec: Composite) -> Composite:
+        """Update the action spec (a Composite holding ``"action"``)."""
+        return action_spec
+
+    # --- container ---------------------------------------------------------------------------
+    def set_container(self, container: TransformedEnv | Compose | None) -> None:
+        """Attach to a TransformedEnv or Compose (a transform belongs to one env)."""
+        self.__dict__["_container"] = container
+
+    @property
+    def container(self) -> TransformedEnv | Compose | None:
+        """The TransformedEnv or Compose holding this transform."""
+        return self.__dict__["_container"]
+
+    @property
+    def parent(self) -> EnvBase | None:
+        """The env as seen by this transform: the base env plus the transforms before it."""
+        container = self.container
+        if container is None:
+            return None
+        if isinstance(container, TransformedEnv):
+            return container.base_env
+        previous: list[Transform] = []
+        for t in container.transforms:
+            if t is self:
+                break
+            previous.append(t)
+        outer = container.parent
+        if outer is None:
+            return None
+        if not previous:
+            return outer
+        return TransformedEnv(outer, Compose(*previous, _attach=False), _attach=False)
+
+    def reset_parent(self) -> None:
+        """Recompute the specs of the env this transform belongs to."""
+        env = self._env()
+        if env is not None:
+            env._update_specs()
+
+    def _env(self) -> TransformedEnv | None:
+        c = self.container
+        while isinstance(c, Compose):
+            c = c.container
+        return c
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(in_keys={self.in_keys}, out_keys={self.out_keys})"
+
+
+class Compose(Transform):
+    """A sequence of transforms applied in order.
+
+    Args:
+        *transforms: the transforms.
+    """
+
+    def __init__(self, *transforms: Transform, _attach: bool = True) -> None:
+        super().__init__()
+        if len(transforms) == 1 and isinstance(transforms[0], list | tuple):
+            transforms = tuple(transforms[0])
+        for t in transforms:
+            if not isinstance(t, Transform):
+                raise TypeError(f"Compose takes Transforms, got {type(t).__name__}.")
+        self.transforms = nn.ModuleList(transforms)
+        if _attach:
+            for t in transforms:
+                t.set_container(self)
+
+    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        for t in self.transforms:
+            tensordict = t._call(tensordict)
+        return tensordict
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        for t in self.transforms:
+            tensordict = t(tensordict)
+        return tensordict
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        for t in self.transforms:
+            next_tensordict = t._step(tensordict, next_tensordict)
+        return next_tensordict
+
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        for t in self.transforms:
+            tensordict_reset = t._reset(tensordict, tensordict_reset)
+        return tensordict_reset
+
+    def inv(self, tensordict: TensorDictBase) -> TensorDictBase:
+        for t in reversed(self.transforms):
+            tensordict = t.inv(tensordict)
+        return tensordict
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        for t in self.transforms:
+            observation_spec = t.transform_observation_spec(observation_spec)
+        return observation_spec
+
+    def transform_reward_spec(self, reward_spec: Composite) -> Composite:
+        for t in self.transforms:
+            reward_spec = t.transform_reward_spec(reward_spec)
+        return reward_spec
+
+    def transform_done_spec(self, done_spec: Composite) -> Composite:
+        for t in self.transforms:
+            done_spec = t.transform_done_spec(done_spec)
+        return done_spec
+
+    def transform_action_spec(self, action_spec: Composite) -> Composite:
+        for t in reversed(self.transforms):
+            action_spec = t.transform_action_spec(action_spec)
+        return action_spec
+
+    def __getitem__(self, item: int | slice) -> Transform:
+        if isinstance(item, slice):
+            return Compose(*self.transforms[item], _attach=False)
+        return self.transforms[item]
+
+    def __len__(self) -> int:
+        return len(self.transforms)
+
+    def __iter__(self):  # noqa: ANN204
+        return iter(self.transforms)
+
+    def append(self, transform: Transform) -> None:
+        """Add a transform at the end."""
+        transform.set_container(self)
+        self.transforms.append(transform)
+        self.reset_parent()
+
+    def insert(self, index: int, transform: Transform) -> None:
+        """Insert a transform at ``index``."""
+        transform.set_container(self)
+        self.transforms.insert(index, transform)
+        self.reset_parent()
+
+    @property
+    def parent(self) -> EnvBase | None:
+        container = self.container
+        if container is None:
+            return None
+        if isinstance(container, TransformedEnv):
+            return container.base_env
+        return Transform.parent.fget(self)
+
+    def __repr__(self) -> str:
+        inner = ",\n    ".join(repr(t) for t in self.transforms)
+        return f"Compose(\n    {inner})"
+
+
+class TransformedEnv(EnvBase):
+    """An env whose outputs go through a transform.
+
+    Args:
+        env: the base env.
+        transform: a Transform (or Compose); None for an empty Compose.
+        device: unused (the base env's device is used).
+
+    Example:
+        >>> env = TransformedEnv(GymEnv("Pendulum-v1"), Compose(StepCounter(50), RewardSum()))
+    """
+
+    def __init__(
+        self,
+        env: EnvBase,
+        transform: Transform | None = None,
+        device: Any = None,
+        _attach: bool = True,
+    ) -> None:
+        if not isinstance(env, EnvBase):
+            raise TypeError(f"TransformedEnv wraps an EnvBase, got {type(env).__name__}.")
+        super().__init__(device=env.device, batch_size=env.batch_size)
+        self.base_env = env
+        self._transform = Compose() if transform is None else transform
+        if not isinstance(self._transform, Transform):
+            raise TypeError(f"transform must be a Transform, got {type(transform).__name__}.")
+        if _attach:
+            self._transform.set_container(self)
+        self._update_specs()
+
+    @property
+    def transform(self) -> Transform:
+        """The transform (a Compose when several were given)."""
+        return self._transform
+
+    @transform.setter
+    def transform(self, transform: Transform) -> None:
+        transform.set_container(self)
+        self._transform = transform
+        self._update_specs()
+
+    def append_transform(self, transform: Transform) -> TransformedEnv:
+        """Add a transform after the existing ones."""
+        if not isinstance(self._transform, Compose):
+            self._transform = Compose(self._transform)
+            self._transform.set_container(self)
+        self._transform.append(transform)
+        return self
+
+    def insert_transform(self, index: int, transform: Transform) -> TransformedEnv:
+        """Insert a transform at ``index``."""
+        if not isinstance(self._transform, Compose):
+            self._transform = Compose(self._transform)
+            self._transform.set_container(self)
+        self._transform.insert(index, transform)
+        return self
+
+    def _update_specs(self) -> None:
+        base = self.base_env
+        t = self._transform
+        self.full_observation_spec = t.transform_observation_spec(
+            base.full_observation_spec.clone()
+        )
+        self.full_reward_spec = t.transform_reward_spec(base.full_reward_spec.clone())
+        self.full_done_spec = t.transform_done_spec(base.full_done_spec.clone())
+        self.full_action_spec = t.transform_action_spec(base.full_action_spec.clone())
+        self._frame_skip = _find_frame_skip(t)
+
+    # --- env methods -------------------------------------------------------------------------
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        td_in = self._transform.inv(tensordict.copy()) if self._has_inv() else tensordict
+        next_td = self.base_env._step(td_in)
+        for _ in range(self._frame_skip - 1):
+            if bool(next_td.get("done").any()):
+                break
+            more = self.base_env._step(td_in)
+            more.set("reward", more.get("reward") + next_td.get("reward"))
+            next_td = more
+        return self._transform._step(tensordict, next_td)
+
+    def _has_inv(self) -> bool:
+        ts = (
+            self._transform.transforms
+            if isinstance(self._transform, Compose)
+            else [self._transform]
+        )
+        return any(t.in_keys_inv for t in ts)
+
+    def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
+        out = self.base_env.reset(tensordict)
+        if tensordict is None:
+            tensordict = TensorDict({}, batch_size=self.batch_size, device=self.device)
+        return self._transform._reset(tensordict, out)
+
+    def _set_seed(self, seed: int | None) -> None:
+        self.base_env._set_seed(seed)
+
+    def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
+        """Seed the base env."""
+        return self.base_env.set_seed(seed, static_seed)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Transform statistics (ObservationNorm, VecNorm, ...) and the base env state."""
+        out = {f"transform.{k}": v for k, v in self._transform.state_dict().items()}
+        out.update({f"base_env.{k}": v for k, v in self.base_env.state_dict().items()})
+        return out
+
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
+        """Load what ``state_dict`` returned."""
+        tsd = {k[10:]: v for k, v in state_dict.items() if k.startswith("transform.")}
+        bsd = {k[9:]: v for k, v in state_dict.items() if k.startswith("base_env.")}
+        self._transform.load_state_dict(tsd, strict=strict)
+        self.base_env.load_state_dict(bsd, strict=strict)
+
+    def close(self) -> None:
+        """Close the base env."""
+        self.is_closed = True
+        self.base_env.close()
+
+    def eval(self) -> TransformedEnv:
+        """Put the transforms in eval mode."""
+        self._transform.eval()
+        return self
+
+    def train(self, mode: bool = True) -> TransformedEnv:
+        """Put the transforms in train mode."""
+        self._transform.train(mode)
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        # reach base-env attributes (e.g. env_name, num_envs) as torchrl does
+        base = self.__dict__.get("base_env")
+        if name.startswith("_") or base is None:
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}.")
+        return getattr(base, name)
+
+    def __repr__(self) -> str:
+        return f"TransformedEnv(\n  env={self.base_env!r},\n  transform={self._transform!r})"
+
+
+def _find_frame_skip(t: Transform) -> int:
+    if isinstance(t, FrameSkipTransform):
+        return t.frame_skip
+    if isinstance(t, Compose):
+        k = 1
+        for sub in t.transforms:
+            k *= _find_frame_skip(sub)
+        return k
+    return 1
+
+
+# --- counters and rewards --------------------------------------------------------------------
+class StepCounter(Transform):
+    """Count steps in ``"step_count"``; with ``max_steps`` set ``truncated`` when reached.
+
+    Args:
+        max_steps: episode length limit (None: count only).
+        truncated_key: the truncated flag to set.
+        step_count_key: the counter key.
+    """
+
+    def __init__(
+        self,
+        max_steps: int | None = None,
+        truncated_key: str = "truncated",
+        step_count_key: str = "step_count",
+    ) -> None:
+        if max_steps is not None and int(max_steps) < 1:
+            raise ValueError(f"StepCounter: max_steps must be >= 1 or None, got {max_steps}.")
+        super().__init__(in_keys=[], out_keys=[])
+        self.max_steps = None if max_steps is None else int(max_steps)
+        self.truncated_key = truncated_key
+        self.step_count_key = step_count_key
+
+    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return tensordict
+
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        shape = (*tensordict_reset.batch_size, 1)
+        zeros = torch.zeros(shape, dtype=torch.int64, device=tensordict_reset.device)
+        prev = tensordict.get(self.step_count_key, None)
+        mask = _reset_mask(tensordict, zeros)
+        count = zeros if mask is None or prev is None else torch.where(mask, zeros, prev)
+        tensordict_reset.set(self.step_count_key, count)
+        return tensordict_reset
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        prev = tensordict.get(self.step_count_key, None)
+        if prev is None:
+            raise KeyError(
+                f"StepCounter: {self.step_count_key!r} missing from the step input; reset the "
+                "env through the TransformedEnv before stepping."
+            )
+        count = prev + 1
+        fast_set(next_tensordict, self.step_count_key, count)
+        if self.max_steps is not None:
+            hit = count >= self.max_steps
+            trunc = next_tensordict.get(self.truncated_key) | hit
+            fast_set(next_tensordict, self.truncated_key, trunc)
+            fast_set(next_tensordict, "done", next_tensordict.get("done") | trunc)
+        return next_tensordict
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        bs = observation_spec.shape
+        observation_spec[self.step_count_key] = Bounded(
+            0,
+            self.max_steps if self.max_steps is not None else torch.iinfo(torch.int64).max,
+            shape=(*bs, 1),
+            dtype=torch.int64,
+            device=observation_spec.device,
+        )
+        return observation_spec
+
+
+class RewardSum(Transform):
+    """Running episode return in ``"episode_reward"`` (reset to 0 at episode start).
+
+    Args:
+        in_keys: reward keys.
+        out_keys: return keys.
+    """
+
+    def __init__(
+        self,
+        in_keys: Key | Sequence[Key] | None = None,
+        out_keys: Key | Sequence[Key] | None = None,
+    ) -> None:
+        in_keys = _keys(in_keys, ["reward"])
+        super().__init__(in_keys, _keys(out_keys, ["episode_reward"] * len(in_keys)))
+
+    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return tensordict
+
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        shape = (*tensordict_reset.batch_size, 1)
+        for ok in self.out_keys:
+            zeros = torch.zeros(shape, dtype=torch.float32, device=tensordict_reset.device)
+            prev = tensordict.get(ok, None)
+            mask = _reset_mask(tensordict, zeros)
+            value = zeros if mask is None or prev is None else torch.where(mask, zeros, prev)
+            tensordict_reset.set(ok, value)
+        return tensordict_reset
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            reward = next_tensordict.get(ik)
+            prev = tensordict.get(ok, None)
+            total = reward if prev is None else prev + reward
+            fast_set(next_tensordict, ok, total)
+        return next_tensordict
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        bs = observation_spec.shape
+        for ok in self.out_keys:
+            observation_spec[ok] = Unbounded(shape=(*bs, 1), device=observation_spec.device)
+        return observation_spec
+
+
+class RewardScaling(Transform):
+    """Affine reward transform: ``r * scale + loc`` (or ``(r - loc) / scale``).
+
+    Args:
+        loc: offset.
+        scale: scale.
+        in_keys: reward keys.
+        standard_normal: use ``(r - loc) / scale``.
+    """
+
+    def __init__(
+        self,
+        loc: float | torch.Tensor,
+        scale: float | torch.Tensor,
+        in_keys: Key | Sequence[Key] | None = None,
+        standard_normal: bool = False,
+    ) -> None:
+        super().__init__(_keys(in_keys, ["reward"]))
+        self.register_buffer("loc", torch.as_tensor(loc, dtype=torch.float32))
+        self.register_buffer("scale", torch.as_tensor(scale, dtype=torch.float32))
+        if bool((self.scale == 0).any()) and standard_normal:
+            raise ValueError("RewardScaling: scale must be non-zero with standard_normal=True.")
+        self.standard_normal = standard_normal
+
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        return tensordict_reset
+
+    def _apply_transform(self, reward: torch.Tensor) -> torch.Tensor:
+        if self.standard_normal:
+            return (reward - self.loc) / self.scale
+        return reward * self.scale + self.loc
+
+
+# --- normalisation ---------------------------------------------------------------------------
+class ObservationNorm(Transform):
+    """Affine observation normalisation with fixed ``loc``/``scale``.
+
+    ``standard_normal=True``: ``(x - loc) / scale``; otherwise ``x * scale + loc``.
+    ``init_stats`` estimates them from random rollouts of the parent env.
+
+    Args:
+        loc: location (None until ``init_stats``).
+        scale: scale (None until ``init_stats``).
+        in_keys: observation keys (default ``["observation"]``).
+        out_keys: output keys.
+        standard_normal: see above.
+        eps: floor of ``scale`` in ``init_stats``.
+    """
+
+    def __init__(
+        self,
+        loc: float | torch.Tensor | None = None,
+        scale: float | torch.Tensor | None = None,
+        in_keys: Key | Sequence[Key] | None = None,
+        out_keys: Key | Sequence[Key] | None = None,
+        standard_normal: bool | torch.Tensor = False,
+        eps: float = 1e-6,
+    ) -> None:
+        super().__init__(_keys(in_keys, ["observation"]), out_keys)
+        self.eps = eps
+        # a buffer, so that ``ObservationNorm(**other.state_dict())`` rebuilds the same maths
+        self.register_buffer("standard_normal", torch.tensor(bool(standard_normal)))
+        self.register_buffer(
+            "loc", None if loc is None else torch.as_tensor(loc, dtype=torch.float32)
+        )
+        self.register_buffer(
+            "scale", None if scale is None else torch.as_tensor(scale, dtype=torch.float32)
+        )
+
+    @property
+    def initialized(self) -> bool:
+        """Whether ``loc`` and ``scale`` are set."""
+        return self.loc is not None and self.scale is not None
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):  # noqa: ANN001, ANN202
+        for name in ("loc", "scale"):
+            if prefix + name in state_dict and getattr(self, name) is None:
+                setattr(self, name, torch.empty_like(state_dict[prefix + name]))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def _apply_transform(self, obs: torch.Tensor) -> torch.Tensor:
+        if not self.initialized:
+            raise RuntimeError(
+                "ObservationNorm has no loc/scale: pass them or call init_stats() first."
+            )
+        if bool(self.standard_normal):
+            return (obs - self.loc) / self.scale
+        return obs * self.scale + self.loc
+
+    def init_stats(
+        self,
+        num_iter: int,
+        reduce_dim: int | Sequence[int] = 0,
+        cat_dim: int | None = None,
+        key: Key | None = None,
+        keep_dims: Sequence[int] | None = None,
+    ) -> None:
+        """Estimate ``loc``/``scale`` from random rollouts of the parent env.
+
+        Args:
+            num_iter: number of steps to collect (at least).
+            reduce_dim: dims of the collected data to average over.
+            cat_dim: dim along which rollouts are concatenated (default ``reduce_dim``).
+            key: observation key (default: the first in_key).
+            keep_dims: reduced dims kept with size 1 (must be part of ``reduce_dim``).
+        """
+        if self.initialized:
+            raise RuntimeError("ObservationNorm: loc and scale are already set.")
+        parent = self.parent
+        if parent is None:
+            raise RuntimeError("ObservationNorm.init_stats needs the transform inside an env.")
+        key = self.in_keys[0] if key is None else key
+        if cat_dim is None:
+            if not isinstance(reduce_dim, int):
+                raise ValueError("init_stats: give cat_dim when reduce_dim is a list.")
+            cat_dim = reduce_dim
+        reduce = [reduce_dim] if isinstance(reduce_dim, int) else list(reduce_dim)
+        keep = list(keep_dims) if keep_dims is not None else []
+        if any(k not in reduce for k in keep):
+            raise ValueError(f"keep_dims {keep} must be part of reduce_dim {reduce}.")
+        data, n = [], 0
+        while n < num_iter:
+            td = parent.rollout(max_steps=num_iter - n, break_when_any_done=False)
+            if key not in td.keys(True, True):
+                raise _missing(td, key, "ObservationNorm.init_stats")
+            data.append(td.get(key).float())
+            n += td.shape[-1]
+        x = torch.cat(data, cat_dim)
+        loc = x.mean(reduce, keepdim=True)
+        scale = x.std(reduce, keepdim=True).clamp_min(self.eps)
+        for d in sorted((r % x.ndim for r in reduce if r not in keep), reverse=True):
+            loc, scale = loc.squeeze(d), scale.squeeze(d)
+        if not bool(self.standard_normal):
+            loc, scale = -loc / scale, 1.0 / scale
+        self.loc, self.scale = loc, scale
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            spec = observation_spec[ik]
+            observation_spec[ok] = Unbounded(
+                shape=spec.shape, dtype=torch.float32, device=observation_spec.device
+            )
+        return observation_spec
+
+    def __repr__(self) -> str:
+        shape = None if self.loc is None else tuple(self.loc.shape)
+        return f"ObservationNorm(in_keys={self.in_keys}, loc_shape={shape})"
+
+
+class VecNorm(Transform):
+    """Running observation normalisation with exponentially decayed statistics.
+
+    Statistics are buffers (in ``state_dict``); ``freeze()`` stops updates and
+    ``frozen_copy()`` returns a frozen copy for evaluation envs.
+
+    Args:
+        in_keys: observation keys (default ``["observation"]``).
+        out_keys: output keys.
+        decay: decay of the running sums per update.
+        eps: floor of the variance.
+    """
+
+    def __init__(
+        self,
+        in_keys: Key | Sequence[Key] | None = None,
+        out_keys: Key | Sequence[Key] | None = None,
+        decay: float = 0.9999,
+        eps: float = 1e-4,
+    ) -> None:
+        super().__init__(_keys(in_keys, ["observation"]), out_keys)
+        if not 0.0 < decay <= 1.0:
+            raise ValueError(f"VecNorm: decay must be in (0, 1], got {decay}.")
+        self.decay = decay
+        self.eps = eps
+        self.frozen = False
+        for i in range(len(self.in_keys)):
+            self.register_buffer(f"sum_{i}", None)
+            self.register_buffer(f"ssq_{i}", None)
+            self.register_buffer(f"count_{i}", None)
+
+    def _init_stats(self, i: int, shape: torch.Size) -> None:
+        setattr(self, f"sum_{i}", torch.zeros(shape))
+        setattr(self, f"ssq_{i}", torch.zeros(shape))
+        setattr(self, f"count_{i}", torch.zeros(()))
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):  # noqa: ANN001, ANN202
+        for i in range(len(self.in_keys)):
+            k = f"{prefix}sum_{i}"
+            if k in state_dict and getattr(self, f"sum_{i}") is None:
+                self._init_stats(i, state_dict[k].shape)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        n = len(observation_spec.shape)
+        for i, (ik, ok) in enumerate(zip(self.in_keys, self.out_keys)):
+            spec = observation_spec[ik]
+            if getattr(self, f"sum_{i}") is None:
+                self._init_stats(i, spec.shape[n:])
+            observation_spec[ok] = Unbounded(
+                shape=spec.shape, dtype=torch.float32, device=observation_spec.device
+            )
+        return observation_spec
+
+    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        for i, (ik, ok) in enumerate(zip(self.in_keys, self.out_keys)):
+            x = tensordict.get(ik, None)
+            if x is None:
+                raise _missing(tensordict, ik, "VecNorm")
+            x = x.float()
+            s, q, c = (getattr(self, f"{n}_{i}") for n in ("sum", "ssq", "count"))
+            if s is None:
+                self._init_stats(i, x.shape[tensordict.batch_dims :])
+                s, q, c = (getattr(self, f"{n}_{i}") for n in ("sum", "ssq", "count"))
+            if not self.frozen:
+                dims = tuple(range(x.ndim - s.ndim))
+                d = self.decay
+                s.mul_(d).add_(x.sum(dims) if dims else x)
+                q.mul_(d).add_((x * x).sum(dims) if dims else x * x)
+                c.mul_(d).add_(float(x.shape[: x.ndim - s.ndim].numel()))
+            mean = s / c.clamp_min(1e-8)
+            var = (q / c.clamp_min(1e-8) - mean * mean).clamp_min(self.eps)
+            tensordict.set(ok, (x - mean) / var.sqrt())
+        return tensordict
+
+    def freeze(self) -> VecNorm:
+        """Stop updating the statistics."""
+        self.frozen = True
+        return self
+
+    def unfreeze(self) -> VecNorm:
+        """Resume updating the statistics."""
+        self.frozen = False
+        return self
+
+    def frozen_copy(self) -> VecNorm:
+        """A frozen copy (statistics copied, not shared) for evaluation."""
+        container = self.container
+        self.set_container(None)
+        try:
+            out = copy.deepcopy(self)
+        finally:
+            self.set_container(container)
+        return out.freeze()
+
+    def to_observation_norm(self) -> ObservationNorm:
+        """An ObservationNorm with the current mean/std (first key)."""
+        mean = self.sum_0 / self.count_0
+        std = (self.ssq_0 / self.count_0 - mean * mean).clamp_min(self.eps).sqrt()
+        return ObservationNorm(loc=mean, scale=std, in_keys=self.in_keys[:1], standard_normal=True)
+
+
+class DoubleToFloat(Transform):
+    """Cast float64 entries to float32 (observations; actions back to float64).
+
+    Args:
+        in_keys: observation keys (default: every float64 observation).
+        in_keys_inv: action keys cast from float32 to float64 before the base step.
+    """
+
+    def __init__(
+        self,
+        in_keys: Key | Sequence[Key] | None = None,
+        in_keys_inv: Key | Sequence[Key] | None = None,
+    ) -> None:
+        super().__init__(in_keys, None, in_keys_inv, None)
+        self._auto = in_keys is None
+
+    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        for k in self.in_keys:
+            v = tensordict.get(k, None)
+            if v is not None and v.dtype == torch.float64:
+                tensordict.set(k, v.float())
+        return tensordict
+
+    def _inv_apply_transform(self, value: torch.Tensor) -> torch.Tensor:
+        return value.double()
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        if self._auto:
+            self.in_keys = [
+                k for k, s in observation_spec.items(True, True) if s.dtype == torch.float64
+            ]
+            self.out_keys = list(self.in_keys)
+        for k in self.in_keys:
+            spec = observation_spec[k]
+            new = spec.clone()
+            new.dtype = torch.float32
+            for name in ("low", "high"):
+                if hasattr(new, name):
+                    setattr(new, name, getattr(new, name).float())
+            observation_spec[k] = new
+        return observation_spec
+
+    def transform_action_spec(self, action_spec: Composite) -> Composite:
+        for k in self.in_keys_inv:
+            spec = action_spec[k].clone()
+            if spec.dtype == torch.float64:
+                spec.dtype = torch.float32
+                for name in ("low", "high"):
+                    if hasattr(spec, name):
+                        setattr(spec, name, getattr(spec, name).float())
+            action_spec[k] = spec
+        return action_spec
+
+
+# --- images ----------------------------------------------------------------------------------
+def _image_spec(spec: TensorSpec, shape: torch.Size, low: float, high: float) -> Bounded:
+    return Bounded(low, high, shape=shape, dtype=torch.float32, device=spec.device)
+
+
+class ToTensorImage(Transform):
+    """uint8 ``[..., H, W, C]`` -> float ``[..., C, H, W]`` in ``[0, 1]``.
+
+    Args:
+        from_int: divide by 255 (default: when the input is an integer tensor).
+        unsqueeze: unused (torchrl compatibility).
+        dtype: output dtype.
+        in_keys: image keys (default ``["pixels"]``).
+        out_keys: output keys.
+        shape_tolerant: unused.
+    """
+
+    def __init__(
+        self,
+        from_int: bool | None = None,
+        unsqueeze: bool = False,
+        dtype: torch.dtype | None = None,
+        in_keys: Key | Sequence[Key] | None = None,
+        out_keys: Key | Sequence[Key] | None = None,
+        shape_tolerant: bool = False,
+    ) -> None:
+        super().__init__(_keys(in_keys, ["pixels"]), out_keys)
+        self.from_int = from_int
+        self.dtype = dtype or torch.float32
+
+    def _apply_transform(self, img: torch.Tensor) -> torch.Tensor:
+        from_int = self.from_int if self.from_int is not None else not img.is_floating_point()
+        out = img.permute(*range(img.ndim - 3), -1, -3, -2).to(self.dtype)
+        return out.div(255.0) if from_int else out
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            spec = observation_spec[ik]
+            *lead, h, w, c = spec.shape
+            observation_spec[ok] = _image_spec(spec, torch.Size([*lead, c, h, w]), 0.0, 1.0)
+        return observation_spec
+
+
+class GrayScale(Transform):
+    """RGB ``[..., 3, H, W]`` -> luminance ``[..., 1, H, W]``.
+
+    Args:
+        in_keys: image keys (default ``["pixels"]``).
+        out_keys: output keys.
+    """
+
+    def __init__(
+        self,
+        in_keys: Key | Sequence[Key] | None = None,
+        out_keys: Key | Sequence[Key] | None = None,
+    ) -> None:
+        super().__init__(_keys(in_keys, ["pixels"]), out_keys)
+        self.register_buffer("weights", torch.tensor([0.2989, 0.587, 0.114]).view(3, 1, 1))
+
+    def _apply_transform(self, img: torch.Tensor) -> torch.Tensor:
+        if img.shape[-3] != 3:
+            raise ValueError(
+                f"GrayScale expects 3 channels at dim -3 (use ToTensorImage first), got shape "
+                f"{tuple(img.shape)}."
+            )
+        return (img * self.weights.to(img.dtype)).sum(-3, keepdim=True)
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            spec = observation_spec[ik]
+            shape = torch.Size([*spec.shape[:-3], 1, *spec.shape[-2:]])
+            observation_spec[ok] = _image_spec(spec, shape, 0.0, 1.0)
+        return observation_spec
+
+
+class Resize(Transform):
+    """Resize images ``[..., C, H, W]`` to ``[..., C, w, h]`` (torchrl's argument order).
+
+    Args:
+        w: first spatial output size.
+        h: second spatial output size (default ``w``).
+        interpolation: ``"bilinear"``, ``"nearest"``, ``"bicubic"`` or ``"area"``.
+        in_keys: image keys (default ``["pixels"]``).
+        out_keys: output keys.
+    """
+
+    def __init__(
+        self,
+        w: int,
+        h: int | None = None,
+        interpolation: str = "bilinear",
+        in_keys: Key | Sequence[Key] | None = None,
+        out_keys: Key | Sequence[Key] | None = None,
+    ) -> None:
+        super().__init__(_keys(in_keys, ["pixels"]), out_keys)
+        self.w, self.h = int(w), int(h if h is not None else w)
+        allowed = ("bilinear", "nearest", "bicubic", "area")
+        if interpolation not in allowed:
+            raise ValueError(
+                f"Resize: interpolation must be one of {allowed}, got {interpolation!r}."
+            )
+        self.interpolation = interpolation
+
+    def _apply_transform(self, img: torch.Tensor) -> torch.Tensor:
+        if img.ndim < 3:
+            raise ValueError(f"Resize expects [..., C, H, W] images, got shape {tuple(img.shape)}.")
+        lead = img.shape[:-3]
+        x = img.reshape(-1, *img.shape[-3:])
+        dtype = x.dtype
+        if not x.is_floating_point():
+            x = x.float()
+        kw = {"align_corners": False} if self.interpolation in ("bilinear", "bicubic") else {}
+        y = torch.nn.functional.interpolate(
+            x, size=(self.w, self.h), mode=self.interpolation, antialias=False, **kw
+        )
+        if not dtype.is_floating_point:
+            y = y.round().clamp(0, 255).to(dtype)
+        return y.reshape(*lead, *y.shape[-3:])
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            spec = observation_spec[ik]
+            shape = torch.Size([*spec.shape[:-2], self.w, self.h])
+            if isinstance(spec, Bounded):
+                low = float(spec.low.min())
+                high = float(spec.high.max())
+                observation_spec[ok] = Bounded(
+                    low, high, shape=shape, dtype=spec.dtype, device=spec.device
+                )
+            else:
+                observation_spec[ok] = Unbounded(shape=shape, dtype=spec.dtype, device=spec.device)
+        return observation_spec
+
+
+class CatFrames(Transform):
+    """Stack the last ``N`` observations along ``dim`` (first frames padded by repetition).
+
+    Args:
+        N: number of frames.
+        dim: concatenation dim (negative, e.g. -3 for channels of ``[C, H, W]`` images).
+        in_keys: keys (default ``["pixels"]``).
+        out_keys: output keys.
+        padding: ``"same"`` (repeat the reset frame) or ``"constant"`` (zeros).
+    """
+
+    def __init__(
+        self,
+        N: int,
+        dim: int = -3,
+        in_keys: Key | Sequence[Key] | None = None,
+        out_keys: Key | Sequence[Key] | None = None,
+        padding: str = "same",
+    ) -> None:
+        super().__init__(_keys(in_keys, ["pixels"]), out_keys)
+        if int(N) < 1:
+            raise ValueError(f"CatFrames: N must be >= 1, got {N}.")
+        if dim >= 0:
+            raise ValueError(f"CatFrames: dim must be negative, got {dim}.")
+        if padding not in ("same", "constant"):
+            raise ValueError(f"CatFrames: padding must be 'same' or 'constant', got {padding!r}.")
+        self.N, self.dim, self.padding = int(N), int(dim), padding
+        self._buffers: dict[Key, torch.Tensor] = {}
+
+    def _fresh(self, frame: torch.Tensor) -> torch.Tensor:
+        if self.padding == "same":
+            return torch.cat([frame] * self.N, self.dim)
+        pad = [torch.zeros_like(frame)] * (self.N - 1)
+        return torch.cat([*pad, frame], self.dim)
+
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            frame = tensordict_reset.get(ik, None)
+            if frame is None:
+                raise _missing(tensordict_reset, ik, "CatFrames")
+            fresh = self._fresh(frame)
+            mask = _reset_mask(tensordict, fresh)
+            buf = self._buffers.get(ik)
+            if mask is not None and buf is not None and buf.shape == fresh.shape:
+                fresh = torch.where(mask, fresh, buf)
+            self._buffers[ik] = fresh
+            tensordict_reset.set(ok, fresh)
+        return tensordict_reset
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            frame = next_tensordict.get(ik)
+            buf = self._buffers.get(ik)
+            if buf is None:
+                raise RuntimeError("CatFrames: reset the env before stepping.")
+            size = frame.shape[self.dim]
+            stacked = torch.cat(
+                [buf.narrow(self.dim, size, buf.shape[self.dim] - size), frame], self.dim
+            )
+            self._buffers[ik] = stacked
+            fast_set(next_tensordict, ok, stacked)
+        return next_tensordict
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        raise NotImplementedError(
+            "CatFrames stacks frames of an env as it steps; use it inside a TransformedEnv."
+        )
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            spec = observation_spec[ik]
+            shape = list(spec.shape)
+            shape[self.dim] *= self.N
+            if isinstance(spec, Bounded):
+                new = Bounded(
+                    float(spec.low.min()),
+                    float(spec.high.max()),
+                    shape=shape,
+                    dtype=spec.dtype,
+                    device=spec.device,
+                )
+            else:
+                new = Unbounded(shape=shape, dtype=spec.dtype, device=spec.device)
+            observation_spec[ok] = new
+        return observation_spec
+
+
+# --- stepping --------------------------------------------------------------------------------
+class FrameSkipTransform(Transform):
+    """Repeat each action ``frame_skip`` times in the base env, summing rewards.
+
+    Stops early when the (sub-)env is done. Prefer ``GymEnv(..., frame_skip=k)`` for batched
+    envs: it skips per sub-env.
+
+    Args:
+        frame_skip: number of base steps per step.
+    """
+
+    def __init__(self, frame_skip: int = 1) -> None:
+        super().__init__()
+        if int(frame_skip) < 1:
+            raise ValueError(f"frame_skip must be >= 1, got {frame_skip}.")
+        self.frame_skip = int(frame_skip)
+
+    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return tensordict
+
+
+class NoopResetEnv(Transform):
+    """After each reset, play a random number (1..noops) of no-op actions (action 0).
+
+    Args:
+        noops: maximum number of no-ops.
+        random: draw the number uniformly; otherwise always ``noops``.
+    """
+
+    def __init__(self, noops: int = 30, random: bool = True) -> None:
+        super().__init__()
+        if int(noops) < 0:
+            raise ValueError(f"noops must be >= 0, got {noops}.")
+        self.noops, self.random = int(noops), random
+
+    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return tensordict
+
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        parent = self.parent
+        if parent is None or self.noops == 0:
+            return tensordict_reset
+        if parent.batch_size:
+            raise RuntimeError("NoopResetEnv supports unbatched envs only (put it per sub-env).")
+        n = int(torch.randint(1, self.noops + 1, ())) if self.random else self.noops
+        td = tensordict_reset
+        for _ in range(n):
+            td.set("action", parent.action_spec.zero())
+            td = parent.step(td)
+            if bool(td.get(("next", "done")).any()):
+                td = parent.reset()
+            else:
+                td = step_mdp(td)
+        return td
+
+
+class InitTracker(Transform):
+    """Write ``"is_init"``: True on the first observation of an episode, else False.
+
+    Args:
+        init_key: the flag key.
+    """
+
+    def __init__(self, init_key: str = "is_init") -> None:
+        super().__init__()
+        self.init_key = init_key
+
+    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return tensordict
+
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        shape = (*tensordict_reset.batch_size, 1)
+        ones = torch.ones(shape, dtype=torch.bool, device=tensordict_reset.device)
+        mask = _reset_mask(tensordict, ones)
+        tensordict_reset.set(self.init_key, ones if mask is None else mask.clone())
+        return tensordict_reset
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        shape = (*next_tensordict.batch_size, 1)
+        fast_set(
+            next_tensordict,
+            self.init_key,
+            torch.zeros(shape, dtype=torch.bool, device=next_tensordict.device),
+        )
+        return next_tensordict
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        from rl_trainers.envs.specs import Categorical
+
+        bs = observation_spec.shape
+        observation_spec[self.init_key] = Categorical(
+            2, shape=(*bs, 1), dtype=torch.bool, device=observation_spec.device
+        )
+        return observation_spec

@@ -1,0 +1,207 @@
+"""TD3 (Fujimoto et al. 2018) and DDPG (Lillicrap et al. 2016) losses for deterministic actors.
+
+TD3 target: ``a' = clip(mu'(s') + clip(noise, -c, c), low, high)``,
+``y = r + gamma * (1 - terminated) * min_i Q'_i(s', a')``; critics regress on ``y``; the actor
+maximises ``Q_1(s, mu(s))`` with the critics' parameters detached.
+DDPG is the single-critic, noise-free case: ``y = r + gamma * (1 - terminated) * Q'(s', mu'(s'))``.
+"""
+
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torch import nn
+
+from rl_trainers.objectives.common import (
+    LossModule,
+    buffer_copy,
+    check_loss_function,
+    discount,
+    distance_loss,
+)
+from rl_trainers.objectives.ensemble import CriticEnsemble
+from rl_trainers.objectives.sac import _critic_parts
+
+__all__ = ["TD3Loss", "DDPGLoss"]
+
+
+def _actor_parts(actor: nn.Module) -> tuple[nn.Module, list]:
+    module = getattr(actor, "module", None)
+    if module is None or not getattr(actor, "in_keys", None):
+        raise TypeError(f"the actor must be an Actor/TensorDictModule, got {type(actor).__name__}")
+    return module, list(actor.in_keys)
+
+
+class TD3Loss(LossModule):
+    """Twin-delayed DDPG loss.
+
+    Args:
+        actor_network: a deterministic :class:`~rl_trainers.modules.Actor`.
+        qvalue_network: a ValueOperator reading ``[obs, "action"]``.
+        action_spec: the action spec (bounds of the target action; default: ``actor.spec``).
+        bounds: ``(low, high)`` instead of a spec.
+        num_qvalue_nets: number of critics.
+        policy_noise: std of the target policy smoothing noise.
+        noise_clip: clip of that noise.
+        loss_function: critic distance.
+        delay_actor: keep a target actor.
+        delay_qvalue: keep target critics.
+        gamma: discount.
+    """
+
+    def __init__(
+        self,
+        actor_network: nn.Module,
+        qvalue_network: nn.Module,
+        *,
+        action_spec=None,
+        bounds: tuple | None = None,
+        num_qvalue_nets: int = 2,
+        policy_noise: float = 0.2,
+        noise_clip: float = 0.5,
+        loss_function: str = "l2",
+        delay_actor: bool = True,
+        delay_qvalue: bool = True,
+        gamma: float | None = None,
+    ) -> None:
+        super().__init__()
+        self.actor_network = actor_network
+        self._actor_module, self._obs_keys = _actor_parts(actor_network)
+        module, self._q_in_keys = _critic_parts(qvalue_network)
+        self.qvalue_network_params = CriticEnsemble(
+            module, num_qvalue_nets, reinit=num_qvalue_nets > 1
+        )
+        self.num_qvalue_nets = num_qvalue_nets
+        self.delay_actor = delay_actor
+        self.delay_qvalue = delay_qvalue
+        if delay_actor:
+            self._target_names.append("actor_network")
+            self.target_actor_network_params = buffer_copy(self._actor_module)
+        if delay_qvalue:
+            self._register_target("qvalue_network", self.qvalue_network_params)
+        self.loss_function = check_loss_function(loss_function)
+        self.policy_noise = float(policy_noise)
+        self.noise_clip = float(noise_clip)
+        spec = action_spec if action_spec is not None else getattr(actor_network, "spec", None)
+        low = high = None
+        if bounds is not None:
+            low, high = bounds
+        elif spec is not None and getattr(spec, "low", None) is not None:
+            low, high = spec.low, spec.high
+        self._bounded = low is not None
+        if self._bounded:
+            self.register_buffer(
+                "low", torch.as_tensor(low, dtype=torch.float32).clone(), persistent=False
+            )
+            self.register_buffer(
+                "high", torch.as_tensor(high, dtype=torch.float32).clone(), persistent=False
+            )
+        if gamma is not None:
+            self.gamma = float(gamma)
+
+    def _source_of(self, name: str) -> nn.Module:
+        return self._actor_module if name == "actor_network" else self.qvalue_network_params
+
+    def _obs(self, td: TensorDictBase, next_: bool) -> list[torch.Tensor]:
+        return [td.get(("next", k) if next_ else k) for k in self._obs_keys]
+
+    def _q_inputs(
+        self, td: TensorDictBase, next_: bool, action: torch.Tensor
+    ) -> list[torch.Tensor]:
+        return [
+            action if k == "action" else td.get(("next", k) if next_ else k)
+            for k in self._q_in_keys
+        ]
+
+    def _target_action(self, td: TensorDictBase) -> torch.Tensor:
+        actor = self.target_actor_network_params if self.delay_actor else self._actor_module
+        action = actor(*self._obs(td, True))
+        if self.policy_noise > 0:
+            noise = (torch.randn_like(action) * self.policy_noise).clamp(
+                -self.noise_clip, self.noise_clip
+            )
+            action = action + noise
+        if self._bounded:
+            action = torch.maximum(torch.minimum(action, self.high), self.low)
+        return action
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        td = tensordict
+        with torch.no_grad():
+            a_next = self._target_action(td)
+            critics = (
+                self.target_qvalue_network_params
+                if self.delay_qvalue
+                else self.qvalue_network_params
+            )
+            q_next = critics(*self._q_inputs(td, True, a_next)).min(0).values
+            reward = td.get(("next", "reward"))
+            terminated = td.get(("next", "terminated"), None)
+            if terminated is None:
+                terminated = td.get(("next", "done"))
+            not_term = (~terminated.bool()).to(reward.dtype).reshape(reward.shape)
+            target = reward + discount(td, self.gamma, reward) * not_term * q_next.reshape(
+                reward.shape
+            )
+        q_data = self.qvalue_network_params(*self._q_inputs(td, False, td.get("action")))
+        loss_q = (
+            distance_loss(q_data, target.unsqueeze(0), self.loss_function)
+            .reshape(self.num_qvalue_nets, -1)
+            .mean(1)
+            .sum()
+        )
+        a_pi = self._actor_module(*self._obs(td, False))
+        q_pi = self.qvalue_network_params(*self._q_inputs(td, False, a_pi), detach=True)[0]
+        with torch.no_grad():
+            td_error = (q_data - target.unsqueeze(0)).abs().max(0).values
+            if not td.is_locked:
+                td.set("td_error", td_error.reshape(td.batch_size))
+        return TensorDict(
+            {
+                "loss_actor": -q_pi.mean(),
+                "loss_qvalue": loss_q,
+                "q_mean": q_data.detach().mean(),
+                "target_value": target.mean(),
+                "td_error": td_error.mean(),
+            },
+            batch_size=[],
+        )
+
+
+class DDPGLoss(TD3Loss):
+    """DDPG loss: one critic, no target smoothing noise.
+
+    Args:
+        actor_network: a deterministic actor.
+        value_network: a ValueOperator reading ``[obs, "action"]``.
+        loss_function: critic distance.
+        delay_actor: keep a target actor.
+        delay_value: keep a target critic.
+        gamma: discount.
+    """
+
+    def __init__(
+        self,
+        actor_network: nn.Module,
+        value_network: nn.Module,
+        *,
+        loss_function: str = "l2",
+        delay_actor: bool = False,
+        delay_value: bool = True,
+        gamma: float | None = None,
+    ) -> None:
+        super().__init__(
+            actor_network,
+            value_network,
+            num_qvalue_nets=1,
+            policy_noise=0.0,
+            loss_function=loss_function,
+            delay_actor=delay_actor,
+            delay_qvalue=delay_value,
+            gamma=gamma,
+        )
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        out = super().forward(tensordict)
+        out["loss_value"] = out.pop("loss_qvalue")
+        return out

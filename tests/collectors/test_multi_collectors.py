@@ -1,0 +1,161 @@
+"""Multi-process collectors: batches, weights, and clean shutdown on errors and Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from collector_fake_env import CountingEnv
+
+from rl_trainers.collectors import MultiaSyncDataCollector, MultiSyncDataCollector
+
+HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie still answers kill(pid, 0): read its state
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def _wait_gone(pids, timeout=10.0) -> bool:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if not any(_alive(p) for p in pids):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def make_env():
+    return CountingEnv((3, 5))
+
+
+def test_multisync_concatenates_workers_and_unique_ids():
+    collector = MultiSyncDataCollector([make_env] * 2, frames_per_batch=16, total_frames=32)
+    pids = collector.worker_pids
+    batches = list(collector)
+    assert len(batches) == 2
+    assert batches[0].batch_size == torch.Size([4, 4])
+    ids = batches[0]["collector", "traj_ids"]
+    # each row (env) starts its own trajectory: four different ids
+    assert ids[:, 0].unique().numel() == 4
+    collector.shutdown()
+    assert _wait_gone(pids)
+
+
+def test_multisync_frames_per_batch_divisible():
+    with pytest.raises(ValueError, match="not divisible by the number of workers 2"):
+        MultiSyncDataCollector([make_env] * 2, frames_per_batch=9)
+
+
+def test_multiasync_yields_full_batches_and_updates_weights():
+    policy = torch.nn.Linear(1, 1)
+    torch.nn.init.zeros_(policy.weight)
+    torch.nn.init.zeros_(policy.bias)
+
+    from tensordict.nn import TensorDictModule
+
+    module = TensorDictModule(policy, in_keys=["observation"], out_keys=["action"])
+    collector = MultiaSyncDataCollector([make_env] * 2, module, frames_per_batch=8, total_frames=-1)
+    try:
+        it = iter(collector)
+        first = next(it)
+        assert first.batch_size == torch.Size([2, 4])
+        assert (first["action"] == 0).all()
+        with torch.no_grad():
+            policy.bias.fill_(3.0)
+        collector.update_policy_weights_()
+        # each worker may have one batch in flight with the old weights; later ones use the new
+        fresh = [bool((next(it)["action"] == 3.0).all()) for _ in range(6)]
+        assert sum(not f for f in fresh) <= 2
+        assert fresh[-1] or fresh[-2]
+    finally:
+        collector.shutdown()
+    assert _wait_gone(collector.worker_pids)
+
+
+def test_worker_exception_is_raised_and_workers_end():
+    collector = MultiSyncDataCollector(
+        [lambda: CountingEnv((3, 5), fail_after=5)] * 2, frames_per_batch=8, total_frames=-1
+    )
+    pids = collector.worker_pids
+    with pytest.raises(RuntimeError, match="CountingEnv exploded on purpose"):
+        for _ in collector:
+            pass
+    assert _wait_gone(pids)
+
+
+def test_multiasync_worker_exception():
+    collector = MultiaSyncDataCollector(
+        [make_env, lambda: CountingEnv((3, 5), fail_after=3)], frames_per_batch=8, total_frames=-1
+    )
+    pids = collector.worker_pids
+    with pytest.raises(RuntimeError, match=r"worker 1 failed:[\s\S]*Traceback"):
+        for _ in collector:
+            pass
+    assert _wait_gone(pids)
+
+
+def test_worker_killed_is_reported_not_hung():
+    collector = MultiSyncDataCollector([make_env] * 2, frames_per_batch=8, total_frames=-1)
+    os.kill(collector.worker_pids[1], signal.SIGKILL)
+    start = time.time()
+    with pytest.raises(RuntimeError, match="worker 1"):
+        for _ in collector:
+            pass
+    assert time.time() - start < 10
+    assert _wait_gone(collector.worker_pids)
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, {here!r})
+    from collector_fake_env import CountingEnv
+    from rl_trainers.collectors import MultiSyncDataCollector
+
+    collector = MultiSyncDataCollector(
+        [lambda: CountingEnv((3, 5))] * 2, frames_per_batch=8, total_frames=-1
+    )
+    print("PIDS", *collector.worker_pids, flush=True)
+    for _ in collector:
+        pass
+    """
+)
+
+
+def test_keyboard_interrupt_ends_workers(tmp_path):
+    script = tmp_path / "run_collector.py"
+    script.write_text(SCRIPT.format(here=str(HERE)))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    try:
+        line = proc.stdout.readline().decode()
+        assert line.startswith("PIDS"), line + proc.stderr.read().decode()
+        pids = [int(p) for p in line.split()[1:]]
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+        assert b"KeyboardInterrupt" in err
+        assert _wait_gone(pids)
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -1,0 +1,196 @@
+"""SyncDataCollector: shapes, trajectory ids, random frames, autoreset, split, state."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from collector_fake_env import CountingEnv
+from tensordict import TensorDict
+
+from rl_trainers.collectors import SyncDataCollector, split_trajectories
+from rl_trainers.data import LazyTensorStorage, MultiStep, TensorDictReplayBuffer
+
+
+def obs(batch, *key):
+    return batch[(*key, "observation")].squeeze(-1) if key else batch["observation"].squeeze(-1)
+
+
+def test_batch_shape_and_frame_count():
+    collector = SyncDataCollector(CountingEnv((3, 5)), frames_per_batch=8, total_frames=24)
+    batches = list(collector)
+    assert len(batches) == 3 == len(collector)
+    assert all(b.batch_size == torch.Size([2, 4]) for b in batches)
+    assert collector.frames_collected == 24
+
+
+def test_frames_per_batch_must_divide_envs():
+    with pytest.raises(ValueError, match=r"frames_per_batch=7 .* number of environments 2"):
+        SyncDataCollector(CountingEnv((3, 5)), frames_per_batch=7)
+
+
+def test_autoreset_does_not_mix_episodes_and_traj_ids_carry_over():
+    collector = SyncDataCollector(CountingEnv((3, 5)), frames_per_batch=8, total_frames=16)
+    b1, b2 = list(collector)
+    # env 0 ends an episode at its third step: next obs is the final one (1003), the
+    # following step's obs is the reset one (2000) with a new trajectory id
+    assert obs(b1)[0].tolist() == [1000, 1001, 1002, 2000]
+    assert obs(b1, "next")[0].tolist() == [1001, 1002, 1003, 2001]
+    assert b1["next", "done"].squeeze(-1)[0].tolist() == [False, False, True, False]
+    ids1, ids2 = b1["collector", "traj_ids"], b2["collector", "traj_ids"]
+    assert ids1[0, 2] != ids1[0, 3]
+    assert ids1[0, 0] != ids1[1, 0]
+    # the env is not reset between batches: the episode continues with the same id
+    assert obs(b2)[1, 0].item() == 1004
+    assert ids2[1, 0] == ids1[1, -1]
+    assert ids2[0, 0] == ids1[0, -1]
+    # ids are unique per trajectory within the run
+    all_ids = torch.cat([ids1, ids2], 1)
+    episode = torch.cat([obs(b1), obs(b2)], 1) // 1000
+    for env in range(2):
+        for tid in all_ids[env].unique():
+            assert episode[env][all_ids[env] == tid].unique().numel() == 1
+    assert not set(all_ids[0].tolist()) & set(all_ids[1].tolist())
+
+
+def test_init_random_frames_are_yielded():
+    calls = []
+
+    def policy(td):
+        calls.append(1)
+        td.set("action", torch.full((*td.batch_size, 1), 7.0))
+        return td
+
+    collector = SyncDataCollector(
+        CountingEnv((3, 5)), policy, frames_per_batch=8, total_frames=32, init_random_frames=16
+    )
+    rb = TensorDictReplayBuffer(storage=LazyTensorStorage(100))
+    batches = []
+    for b in collector:
+        rb.extend(b)
+        batches.append(b)
+    assert len(rb) == 32
+    assert all((b["action"] != 7).all() for b in batches[:2])
+    assert all((b["action"] == 7).all() for b in batches[2:])
+    assert len(calls) == 8  # 2 policy batches of T=4 steps
+
+
+def test_unbatched_env_yields_time_only():
+    collector = SyncDataCollector(
+        CountingEnv((3,), batched=False), frames_per_batch=5, total_frames=5
+    )
+    (batch,) = list(collector)
+    assert batch.batch_size == torch.Size([5])
+    assert obs(batch).tolist() == [1000, 1001, 1002, 2000, 2001]
+    ids = batch["collector", "traj_ids"]
+    assert ids[0] == ids[2] != ids[3]
+
+
+def test_split_trajs():
+    collector = SyncDataCollector(
+        CountingEnv((3, 5)), frames_per_batch=12, total_frames=12, split_trajs=True
+    )
+    (batch,) = list(collector)
+    # env 0: [1000..1002], [2000..2002] ; env 1: [1000..1004], [2000]
+    assert batch.batch_size == torch.Size([4, 5])
+    mask = batch["collector", "mask"]
+    assert mask.sum(1).tolist() == [3, 3, 5, 1]
+    assert obs(batch)[2].tolist() == [1000, 1001, 1002, 1003, 1004]
+    assert obs(batch)[3].tolist() == [2000, 0, 0, 0, 0]
+    assert (batch["collector", "traj_ids"][mask].unique().numel()) == 4
+
+
+def test_split_trajectories_direct():
+    ids = torch.tensor([[0, 0, 1], [2, 3, 3]])
+    td = TensorDict({"x": torch.arange(6).reshape(2, 3), "collector": {"traj_ids": ids}}, [2, 3])
+    out = split_trajectories(td)
+    assert out["x"].tolist() == [[0, 1], [2, 0], [3, 0], [4, 5]]
+
+
+def test_postproc_multistep_and_truncation_flags():
+    collector = SyncDataCollector(
+        CountingEnv((3,), truncate=True),
+        frames_per_batch=4,
+        total_frames=4,
+        postproc=MultiStep(gamma=0.5, n_steps=2),
+    )
+    (batch,) = list(collector)
+    assert batch["next", "reward"].squeeze(-1)[0].tolist() == [1.5, 1.5, 1.0, 1.0]
+    assert batch["steps_to_next_obs"].squeeze(-1)[0].tolist() == [2, 2, 1, 1]
+    assert batch["next", "truncated"].squeeze(-1)[0].tolist() == [False, True, True, False]
+    assert not batch["next", "terminated"].any()
+
+
+def test_reset_at_each_iter_and_seed():
+    env = CountingEnv((10,))
+    collector = SyncDataCollector(env, frames_per_batch=2, total_frames=4, reset_at_each_iter=True)
+    assert collector.set_seed(3) == 4 and env.seed == 3
+    b1, b2 = list(collector)
+    assert obs(b1)[0].tolist() == [1000, 1001]
+    assert obs(b2)[0].tolist() == [2000, 2001]
+
+
+def test_state_dict_resume_continues_counters():
+    collector = SyncDataCollector(CountingEnv((3, 5)), frames_per_batch=8, total_frames=32)
+    it = iter(collector)
+    next(it)
+    b2 = next(it)
+    state = collector.state_dict()
+    assert state["frames_collected"] == 16
+    resumed = SyncDataCollector(CountingEnv((3, 5)), frames_per_batch=8, total_frames=32)
+    resumed.load_state_dict(state)
+    assert resumed.env.total_steps == collector.env.total_steps
+    batches = list(resumed)
+    assert len(batches) == 2  # 16 of 32 frames remain
+    new_ids = batches[0]["collector", "traj_ids"]
+    assert new_ids.min() > b2["collector", "traj_ids"].max()
+
+
+def test_exploration_type_and_no_grad():
+    from tensordict.nn import InteractionType, interaction_type
+
+    seen = []
+    lin = torch.nn.Linear(1, 1)
+
+    def policy(td):
+        seen.append((interaction_type(), torch.is_grad_enabled()))
+        td.set("action", lin(td["observation"]))
+        return td
+
+    collector = SyncDataCollector(
+        CountingEnv((3,)),
+        policy,
+        frames_per_batch=2,
+        total_frames=2,
+        exploration_type=InteractionType.DETERMINISTIC,
+    )
+    (batch,) = list(collector)
+    assert seen[0] == (InteractionType.DETERMINISTIC, False)
+    assert not batch["action"].requires_grad
+
+
+def test_async_collection_into_buffer():
+    rb = TensorDictReplayBuffer(storage=LazyTensorStorage(1000))
+    collector = SyncDataCollector(
+        CountingEnv((3, 5)), frames_per_batch=8, total_frames=80, replay_buffer=rb
+    )
+    collector.start()
+    collector._thread.join(20)
+    assert collector.frames_collected == 80
+    assert len(rb) == 80
+    collector.async_shutdown()
+
+
+def test_real_gym_env_batches():
+    gym_env = pytest.importorskip("rl_trainers.envs").GymEnv
+    collector = SyncDataCollector(
+        lambda: gym_env("CartPole-v1", num_envs=4), frames_per_batch=64, total_frames=128
+    )
+    batches = list(collector)
+    assert batches[0].batch_size == torch.Size([4, 16])
+    b = batches[0]
+    done = b["next", "done"].squeeze(-1)
+    # after a done step, the next step starts from a reset observation (small values)
+    for env, t in zip(*torch.nonzero(done[:, :-1], as_tuple=True)):
+        assert b["collector", "traj_ids"][env, t] != b["collector", "traj_ids"][env, t + 1]
+        assert not torch.equal(b["next", "observation"][env, t], b["observation"][env, t + 1])
+    collector.shutdown()

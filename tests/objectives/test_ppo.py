@@ -1,0 +1,139 @@
+import math
+
+import pytest
+import torch
+from tensordict import TensorDict
+from tensordict.nn import InteractionType, set_interaction_type
+from torch import nn
+
+from rl_trainers.envs.specs import Composite, OneHot, Unbounded
+from rl_trainers.modules import make_actor, make_value
+from rl_trainers.objectives import A2CLoss, ClipPPOLoss, KLPENPPOLoss, explained_variance
+
+
+class _FixedDist:
+    def __init__(self, log_prob):
+        self._lp = log_prob
+
+    def log_prob(self, action):
+        return self._lp
+
+    def entropy(self):
+        return torch.zeros_like(self._lp)
+
+
+class _StubActor(nn.Module):
+    """An actor whose new log-probabilities are a leaf tensor we control."""
+
+    in_keys = ["observation"]
+
+    def __init__(self, new_log_prob):
+        super().__init__()
+        self.new_log_prob = nn.Parameter(new_log_prob)
+
+    def get_dist(self, td):
+        return _FixedDist(self.new_log_prob)
+
+
+def _batch(adv):
+    n = len(adv)
+    return TensorDict(
+        {
+            "observation": torch.zeros(n, 1),
+            "action": torch.zeros(n, 1),
+            "sample_log_prob": torch.zeros(n),
+            "advantage": torch.tensor(adv).reshape(n, 1),
+        },
+        batch_size=[n],
+    )
+
+
+def test_clip_objective_on_a_tiny_example():
+    ratios = torch.tensor([1.5, 0.5, 1.1, 0.7])
+    actor = _StubActor(ratios.log())
+    loss = ClipPPOLoss(actor, None, clip_epsilon=0.2, entropy_bonus=False)
+    out = loss(_batch([1.0, 1.0, -1.0, -1.0]))
+    # per-sample gains: min(1.5, 1.2)=1.2, min(.5, .8)=.5, min(-1.1, -1.1)=-1.1, min(-.7, -.8)=-.8
+    torch.testing.assert_close(out["loss_objective"], torch.tensor(0.05))
+    torch.testing.assert_close(out["clip_fraction"], torch.tensor(0.75))
+    out["loss_objective"].backward()
+    grad = actor.new_log_prob.grad
+    # clipped samples (0 and 3) get no gradient; d(-r*A/4)/dlogp = -r*A/4 for the others
+    torch.testing.assert_close(grad, torch.tensor([0.0, -0.125, 0.275, 0.0]))
+    assert "loss_entropy" not in out.keys()
+
+
+def test_kl_penalty_adapts_beta():
+    actor = _StubActor(torch.tensor([1.0, -1.0]))  # far from the old policy: large KL
+    loss = KLPENPPOLoss(actor, None, dtarg=0.01, beta=1.0, increment=2.0, decrement=0.5)
+    out = loss(_batch([1.0, 1.0]))
+    r = torch.tensor([math.e, 1 / math.e])
+    kl = ((r - 1) - torch.tensor([1.0, -1.0])).mean()
+    torch.testing.assert_close(out["kl"], kl)
+    torch.testing.assert_close(out["loss_objective"], -(r.mean()) + 1.0 * kl)
+    assert float(loss.beta) == 2.0
+    near = KLPENPPOLoss(_StubActor(torch.zeros(2)), None, beta=1.0)
+    near(_batch([1.0, 1.0]))
+    assert float(near.beta) == 0.5
+
+
+def test_explained_variance():
+    target = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    torch.testing.assert_close(
+        explained_variance(target, torch.tensor([1.0, 2.0, 3.0, 5.0])), torch.tensor(0.85)
+    )
+    torch.testing.assert_close(explained_variance(target, target), torch.tensor(1.0))
+
+
+def _cartpole_batch(actor):
+    td = TensorDict(
+        {
+            "observation": torch.randn(2, 6, 4),
+            "next": {
+                "observation": torch.randn(2, 6, 4),
+                "reward": torch.ones(2, 6, 1),
+                "terminated": torch.zeros(2, 6, 1, dtype=torch.bool),
+                "done": torch.zeros(2, 6, 1, dtype=torch.bool),
+            },
+        },
+        batch_size=[2, 6],
+    )
+    with torch.no_grad(), set_interaction_type(InteractionType.RANDOM):
+        actor(td)
+    return td
+
+
+@pytest.mark.parametrize("cls", [ClipPPOLoss, A2CLoss])
+def test_ppo_and_a2c_with_real_modules(cls):
+    obs = Composite(observation=Unbounded(shape=(4,)))
+    actor, critic = make_actor(obs, OneHot(2)), make_value(obs)
+    loss = cls(actor, critic, critic_coef=0.5, loss_critic_type="l2")
+    loss.make_value_estimator("gae", gamma=0.99, lmbda=0.95)
+    td = _cartpole_batch(actor)
+    out = loss(td)
+    for key in ("loss_objective", "loss_critic", "loss_entropy", "entropy", "explained_variance"):
+        assert key in out.keys()
+    # the estimator filled the targets; critic loss = 0.5 * mse
+    value = critic.module(td["observation"])
+    torch.testing.assert_close(out["loss_critic"], 0.5 * (value - td["value_target"]).pow(2).mean())
+    total = sum(v for k, v in out.items() if k.startswith("loss_"))
+    total.backward()
+    assert all(p.grad is not None for p in actor.parameters())
+    assert all(p.grad is not None for p in critic.parameters())
+    assert {id(p) for p in loss.parameters()} == {
+        id(p) for p in [*actor.parameters(), *critic.parameters()]
+    }
+
+
+def test_ppo_clip_ratio_is_one_on_policy():
+    obs = Composite(observation=Unbounded(shape=(4,)))
+    actor, critic = make_actor(obs, OneHot(2)), make_value(obs)
+    loss = ClipPPOLoss(actor, critic)
+    out = loss(_cartpole_batch(actor))
+    assert float(out["clip_fraction"]) == 0.0
+    assert abs(float(out["kl_approx"])) < 1e-6
+
+
+def test_bad_loss_critic_type():
+    with pytest.raises(ValueError, match="smooth_l1"):
+        ClipPPOLoss(_StubActor(torch.zeros(1)), None, loss_critic_type="huber")

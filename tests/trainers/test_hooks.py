@@ -1,0 +1,453 @@
+"""Behaviour of each hook, with hand-computed expectations."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from tensordict import TensorDict
+from torch import nn
+
+from rl_trainers.trainers import (
+    BatchSubSampler,
+    ClearCudaCache,
+    CountFramesLog,
+    LogReward,
+    LogScalar,
+    LogValidationReward,
+    OptimizerHook,
+    Recorder,
+    ReplayBufferTrainer,
+    RewardNormalizer,
+    SelectKeys,
+    TargetNetUpdaterHook,
+    Trainer,
+    TrainerHookBase,
+    UpdateWeights,
+    UTDRHook,
+)
+from rl_trainers.trainers.hooks.evaluation import episode_returns
+
+
+def trainer_for(collector, loss, **kw):
+    kw.setdefault("total_frames", 10_000)
+    kw.setdefault("optim_steps_per_batch", 1)
+    return Trainer(collector=collector, frame_skip=1, loss_module=loss, progress_bar=False, **kw)
+
+
+def seq_batch(B=2, T=5):
+    return TensorDict(
+        {
+            "t": torch.arange(T).expand(B, T).clone(),
+            "env": torch.arange(B).unsqueeze(-1).expand(B, T).clone(),
+            "next": {"reward": torch.arange(B * T, dtype=torch.float32).reshape(B, T, 1)},
+        },
+        batch_size=[B, T],
+    )
+
+
+# ----------------------------------------------------------------------- data hooks
+def test_batch_subsampler_transitions():
+    out = BatchSubSampler(batch_size=7)(seq_batch())
+    assert out.shape == (7,)
+    assert ((out["t"] >= 0) & (out["t"] < 5)).all()
+
+
+def test_batch_subsampler_windows_are_contiguous():
+    torch.manual_seed(0)
+    out = BatchSubSampler(batch_size=12, sub_traj_len=3)(seq_batch(B=4, T=10))
+    assert out.shape == (4, 3)
+    t = out["t"]
+    assert (t[:, 1:] - t[:, :-1] == 1).all()
+    assert (out["env"] == out["env"][:, :1]).all()  # one env per window
+
+
+def test_batch_subsampler_short_batches():
+    out = BatchSubSampler(batch_size=8, sub_traj_len=10, min_sub_traj_len=4)(seq_batch(T=5))
+    assert out.shape == (1, 5)
+    with pytest.raises(ValueError, match="min_sub_traj_len=6"):
+        BatchSubSampler(batch_size=8, sub_traj_len=10, min_sub_traj_len=6)(seq_batch(T=5))
+
+
+def test_select_keys(collector, loss_module):
+    trainer = trainer_for(collector, loss_module)
+    SelectKeys(["observation", ("next", "reward")]).register(trainer)
+    assert trainer._ops["batch_process"]
+    out = trainer._ops["batch_process"][0](collector.make_batch())
+    assert set(out.keys(include_nested=True, leaves_only=True)) == {
+        "observation",
+        ("next", "reward"),
+    }
+    with pytest.raises(KeyError):
+        SelectKeys(["missing"])(collector.make_batch())
+
+
+# ----------------------------------------------------------------------- logging hooks
+def test_count_frames_log():
+    hook = CountFramesLog(frame_skip=4, log_pbar=True)
+    assert hook(seq_batch()) == {"n_frames": 40, "log_pbar": True}
+    assert hook(seq_batch())["n_frames"] == 80
+    hook2 = CountFramesLog()
+    hook2.load_state_dict(hook.state_dict())
+    assert hook2.frame_count == 80
+
+
+def test_log_scalar_and_reductions():
+    batch = seq_batch()  # rewards 0..9
+    out = LogScalar()(batch)
+    assert out["r_training"].item() == pytest.approx(4.5)
+    assert out["r_training_std"].item() == pytest.approx(torch.arange(10.0).std().item())
+    out = LogScalar(key="t", logname="tmax", reduction="max", include_std=False)(batch)
+    assert set(out) == {"tmax", "log_pbar"} and out["tmax"].item() == 4
+    batch.set(("collector", "mask"), torch.tensor([[True] * 5, [False] * 5]))
+    assert LogScalar()(batch)["r_training"].item() == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="reduction"):
+        LogScalar(reduction="median")
+
+
+def test_log_reward_alias():
+    hook = LogReward(log_pbar=True)
+    assert isinstance(hook, LogScalar) and hook.key == ("next", "reward") and hook.log_pbar
+    assert LogReward(reward_key="r").key == "r"
+
+
+def test_utdr_hook(collector, loss_module, logger):
+    trainer = trainer_for(
+        collector,
+        loss_module,
+        total_frames=32,
+        optim_steps_per_batch=4,
+        logger=logger,
+        log_interval=16,
+    )
+    UTDRHook(trainer).register(trainer)
+    trainer.train()
+    assert logger.values("utd_ratio") == [(16, 4 / 16), (32, 8 / 32)]
+
+
+# ----------------------------------------------------------------------- optimizer hook
+class TwoHeads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(1, 1, bias=False)
+        self.b = nn.Linear(1, 1, bias=False)
+        nn.init.constant_(self.a.weight, 1.0)
+        nn.init.constant_(self.b.weight, 2.0)
+
+    def forward(self, td):
+        x = torch.ones(1, 1)
+        # loss_a = a^2 * b (depends on both), loss_b = 3 b
+        return TensorDict(loss_a=(self.a(x) ** 2 * self.b(x)).sum(), loss_b=3 * self.b(x).sum())
+
+
+def test_optimizer_hooks_tied_to_components(collector):
+    loss = TwoHeads()
+    trainer = trainer_for(collector, loss)
+    OptimizerHook(torch.optim.SGD(loss.a.parameters(), lr=0.1), "loss_a").register(trainer)
+    OptimizerHook(torch.optim.SGD(loss.b.parameters(), lr=0.1), ["loss_b"]).register(trainer)
+    assert {"optimizer", "optimizer_1"} <= set(trainer._modules)
+    trainer.optim_steps(collector.make_batch())
+    # d loss_a / d a = 2 a b = 4 -> a = 1 - 0.4; b only sees loss_b: d/db = 3 -> b = 2 - 0.3
+    assert loss.a.weight.item() == pytest.approx(0.6)
+    assert loss.b.weight.item() == pytest.approx(1.7)
+
+
+def test_optimizer_hook_sums_all_loss_entries_and_clips_norm(collector):
+    loss = TwoHeads()
+    trainer = trainer_for(collector, loss, clip_norm=0.5, clip_grad_norm=True)
+    hook = OptimizerHook(torch.optim.SGD(loss.parameters(), lr=1.0))
+    hook.register(trainer)
+    losses = loss(None)
+    hook(losses)
+    # grads: a: 2ab = 4, b: a^2 + 3 = 4 -> norm sqrt(32), clipped to 0.5
+    assert losses["grad_norm"].item() == pytest.approx(math.sqrt(32))
+    step = 0.5 / math.sqrt(32) * 4
+    assert loss.a.weight.item() == pytest.approx(1 - step, rel=1e-4)
+    assert loss.b.weight.item() == pytest.approx(2 - step, rel=1e-4)
+
+
+def test_optimizer_hook_clips_values(collector):
+    loss = TwoHeads()
+    trainer = trainer_for(collector, loss, clip_norm=0.25, clip_grad_norm=False)
+    hook = OptimizerHook(torch.optim.SGD(loss.parameters(), lr=1.0))
+    hook.register(trainer)
+    hook(loss(None))
+    assert loss.a.weight.item() == pytest.approx(0.75)
+    assert loss.b.weight.item() == pytest.approx(1.75)
+
+
+def test_optimizer_hook_errors():
+    loss = TwoHeads()
+    with pytest.raises(KeyError, match="'loss_c' is not in the loss TensorDict"):
+        OptimizerHook(torch.optim.SGD(loss.parameters(), lr=1.0), "loss_c")(loss(None))
+    with pytest.raises(ValueError, match="no entry starting with 'loss'"):
+        OptimizerHook(torch.optim.SGD(loss.parameters(), lr=1.0))(TensorDict(x=torch.ones(())))
+    with pytest.raises(TypeError, match="torch.optim.Optimizer"):
+        OptimizerHook(loss)
+
+
+# ----------------------------------------------------------------------- weights hooks
+def test_update_weights_interval(collector, loss_module):
+    trainer = trainer_for(collector, loss_module, total_frames=16 * 5)
+    hook = UpdateWeights(collector, update_weights_interval=2)
+    hook.register(trainer)
+    trainer.train()
+    assert collector.weight_updates == 2 and hook.state_dict() == {"counter": 5}
+    with pytest.raises(TypeError, match="update_policy_weights_"):
+        UpdateWeights(object(), 1)
+
+
+def test_target_net_updater_hook(collector, loss_module):
+    class Updater:
+        steps = 0
+
+        def step(self):
+            self.steps += 1
+
+    up = Updater()
+    trainer = trainer_for(collector, loss_module, total_frames=32, optim_steps_per_batch=3)
+    TargetNetUpdaterHook(up).register(trainer)
+    trainer.train()
+    assert up.steps == 6
+    with pytest.raises(TypeError, match="step"):
+        TargetNetUpdaterHook(object())
+
+
+def test_clear_cuda_cache_counts():
+    hook = ClearCudaCache(2)
+    hook()
+    hook()
+    assert hook.state_dict() == {"count": 2}
+    with pytest.raises(ValueError):
+        ClearCudaCache(0)
+
+
+# ----------------------------------------------------------------------- normaliser
+def test_reward_normalizer_statistics_and_output():
+    norm = RewardNormalizer(decay=0.5, scale=2.0, eps=1e-8)
+    b1 = TensorDict({"next": {"reward": torch.tensor([[1.0], [3.0]])}}, batch_size=[2])
+    b2 = TensorDict({"next": {"reward": torch.tensor([[5.0], [5.0]])}}, batch_size=[2])
+    norm.update_reward_stats(b1)
+    norm.update_reward_stats(b2)
+    # S = 0.5*4 + 10 = 12, Q = 0.5*10 + 50 = 55, N = 0.5*2 + 2 = 3
+    mean, std = norm.stats()
+    assert mean.item() == pytest.approx(4.0)
+    assert std.item() == pytest.approx(math.sqrt(55 / 3 - 16))
+    out = norm.normalize_reward(b1)
+    expected = 2.0 * (torch.tensor([[1.0], [3.0]]) - 4.0) / math.sqrt(55 / 3 - 16)
+    assert torch.allclose(out["next", "reward"], expected)
+    assert b1["next", "reward"][0].item() == 1.0  # input untouched
+    other = RewardNormalizer()
+    other.load_state_dict(norm.state_dict())
+    assert torch.equal(other.stats()[0], mean)
+
+
+def test_reward_normalizer_before_stats_raises():
+    with pytest.raises(RuntimeError, match="update_reward_stats"):
+        RewardNormalizer().normalize_reward(seq_batch())
+
+
+def test_reward_normalizer_in_loop_does_not_compound(collector):
+    seen = []
+
+    def loss(td):
+        seen.append(td["next", "reward"].clone())
+        return TensorDict(loss_x=torch.zeros((), requires_grad=True))
+
+    trainer = trainer_for(collector, loss, total_frames=16, optim_steps_per_batch=2)
+    RewardNormalizer().register(trainer)
+    trainer.train()
+    assert torch.equal(seen[0], seen[1])
+
+
+# ----------------------------------------------------------------------- replay buffer
+class FakeBuffer:
+    def __init__(self):
+        self.data = []
+        self.priorities = []
+        self.sampler = type("PrioritizedSampler", (), {})()
+
+    def extend(self, td):
+        self.data.append(td)
+
+    def sample(self, batch_size=None):
+        return torch.cat([d.reshape(-1) for d in self.data])[: batch_size or 4]
+
+    def update_tensordict_priority(self, td):
+        self.priorities.append(td["td_error"])
+
+    def state_dict(self):
+        return {"n": len(self.data)}
+
+    def load_state_dict(self, sd):
+        self.n_loaded = sd["n"]
+
+
+def test_replay_buffer_trainer_with_fake(collector):
+    rb = FakeBuffer()
+    seen = []
+
+    def loss(td):
+        seen.append(td.shape)
+        td.set("td_error", torch.ones(td.shape))
+        return TensorDict(loss_x=torch.zeros((), requires_grad=True))
+
+    trainer = trainer_for(collector, loss, total_frames=32, optim_steps_per_batch=2)
+    ReplayBufferTrainer(rb, batch_size=5, flatten_tensordicts=True).register(trainer)
+    trainer.train()
+    assert [d.shape for d in rb.data] == [(16,), (16,)]
+    assert seen == [(5,)] * 4 and len(rb.priorities) == 4
+    assert trainer.state_dict()["modules"]["replay_buffer"] == {"replay_buffer": {"n": 2}}
+
+
+def test_replay_buffer_trainer_max_dims_pads():
+    rb = FakeBuffer()
+    ReplayBufferTrainer(rb, max_dims=(7,)).extend(seq_batch(B=2, T=5))
+    assert rb.data[0].shape == (2, 7)
+    assert (rb.data[0]["next", "reward"][:, 5:] == 0).all()
+
+
+def test_replay_buffer_trainer_with_real_buffer(collector, loss_module, tmp_path):
+    data = pytest.importorskip("rl_trainers.data")
+    rb = data.TensorDictReplayBuffer(storage=data.LazyTensorStorage(1000), batch_size=8)
+    trainer = trainer_for(
+        collector,
+        loss_module,
+        total_frames=48,
+        optim_steps_per_batch=2,
+        optimizer=torch.optim.Adam(loss_module.parameters()),
+        save_trainer_file=tmp_path / "c.pt",
+    )
+    hook = ReplayBufferTrainer(rb, flatten_tensordicts=True)
+    hook.register(trainer)
+    assert not trainer._ops["post_loss"]  # not prioritized: no priority updates
+    trainer.train()
+    assert len(rb) == 48
+    assert hook.sample().shape == (8,)
+    rb2 = data.TensorDictReplayBuffer(storage=data.LazyTensorStorage(1000), batch_size=8)
+    t2 = trainer_for(
+        type(collector)(),
+        type(loss_module)(),
+        total_frames=48,
+        optimizer=torch.optim.Adam(loss_module.parameters()),
+    )
+    ReplayBufferTrainer(rb2, flatten_tensordicts=True).register(t2)
+    t2.load_from_file(tmp_path / "c.pt")
+    assert len(rb2) == 48
+
+
+def test_replay_buffer_trainer_prioritized_real(collector):
+    data = pytest.importorskip("rl_trainers.data")
+    rb = data.TensorDictReplayBuffer(
+        storage=data.LazyTensorStorage(100),
+        sampler=data.PrioritizedSampler(100, alpha=1.0, beta=1.0),
+        batch_size=4,
+    )
+
+    def loss(td):
+        td.set("td_error", torch.full(td.shape, 5.0))
+        return TensorDict(loss_x=torch.zeros((), requires_grad=True))
+
+    trainer = trainer_for(collector, loss, total_frames=16, optim_steps_per_batch=1)
+    ReplayBufferTrainer(rb, flatten_tensordicts=True).register(trainer)
+    assert trainer._ops["post_loss"]
+    trainer.train()
+    assert "_weight" in rb.sample().keys()
+
+
+# ----------------------------------------------------------------------- evaluation
+def test_episode_returns_hand_computed():
+    reward = torch.tensor([[1.0, 2.0, 3.0, 4.0, 5.0], [1.0, 1.0, 1.0, 1.0, 1.0]]).unsqueeze(-1)
+    done = torch.tensor([[0, 1, 0, 0, 1], [0, 0, 1, 0, 0]], dtype=torch.bool).unsqueeze(-1)
+    td = TensorDict({"next": {"reward": reward, "done": done}}, batch_size=[2, 5])
+    rets, lens = episode_returns(td)
+    assert rets.tolist() == [3.0, 12.0, 3.0]
+    assert lens.tolist() == [2.0, 3.0, 3.0]
+
+
+class CountingEnv:
+    """Reward 1 per step; episodes last 4 steps. Records the interaction type."""
+
+    def __init__(self):
+        self.modes = []
+
+    def rollout(self, max_steps, policy=None, auto_reset=True, break_when_any_done=True):
+        from tensordict.nn import interaction_type
+
+        self.modes.append(interaction_type())
+        td = TensorDict({"observation": torch.zeros(max_steps, 1)}, batch_size=[max_steps])
+        td = policy(td)
+        done = (torch.arange(max_steps) % 4 == 3).unsqueeze(-1)
+        td.set(("next", "reward"), torch.ones(max_steps, 1) + td["action"])
+        td.set(("next", "done"), done)
+        return td
+
+
+def test_log_validation_reward_with_fake_env():
+    env = CountingEnv()
+    policy = nn.Linear(1, 1)
+    nn.init.zeros_(policy.weight)
+    nn.init.zeros_(policy.bias)
+
+    def act(td):
+        return td.set("action", policy(td["observation"]))
+
+    hook = LogValidationReward(
+        record_interval=2, record_frames=10, policy_exploration=act, environment=env, suffix="x"
+    )
+    out = hook()
+    assert out["r_evaluation_x"] == pytest.approx(1.0)
+    assert out["eval/episode_return_mean_x"] == pytest.approx(4.0)
+    assert out["eval/episode_return_std_x"] == 0.0
+    assert out["eval/num_episodes_x"] == 2  # 10 steps: two complete 4-step episodes
+    assert hook() is None and hook() is not None
+    from tensordict.nn import InteractionType
+
+    assert env.modes == [InteractionType.DETERMINISTIC] * 2
+    assert Recorder is LogValidationReward
+
+
+def test_log_validation_reward_with_gym_env(collector, logger):
+    envs = pytest.importorskip("rl_trainers.envs")
+    env = envs.GymEnv("CartPole-v1")
+    env.set_seed(0)
+    calls = []
+
+    def policy(td):
+        calls.append(1)
+        action = torch.zeros(*td.batch_size, 2)
+        action[..., 0] = 1.0  # always push left: short episodes
+        return td.set("action", action)
+
+    hook = LogValidationReward(
+        record_interval=1, record_frames=100, policy_exploration=policy, environment=env
+    )
+    trainer = trainer_for(
+        collector,
+        lambda td: None,
+        total_frames=16,
+        optim_steps_per_batch=0,
+        logger=logger,
+        log_interval=16,
+    )
+    hook.register(trainer)
+    trainer.train()
+    ((step, mean),) = logger.values("eval/episode_return_mean")
+    assert step == 16 and 5 <= mean <= 20  # constant push topples the pole quickly
+    assert logger.values("r_evaluation") == [(16, 1.0)]
+    assert len(calls) == 100
+
+
+def test_hook_base_defaults():
+    class NoState(TrainerHookBase):
+        def register(self, trainer, name):
+            pass
+
+    hook = NoState()
+    assert hook.state_dict() == {}
+    hook.load_state_dict({})
+    with pytest.raises(ValueError, match="NoState defines no load_state_dict"):
+        hook.load_state_dict({"x": 1})
+    with pytest.raises(TypeError):
+        TrainerHookBase()
