@@ -8,8 +8,8 @@ Per batch, with ``pi`` the actor, ``Q_1..Q_n`` the critics and ``Q'`` their targ
   with the critics' parameters detached
 * ``loss_alpha = -mean(log_alpha * (logp + target_entropy))``
 
-The actor runs once on ``[s; s']``, the critics once per role (data, actor, target) as one
-batched ensemble call each.
+The actor runs once on ``s`` (with gradients) and once on ``s'`` (without); the critics run
+once per role (data, actor, target) as one batched ensemble call each.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from rl_trainers.objectives.common import (
     check_loss_function,
     discount,
     distance_loss,
-    stack_current_next,
 )
 from rl_trainers.objectives.ensemble import CriticEnsemble
 
@@ -144,17 +143,17 @@ class SACLoss(LossModule):
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         td = tensordict
         batch = td.batch_size
-        n = batch[0] if len(batch) else 1
         action = td.get("action")
         if self._target_entropy is None:
             self._target_entropy = -float(action.shape[len(batch) :].numel())
         alpha = self.alpha
 
-        # actor on [s; s'] in one call
-        dist = self.actor_network.get_dist(stack_current_next(td, self._obs_keys))
-        new_action, log_prob = dist.rsample_and_log_prob()
-        a_pi, a_next = new_action[:n], new_action[n:].detach()
-        logp_pi, logp_next = log_prob[:n], log_prob[n:].detach()
+        # actor: s with gradients; s' without (a joint call would back-propagate through both)
+        actor_in = TensorDict({k: td.get(k) for k in self._obs_keys}, batch_size=batch)
+        a_pi, logp_pi = self.actor_network.get_dist(actor_in).rsample_and_log_prob()
+        with torch.no_grad():
+            next_in = TensorDict({k: td.get(("next", k)) for k in self._obs_keys}, batch_size=batch)
+            a_next, logp_next = self.actor_network.get_dist(next_in).rsample_and_log_prob()
 
         # target
         with torch.no_grad():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import random
 
 import numpy as np
@@ -18,7 +17,12 @@ from rl_trainers.trainers import (
 )
 from rl_trainers.trainers.checkpoint import decode, encode
 
-HAS_TORCHSNAPSHOT = importlib.util.find_spec("torchsnapshot") is not None
+try:
+    import torchsnapshot  # noqa: F401
+
+    HAS_TORCHSNAPSHOT = True
+except ImportError:  # the test is skipped, with the reason, when it cannot be imported
+    HAS_TORCHSNAPSHOT = False
 BACKENDS = [
     "torch",
     pytest.param(
