@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import time
+import types
 import typing
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +31,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from .configs import ROOT_SCHEMAS
+from .configs import GROUP_OPTIONS, ROOT_SCHEMAS
 from .errors import ConfigError
 
 #: The directory of the YAML recipes (``configs/`` at the top of the repository).
@@ -63,13 +64,15 @@ def user_errors() -> Iterator[None]:
 
 
 def _type_name(tp: Any) -> str:
-    if isinstance(tp, str):
-        return tp.replace("typing.", "")
+    if tp is type(None):
+        return "None"
     origin = typing.get_origin(tp)
     if origin is None:
         return getattr(tp, "__name__", str(tp))
-    args = ", ".join(_type_name(a) for a in typing.get_args(tp))
-    return f"{getattr(origin, '__name__', str(origin))}[{args}]"
+    args = [_type_name(a) for a in typing.get_args(tp)]
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(args)
+    return f"{getattr(origin, '__name__', str(origin))}[{', '.join(args)}]"
 
 
 def _field_lines(node: type, prefix: str = "") -> list[str]:
@@ -83,17 +86,32 @@ def _field_lines(node: type, prefix: str = "") -> list[str]:
             lines.append(f"  {prefix}{f.name}:  {f.metadata.get('help', '')}")
             lines.extend(_field_lines(tp, prefix=f"{prefix}{f.name}."))
             continue
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        text = f"{prefix}{f.name}={default!r}".replace("${", "\\${")
-        lines.append(f"    {text:<44} ({_type_name(tp)}) {f.metadata.get('help', '')}")
+        name = f"{prefix}{f.name} ({_type_name(tp)})"
+        lines.append(f"    {name:<42} {f.metadata.get('help', '')}")
     return lines
 
 
+def group_options(algorithm: str) -> dict[str, list[str]]:
+    """The options of each config group a user can pick for ``algorithm`` (e.g. ``ppo``)."""
+    groups: dict[str, set[str]] = {g: set(o) for g, o in GROUP_OPTIONS.items()}
+    for path in Path(CONFIG_DIR).glob("*/*.yaml"):
+        groups.setdefault(path.parent.name, set()).add(path.stem)
+    if "experiment" in groups:
+        groups["experiment"] = {e for e in groups["experiment"] if e.startswith(f"{algorithm}_")}
+    return {
+        group: sorted(o for o in options if not o.endswith("_schema"))
+        for group, options in sorted(groups.items())
+    }
+
+
 def help_template(algorithm: str, schema: type) -> str:
-    """The ``--help`` page: groups with their options, then every field with its description."""
-    return "\n".join(
+    """The ``--help`` page: groups with their options, every field with its description, and
+    the composed config (``$CONFIG``, so overrides given with ``--help`` show there)."""
+    name = algorithm.removesuffix("_trainer")
+    groups = [f"  {g}: {', '.join(o)}" for g, o in group_options(name).items()]
+    text = "\n".join(
         [
-            f"{algorithm}: train {algorithm.removesuffix('_trainer').upper()} with rl_trainers.",
+            f"{algorithm}: train {name.upper()} with rl_trainers.",
             "",
             f"Usage: python sota-implementations/{algorithm}/train.py [group=option] [field=value]",
             "  e.g. env=pendulum logger=tensorboard optimizer.lr=3e-4 trainer.total_frames=50000",
@@ -102,15 +120,20 @@ def help_template(algorithm: str, schema: type) -> str:
             "  --cfg job              print the composed config",
             "",
             "== Config groups (group=option) ==",
-            "$APP_CONFIG_GROUPS",
-            "== Fields (field=default  (type) description) ==",
+            *groups,
+            "",
+            "== Fields (field (type) description) ==",
             *_field_lines(schema),
             "",
             "Network input/output sizes and action bounds are never configured:",
             "they are read from the environment's spaces.",
             "Set HYDRA_FULL_ERROR=1 for full tracebacks.",
+            "",
+            "== This recipe's values ==",
         ]
     )
+    # "$${" survives OmegaConf's interpolation (as "\\${") and Hydra's string.Template ("$$").
+    return text.replace("${", "$\\${") + "\n$CONFIG"
 
 
 def register_help() -> None:
