@@ -61,6 +61,12 @@ def action_size(action_spec) -> int:
     return int(shape[-1]) if shape else 1
 
 
+def _action_bounds(action_spec) -> tuple[torch.Tensor, torch.Tensor]:
+    """The bounds of one action vector: a batched env's spec repeats them per sub-env."""
+    low, high = action_spec.low, action_spec.high
+    return low.reshape(-1, low.shape[-1])[0].clone(), high.reshape(-1, high.shape[-1])[0].clone()
+
+
 def make_actor(
     observation_spec,
     action_spec,
@@ -102,7 +108,7 @@ def make_actor(
             )
         net = MLP(in_features, n_out, num_cells=cells, activation_class=activation)
         if kind == "bounded":
-            net = nn.Sequential(net, TanhModule(action_spec.low, action_spec.high))
+            net = nn.Sequential(net, TanhModule(*_action_bounds(action_spec)))
         return Actor(net, in_keys=[in_key], spec=action_spec)
     if kind in ("one_hot", "categorical"):
         net = MLP(in_features, n_out, num_cells=cells, activation_class=activation)
@@ -127,7 +133,8 @@ def make_actor(
         )
     module = TensorDictModule(net, in_keys=[in_key], out_keys=["loc", "scale"])
     if kind == "bounded":
-        dist_class, dist_kwargs = TanhNormal, {"low": action_spec.low, "high": action_spec.high}
+        low, high = _action_bounds(action_spec)
+        dist_class, dist_kwargs = TanhNormal, {"low": low, "high": high}
     elif tanh_unbounded:
         dist_class, dist_kwargs = TanhNormal, {}
     else:

@@ -28,7 +28,12 @@ def test_help_lists_groups_options_and_fields(algorithm, tmp_path):
     proc = train(algorithm, "--help", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
-    for group, option in [("env", "halfcheetah"), ("logger", "tensorboard"), ("optimizer", "rmsprop"), ("collector", "multi_async")]:
+    for group, option in [
+        ("env", "halfcheetah"),
+        ("logger", "tensorboard"),
+        ("optimizer", "rmsprop"),
+        ("collector", "multi_async"),
+    ]:
         assert group in text and option in text
     assert "optimizer.lr" in text and "learning rate" in text
     assert "trainer.total_frames" in text and "environment frames to train for" in text
@@ -55,10 +60,18 @@ def test_default_run_writes_outputs_and_summary(tmp_path):
 
 def test_multirun_sweep_lands_each_run_in_its_own_directory(tmp_path):
     proc = train(
-        "ppo", "-m", "seed=0,1", "optimizer.lr=1e-3,3e-4", *TINY["ppo"], f"hydra.sweep.dir={tmp_path}/sweep", cwd=tmp_path
+        "ppo",
+        "-m",
+        "seed=0,1",
+        "optimizer.lr=1e-3,3e-4",
+        *TINY["ppo"],
+        f"hydra.sweep.dir={tmp_path}/sweep",
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    summaries = [json.loads(p.read_text()) for p in sorted((tmp_path / "sweep").glob("*/summary.json"))]
+    summaries = [
+        json.loads(p.read_text()) for p in sorted((tmp_path / "sweep").glob("*/summary.json"))
+    ]
     assert len(summaries) == 4
     assert sorted(s["seed"] for s in summaries) == [0, 0, 1, 1]
     assert len({s["output_dir"] for s in summaries}) == 4
@@ -73,7 +86,10 @@ def test_multirun_sweep_lands_each_run_in_its_own_directory(tmp_path):
         (["optimizer.lr=abc"], ["optimizer.lr", "abc"]),
         (["trainer.total_frames=0"], ["trainer.total_frames", "0", "positive"]),
         (["trainer.total_frames=-5"], ["trainer.total_frames", "-5", "positive"]),
-        (["collector.frames_per_batch=100"], ["collector.frames_per_batch", "100", "multiple of env.num_envs (8)"]),
+        (
+            ["collector.frames_per_batch=100"],
+            ["collector.frames_per_batch", "100", "multiple of env.num_envs (8)"],
+        ),
         (["logger=nosuchlogger"], ["nosuchlogger", "csv"]),
     ],
 )
@@ -91,7 +107,9 @@ def test_full_traceback_with_hydra_full_error(tmp_path):
     import os
 
     env = dict(os.environ, HYDRA_FULL_ERROR="1")
-    proc = train("ppo", "trainer.total_frames=0", f"hydra.run.dir={tmp_path}/run", cwd=tmp_path, env=env)
+    proc = train(
+        "ppo", "trainer.total_frames=0", f"hydra.run.dir={tmp_path}/run", cwd=tmp_path, env=env
+    )
     assert proc.returncode != 0
     assert "Traceback" in proc.stderr
 

@@ -53,7 +53,9 @@ def test_node_fields_match_target_signature(node):
     takes_kwargs = any(p.kind is p.VAR_KEYWORD for p in params.values())
     fields = {f.name for f in dataclasses.fields(node) if not f.name.startswith("_")}
     unknown = fields - set(params)
-    assert takes_kwargs or not unknown, f"{node.__name__} fields not accepted by {node._target_}: {unknown}"
+    assert takes_kwargs or not unknown, (
+        f"{node.__name__} fields not accepted by {node._target_}: {unknown}"
+    )
     required = {
         name
         for name, p in params.items()
@@ -70,7 +72,16 @@ def test_every_field_is_documented(node):
             assert f.metadata.get("help"), f"{node.__name__}.{f.name} has no one-line description"
 
 
-ENVS = ["cartpole", "acrobot", "pendulum", "mountaincar_continuous", "halfcheetah", "hopper", "walker2d", "ant"]
+ENVS = [
+    "cartpole",
+    "acrobot",
+    "pendulum",
+    "mountaincar_continuous",
+    "halfcheetah",
+    "hopper",
+    "walker2d",
+    "ant",
+]
 
 
 @pytest.mark.parametrize("env", ENVS)

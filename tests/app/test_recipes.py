@@ -12,7 +12,16 @@ from rl_trainers.trainers.algorithms.app import run
 
 from .conftest import REPO, TINY
 
-PPO_ENVS = ["cartpole", "acrobot", "pendulum", "mountaincar_continuous", "halfcheetah", "hopper", "walker2d", "ant"]
+PPO_ENVS = [
+    "cartpole",
+    "acrobot",
+    "pendulum",
+    "mountaincar_continuous",
+    "halfcheetah",
+    "hopper",
+    "walker2d",
+    "ant",
+]
 SAC_ENVS = ["pendulum", "mountaincar_continuous", "halfcheetah", "hopper", "walker2d", "ant"]
 LOGGERS = ["csv", "tensorboard", "wandb", "mlflow"]
 EXPERIMENTS = sorted(p.stem for p in (REPO / "configs" / "experiment").glob("*.yaml"))
@@ -21,7 +30,14 @@ EXPERIMENTS = sorted(p.stem for p in (REPO / "configs" / "experiment").glob("*.y
 def _check_summary(out, frames: int) -> dict:
     summary = json.loads((out / "summary.json").read_text())
     assert summary["frames"] >= frames
-    for key in ("frames", "wall_time_s", "fps", "eval_return_mean", "eval_return_std", "eval_episodes"):
+    for key in (
+        "frames",
+        "wall_time_s",
+        "fps",
+        "eval_return_mean",
+        "eval_return_std",
+        "eval_episodes",
+    ):
         assert key in summary
     assert summary["eval_episodes"] == 2
     return summary

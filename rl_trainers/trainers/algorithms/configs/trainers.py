@@ -8,10 +8,10 @@ from .collectors import SyncDataCollectorConfig
 from .common import config_field
 from .data import ReplayBufferConfig
 from .envs import GymEnvConfig
-from .logging import CSVLoggerConfig, LoggerConfig
+from .logging import LoggerConfig
 from .modules import ActorCriticNetworkConfig, MLPConfig
 from .objectives import PPOLossConfig, SACLossConfig
-from .optim import AdamConfig, LRSchedulerConfig, OptimizerConfig
+from .optim import LRSchedulerConfig, OptimizerConfig
 
 
 @dataclass
@@ -71,9 +71,9 @@ class PPOTrainerConfig:
     network: ActorCriticNetworkConfig = config_field(ActorCriticNetworkConfig(), "networks")
     collector: SyncDataCollectorConfig = config_field(SyncDataCollectorConfig(), "data collector")
     loss: PPOLossConfig = config_field(PPOLossConfig(), "PPO loss")
-    optimizer: OptimizerConfig = config_field(AdamConfig(eps=1e-5), "optimizer")
+    optimizer: OptimizerConfig = config_field(OptimizerConfig(), "optimizer (group option)")
     lr_scheduler: LRSchedulerConfig = config_field(LRSchedulerConfig(), "learning-rate schedule")
-    logger: LoggerConfig = config_field(CSVLoggerConfig(), "logger")
+    logger: LoggerConfig = config_field(LoggerConfig(), "logger (group option)")
     trainer: PPOLoopConfig = config_field(PPOLoopConfig(), "training loop")
     eval: EvalConfig = config_field(EvalConfig(), "evaluation")
 
@@ -101,8 +101,8 @@ class SACTrainerConfig:
     )
     replay_buffer: ReplayBufferConfig = config_field(ReplayBufferConfig(), "replay buffer")
     loss: SACLossConfig = config_field(SACLossConfig(), "SAC loss")
-    optimizer: OptimizerConfig = config_field(AdamConfig(lr=1e-3), "optimizer")
+    optimizer: OptimizerConfig = config_field(OptimizerConfig(lr=1e-3), "optimizer (group option)")
     lr_scheduler: LRSchedulerConfig = config_field(LRSchedulerConfig(), "learning-rate schedule")
-    logger: LoggerConfig = config_field(CSVLoggerConfig(), "logger")
+    logger: LoggerConfig = config_field(LoggerConfig(), "logger (group option)")
     trainer: SACLoopConfig = config_field(SACLoopConfig(), "training loop")
     eval: EvalConfig = config_field(EvalConfig(), "evaluation")
