@@ -8,6 +8,7 @@ workers) or a gymnasium env. Transforms go outside: ``TransformedEnv(ParallelEnv
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -86,18 +87,47 @@ class ParallelEnv(GymWrapper):
         factory, cat, pixels_only = _factory_and_options(create_env_fn, create_env_kwargs)
         if categorical_action_encoding is not None:
             cat = categorical_action_encoding
-        if n == 1 and serial_for_single:
-            env = gym.vector.SyncVectorEnv([factory], copy=False, autoreset_mode=_SAME_STEP)
-        else:
-            env = gym.vector.AsyncVectorEnv(
-                [factory] * n,
-                shared_memory=shared_memory,
-                copy=False,
-                context=mp_start_method,
-                autoreset_mode=_SAME_STEP,
-            )
         self.num_workers = n
-        self._init_from(env, cat, device, pixels_only)
+        self._vector_args = (factory, n, serial_for_single, shared_memory, mp_start_method)
+        self._owner_pid = os.getpid()
+        self._init_from(self._make_vector_env(), cat, device, pixels_only)
+
+    def _make_vector_env(self) -> gym.vector.VectorEnv:
+        factory, n, serial_for_single, shared_memory, mp_start_method = self._vector_args
+        if n == 1 and serial_for_single:
+            return gym.vector.SyncVectorEnv([factory], copy=False, autoreset_mode=_SAME_STEP)
+        return gym.vector.AsyncVectorEnv(
+            [factory] * n,
+            shared_memory=shared_memory,
+            copy=False,
+            context=mp_start_method,
+            autoreset_mode=_SAME_STEP,
+        )
+
+    def _forked(self) -> bool:
+        """True in a process forked after construction (e.g. a collector worker).
+
+        The inherited workers belong to the parent: a forked copy must neither talk to them
+        nor close them, so it drops them and starts its own at its first reset. This lets one
+        ParallelEnv instance be handed to several collector workers (``[env] * n``).
+        """
+        if self._owner_pid == os.getpid():
+            return False
+        self._env.closed = True  # abandon the parent's handle without closing its workers
+        return True
+
+    def _reset(self, tensordict: Any) -> Any:
+        if self._owner_pid != os.getpid() and self._forked():
+            self._env = self._make_vector_env()
+            self._owner_pid = os.getpid()
+        return super()._reset(tensordict)
+
+    def close(self) -> None:
+        """Close the worker processes (a forked copy that never reset closes nothing)."""
+        if self._owner_pid != os.getpid() and self._forked():
+            self.is_closed = True
+            return
+        super().close()
 
 
 def _factory_and_options(

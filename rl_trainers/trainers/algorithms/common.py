@@ -61,25 +61,6 @@ class LogEpisodeReturn(TrainerHookBase):
         return out
 
 
-class LogLosses(TrainerHookBase):
-    """Logs the loss TensorDict entries of the last optimisation step of each batch."""
-
-    def __init__(self) -> None:
-        self._last: TensorDictBase | None = None
-
-    def register(self, trainer, name: str = "log_losses") -> None:
-        trainer.register_op("optimizer", self._keep)
-        trainer.register_op("post_steps_log", self)
-
-    def _keep(self, losses: TensorDictBase) -> None:
-        self._last = losses
-
-    def __call__(self, batch: TensorDictBase) -> dict[str, Any] | None:
-        if self._last is None:
-            return None
-        return {f"train/{k}": v.detach() for k, v in self._last.items() if v.numel() == 1}
-
-
 def evaluate_episodes(env, policy, episodes: int, deterministic: bool = True) -> list[float]:
     """Returns of ``episodes`` complete episodes of ``policy`` on the batched ``env``.
 

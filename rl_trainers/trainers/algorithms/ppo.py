@@ -18,7 +18,6 @@ from tensordict import TensorDictBase
 
 from rl_trainers.trainers.algorithms.common import (
     LogEpisodeReturn,
-    LogLosses,
     build,
     check_output_dir,
     evaluate_episodes,
@@ -115,7 +114,6 @@ class PPOTrainer(Trainer):
         self.register_op("batch_process", self._advantage)
         self.minibatches.register(self)
         LogEpisodeReturn().register(self)
-        LogLosses().register(self)
         if lr_scheduler is not None:
             self.register_module("lr_scheduler", lr_scheduler)
             self.register_op("post_steps", lr_scheduler.step)

@@ -18,7 +18,6 @@ from tensordict import TensorDictBase
 
 from rl_trainers.trainers.algorithms.common import (
     LogEpisodeReturn,
-    LogLosses,
     build,
     check_output_dir,
     evaluate_episodes,
@@ -89,7 +88,6 @@ class SACTrainer(Trainer):
         self.register_op("pre_optim_steps", self._start_learning)
         TargetNetUpdaterHook(target_updater).register(self)
         LogEpisodeReturn().register(self)
-        LogLosses().register(self)
         if lr_scheduler is not None:
             self.register_module("lr_scheduler", lr_scheduler)
             self.register_op("post_steps", lr_scheduler.step)

@@ -1,0 +1,241 @@
+"""rl_trainers against Stable-Baselines3 at the same hyperparameters (wall time, return, memory).
+
+Run: ``python benchmarks/compare_sb3.py [--pairs 3] [--tasks ppo_cartpole,sac_pendulum]``
+(needs ``pip install "rl_trainers[bench]"``).
+
+Tasks (rl-zoo's published hyperparameters; our default configs match them):
+
+* ``ppo_cartpole``: PPO, CartPole-v1, 100k frames, 8 envs, n_steps 32, minibatch 256, 20
+  epochs, gamma 0.98, GAE lambda 0.8, lr 1e-3 and clip 0.2 both annealed linearly to 0, no
+  entropy bonus, critic coef 0.5, grad-norm clip 0.5, per-minibatch advantage normalisation,
+  64x64 tanh nets with orthogonal init.
+* ``sac_pendulum``: SAC, Pendulum-v1, 20k frames, lr 1e-3, batch 256, buffer 1M, 100 warm-up
+  frames, tau 0.005, gamma 0.99, one update per frame, automatic entropy, 256x256 ReLU nets.
+
+Each run is its own subprocess, A (rl_trainers) and B (SB3) alternating, ``--pairs`` times per
+task, seed ``i`` for pair ``i`` on both sides:
+
+* rl_trainers runs its real entry point ``sota-implementations/<algo>_trainer/train.py`` with the
+  default recipe (plus ``seed``, ``eval.episodes=20``, no progress bar) and reports
+  ``wall_time_s`` (building + training, no evaluation) and ``eval_return_mean`` from the run's
+  ``summary.json``.
+* SB3 is timed around ``model.learn()`` only (building excluded), then evaluated on 20
+  deterministic episodes with ``evaluate_policy``.
+
+Threads: SB3 runs with torch's default intra-op thread count (all cores) unless
+``--sb3-threads`` is given; rl_trainers runs with its default ``trainer.num_threads=0`` (1 thread
+for nets up to 128 wide, i.e. PPO here; 2 threads otherwise, i.e. SAC here) unless
+``--threads`` is given. Both are printed.
+
+Peak memory is each subprocess's maximum resident set size (``wait4`` rusage).
+
+The last line is ``ratio ppo_cartpole=<x> sac_pendulum=<y>`` (median rl_trainers wall time over
+median SB3 wall time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TASKS = {
+    "ppo_cartpole": {"script": "sota-implementations/ppo_trainer/train.py", "frames": 100_000},
+    "sac_pendulum": {"script": "sota-implementations/sac_trainer/train.py", "frames": 20_000},
+}
+EVAL_EPISODES = 20
+
+
+# ------------------------------------------------------------------ subprocess helpers
+def _run(cmd: list[str], timeout: float) -> tuple[int, str, float]:
+    """Run ``cmd``; returns (exit status, combined output, max RSS in MiB)."""
+    with tempfile.TemporaryFile(mode="w+") as log:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                proc.kill()
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.05)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        log.seek(0)
+        out = log.read()
+    return proc.returncode, out, usage.ru_maxrss / 1024  # Linux reports KiB
+
+
+def run_rl_trainers(task: str, seed: int, threads: int, timeout: float) -> dict:
+    with tempfile.TemporaryDirectory(prefix=f"bench_{task}_") as tmp:
+        cmd = [
+            sys.executable,
+            TASKS[task]["script"],
+            f"seed={seed}",
+            f"eval.episodes={EVAL_EPISODES}",
+            f"trainer.num_threads={threads}",
+            "trainer.progress_bar=false",
+            f"hydra.run.dir={tmp}/run",
+        ]
+        code, out, rss = _run(cmd, timeout)
+        summary_file = Path(tmp) / "run" / "summary.json"
+        if code != 0 or not summary_file.exists():
+            raise RuntimeError(f"rl_trainers {task} failed ({code}):\n{out[-3000:]}")
+        summary = json.loads(summary_file.read_text())
+    return {
+        "wall_time_s": summary["wall_time_s"],
+        "eval_return": summary["eval_return_mean"],
+        "max_rss_mb": rss,
+    }
+
+
+def run_sb3(task: str, seed: int, threads: int, timeout: float) -> dict:
+    cmd = [sys.executable, __file__, "--sb3-worker", task, "--seed", str(seed)]
+    cmd += ["--sb3-threads", str(threads)]
+    code, out, rss = _run(cmd, timeout)
+    lines = [ln for ln in out.splitlines() if ln.startswith("SB3_RESULT ")]
+    if code != 0 or not lines:
+        raise RuntimeError(f"SB3 {task} failed ({code}):\n{out[-3000:]}")
+    result = json.loads(lines[-1].removeprefix("SB3_RESULT "))
+    result["max_rss_mb"] = rss
+    return result
+
+
+# ------------------------------------------------------------------ the SB3 side (worker)
+def sb3_worker(task: str, seed: int, threads: int) -> None:
+    import gymnasium as gym
+    import torch
+    from stable_baselines3 import PPO, SAC
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    if threads > 0:
+        torch.set_num_threads(threads)
+
+    def linear(start: float):
+        return lambda progress_remaining: progress_remaining * start
+
+    if task == "ppo_cartpole":
+        env = make_vec_env("CartPole-v1", n_envs=8, seed=seed)
+        model = PPO(
+            "MlpPolicy",
+            env,
+            n_steps=32,
+            batch_size=256,
+            n_epochs=20,
+            gamma=0.98,
+            gae_lambda=0.8,
+            ent_coef=0.0,
+            learning_rate=linear(1e-3),
+            clip_range=linear(0.2),
+            seed=seed,
+            device="cpu",
+            verbose=0,
+        )
+        eval_env = gym.make("CartPole-v1")
+    elif task == "sac_pendulum":
+        model = SAC(
+            "MlpPolicy",
+            "Pendulum-v1",
+            learning_rate=1e-3,
+            buffer_size=1_000_000,
+            learning_starts=100,
+            batch_size=256,
+            tau=0.005,
+            gamma=0.99,
+            train_freq=1,
+            gradient_steps=1,
+            ent_coef="auto",
+            seed=seed,
+            device="cpu",
+            verbose=0,
+        )
+        eval_env = gym.make("Pendulum-v1")
+    else:
+        raise ValueError(f"unknown task {task!r}; choose from {sorted(TASKS)}")
+    start = time.perf_counter()
+    model.learn(total_timesteps=TASKS[task]["frames"])
+    wall = time.perf_counter() - start
+    eval_env.reset(seed=seed + 10_000)
+    returns, _ = evaluate_policy(
+        model, eval_env, n_eval_episodes=EVAL_EPISODES, deterministic=True, return_episode_rewards=True
+    )
+    result = {
+        "wall_time_s": wall,
+        "eval_return": float(sum(returns) / len(returns)),
+        "threads": torch.get_num_threads(),
+    }
+    print("SB3_RESULT " + json.dumps(result), flush=True)
+
+
+# ------------------------------------------------------------------ report
+def _median(runs: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--pairs", type=int, default=3, help="alternating A/B pairs per task")
+    parser.add_argument("--tasks", default="ppo_cartpole,sac_pendulum")
+    parser.add_argument("--threads", type=int, default=0, help="rl_trainers threads (0: auto)")
+    parser.add_argument("--sb3-threads", type=int, default=0, help="SB3 threads (0: torch default)")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per run")
+    parser.add_argument("--sb3-worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.sb3_worker:
+        sb3_worker(args.sb3_worker, args.seed, args.sb3_threads)
+        return
+
+    import torch
+
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    unknown = [t for t in tasks if t not in TASKS]
+    if unknown:
+        parser.error(f"unknown tasks {unknown}; choose from {sorted(TASKS)}")
+    rl_threads = args.threads if args.threads > 0 else "auto (1 for PPO 64x64, 2 for SAC 256x256)"
+    sb3_threads = args.sb3_threads if args.sb3_threads > 0 else torch.get_num_threads()
+    print(f"machine: {os.cpu_count()} logical CPUs, torch {torch.__version__}")
+    print(f"threads: rl_trainers={rl_threads}  SB3={sb3_threads} (torch default when 0 is given)")
+    ratios: dict[str, float] = {}
+    for task in tasks:
+        ours: list[dict] = []
+        theirs: list[dict] = []
+        for i in range(args.pairs):
+            a = run_rl_trainers(task, i, args.threads, args.timeout)
+            ours.append(a)
+            print(
+                f"[{task} pair {i}] rl_trainers {a['wall_time_s']:.1f}s return {a['eval_return']:.1f}"
+                f" rss {a['max_rss_mb']:.0f}MiB",
+                flush=True,
+            )
+            b = run_sb3(task, i, args.sb3_threads, args.timeout)
+            theirs.append(b)
+            print(
+                f"[{task} pair {i}] SB3         {b['wall_time_s']:.1f}s return {b['eval_return']:.1f}"
+                f" rss {b['max_rss_mb']:.0f}MiB",
+                flush=True,
+            )
+        t_a, t_b = _median(ours, "wall_time_s"), _median(theirs, "wall_time_s")
+        ratios[task] = t_a / t_b
+        print(f"== {task} (medians of {args.pairs} alternating pairs)")
+        print(f"   {'':12} {'wall s':>8} {'eval return':>12} {'max RSS MiB':>12}")
+        for name, runs in (("rl_trainers", ours), ("SB3", theirs)):
+            print(
+                f"   {name:12} {_median(runs, 'wall_time_s'):8.1f} "
+                f"{_median(runs, 'eval_return'):12.1f} {_median(runs, 'max_rss_mb'):12.0f}"
+            )
+        print(f"   ratio rl_trainers/SB3 = {ratios[task]:.3f}", flush=True)
+    print("ratio " + " ".join(f"{t}={r:.3f}" for t, r in ratios.items()))
+
+
+if __name__ == "__main__":
+    main()
