@@ -17,6 +17,7 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import InteractionType, set_interaction_type
 
 from rl_trainers.collectors.utils import split_trajectories
+from rl_trainers.envs.libs.gym_state import get_env_state, set_env_state
 
 __all__ = ["DataCollectorBase", "SyncDataCollector"]
 
@@ -325,23 +326,29 @@ class SyncDataCollector(DataCollectorBase):
             "traj_ids": self._traj_ids.clone(),
             "td": td,
             "env": self.env.state_dict(),
+            "env_internal": None if td is None else get_env_state(self.env),
         }
 
     def load_state_dict(
-        self, state_dict: dict[str, Any], restore_observation: bool = False
+        self, state_dict: dict[str, Any], restore_observation: bool | None = None
     ) -> None:
         """Restore what :meth:`state_dict` returned, so collection continues where it was.
 
         Frame and trajectory counters and the env's state (e.g. normalisation statistics)
-        are restored. The saved observation is restored only with ``restore_observation=True``
-        and when the env is the same live object (same process); by default the env is reset
-        before the next batch, since a freshly built env cannot continue an old episode.
+        are restored. The gymnasium sub-envs' internal state (physics, time-limit counters,
+        random generators; see :mod:`rl_trainers.envs.libs.gym_state`) is written back when
+        it was captured, and then the saved observation too, so episodes continue exactly.
+        ``restore_observation=None`` (default) does that when possible and otherwise warns
+        and resets the env before the next batch; ``True`` restores the observation in any
+        case (same live env), ``False`` always resets.
         """
         self.frames_collected = int(state_dict["frames_collected"])
         self._traj_counter = int(state_dict["traj_counter"])
         self._traj_ids = state_dict["traj_ids"].clone()
         self.env.load_state_dict(state_dict["env"])
         td = state_dict["td"]
+        if restore_observation is None and td is not None:
+            restore_observation = set_env_state(self.env, state_dict.get("env_internal"))
         if restore_observation and td is not None:
             self._td = TensorDict(td, batch_size=self.batch_size)
         else:

@@ -56,6 +56,9 @@ def _worker(
     kwargs: dict[str, Any],
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Workers are daemonic (they die with the parent) but may build a ParallelEnv, whose own
+    # (daemonic) processes multiprocessing refuses to start from a daemonic process.
+    mp.current_process()._config["daemon"] = False
     parent = os.getppid()
     torch.set_num_threads(1)
     collector = None

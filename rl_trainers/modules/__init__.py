@@ -30,7 +30,7 @@ from rl_trainers.modules.exploration import (
     EGreedyModule,
     EGreedyWrapper,
 )
-from rl_trainers.modules.models import MLP, ConvNet, DuelingCnnDQNet, SquashDims
+from rl_trainers.modules.models import MLP, ConvNet, DuelingCnnDQNet, FastTanh, SquashDims
 
 OneHotCategoricalDist = OneHotCategorical
 
@@ -39,6 +39,7 @@ __all__ = [
     "ConvNet",
     "DuelingCnnDQNet",
     "SquashDims",
+    "FastTanh",
     "NormalParamExtractor",
     "TanhNormal",
     "IndependentNormal",

@@ -125,6 +125,7 @@ class ProbabilisticActor(TensorDictModuleBase):
             list(module.out_keys) + out_keys + ([log_prob_key] if return_log_prob else [])
         )
         self.action_key = out_keys[0]
+        self._param_keys = list(self._dist_keys.values())
 
     def _dist_kwargs(self) -> dict:
         kwargs = self.distribution_kwargs
@@ -143,7 +144,18 @@ class ProbabilisticActor(TensorDictModuleBase):
 
     def get_dist(self, tensordict: TensorDictBase):
         """Runs the parameter module on ``tensordict`` (in place) and returns the distribution."""
-        tensordict = self.module(tensordict)
+        module = self.module
+        if type(module) is TensorDictModule and module.out_keys == self._param_keys:
+            # hot path (every builder's actor): call the network on tensors, skipping the
+            # tensordict-module dispatch; same writes as module(tensordict)
+            out = module.module(*[tensordict.get(k) for k in module.in_keys])
+            if not isinstance(out, tuple):
+                out = (out,)
+            params = dict(zip(self._dist_keys, out))
+            for key, value in zip(module.out_keys, out):
+                tensordict.set(key, value)
+            return self.distribution_class(**params, **self._dist_kwargs())
+        tensordict = module(tensordict)
         return self.build_dist(tensordict)
 
     def _interaction(self) -> InteractionType:

@@ -76,6 +76,21 @@ class _ActorCriticLoss(LossModule):
     def _estimator_network(self):
         return self.critic_network
 
+    @property
+    def in_keys(self) -> list:
+        """The batch entries :meth:`forward` reads once ``advantage``/``value_target`` exist.
+
+        A trainer can ``batch.select(*loss.in_keys)`` before cutting minibatches, so that
+        indexing does not copy entries the loss never reads.
+        """
+        keys: list = [*getattr(self.actor_network, "in_keys", []), self.action_key]
+        keys += [self.log_prob_key, self.advantage_key]
+        if self.critic_network is not None:
+            keys += [*getattr(self.critic_network, "in_keys", []), self.value_target_key]
+            if self.clip_value is not None:
+                keys.append(self.value_key)
+        return list(dict.fromkeys(keys))
+
     def _advantage(self, td: TensorDictBase) -> torch.Tensor:
         adv = td.get(self.advantage_key, None)
         if adv is None:

@@ -16,6 +16,7 @@ stores them as tagged plain dicts that :func:`decode` turns back into the origin
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import random
@@ -39,8 +40,11 @@ __all__ = [
     "encode",
     "get_backend",
     "get_rng_state",
+    "latest_checkpoint",
+    "list_checkpoints",
     "load_checkpoint",
     "save_checkpoint",
+    "save_rotating",
     "set_rng_state",
 ]
 
@@ -295,3 +299,104 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
             f"versions up to {CKPT_VERSION}."
         )
     return decode(state)
+
+
+# --------------------------------------------------------------------------- rotation
+def _numbered_name(alias: Path, frames: int) -> str:
+    suffix = alias.suffix if get_backend() == "torch" else ""
+    return f"{alias.stem}_{int(frames)}{suffix}"
+
+
+def list_checkpoints(alias: str | os.PathLike) -> list[tuple[int, Path]]:
+    """The numbered checkpoints next to ``alias``, oldest first, as ``(frames, path)``.
+
+    For ``alias = run/checkpoints/trainer.pt`` these are ``run/checkpoints/trainer_<frames>.pt``
+    (``trainer_<frames>`` directories with ``CKPT_BACKEND=torchsnapshot``). Temporary files
+    of an interrupted write start with a dot and are never listed.
+    """
+    alias = Path(alias)
+    if not alias.parent.is_dir():
+        return []
+    suffix = alias.suffix if get_backend() == "torch" else ""
+    prefix = f"{alias.stem}_"
+    found = []
+    for path in alias.parent.iterdir():
+        name = path.name
+        if not name.startswith(prefix) or (suffix and not name.endswith(suffix)):
+            continue
+        number = name[len(prefix) : len(name) - len(suffix)]
+        if number.isdigit():
+            found.append((int(number), path))
+    return sorted(found)
+
+
+def latest_checkpoint(alias: str | os.PathLike) -> Path | None:
+    """The most recent checkpoint for ``alias``: the highest-numbered one, else ``alias``.
+
+    Returns None when there is none (a fresh run directory).
+    """
+    found = list_checkpoints(alias)
+    if found:
+        return found[-1][1]
+    alias = Path(alias)
+    return alias if alias.exists() else None
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def _update_alias(target: Path, alias: Path) -> None:
+    """Point ``alias`` at ``target`` atomically (a hard link, or a copy where links fail)."""
+    if target.is_dir():
+        return  # torchsnapshot directories: find the latest with latest_checkpoint()
+    tmp = alias.with_name(f".{alias.name}.link.tmp")
+    _remove(tmp)
+    try:
+        os.link(target, tmp)
+    except OSError:
+        shutil.copyfile(target, tmp)
+    os.replace(tmp, alias)
+
+
+def save_rotating(
+    state: Mapping[str, Any], alias: str | os.PathLike, frames: int, keep: int
+) -> Path:
+    """Write ``state`` as ``<stem>_<frames><suffix>`` next to ``alias`` and keep the last ``keep``.
+
+    Each file is written atomically, so a crash (even SIGKILL) during a write leaves the
+    previous checkpoints intact; leftovers of such a write (dot-files ending in ``.tmp``)
+    are removed by the next save. ``alias`` (e.g. ``checkpoints/trainer.pt``) is then
+    pointed at the new file. Numbered checkpoints with more frames than ``frames`` belong
+    to an abandoned continuation (the run was resumed from an older checkpoint) and are
+    removed.
+
+    Args:
+        state: the trainer state.
+        alias: the stable path of the latest checkpoint.
+        frames: the frame count the state was taken at.
+        keep: how many numbered checkpoints to keep (>= 1).
+
+    Returns:
+        The numbered checkpoint written.
+    """
+    if keep < 1:
+        raise ValueError(f"keep must be >= 1 checkpoint, got {keep}.")
+    alias = Path(alias)
+    alias.parent.mkdir(parents=True, exist_ok=True)
+    for leftover in alias.parent.glob(f".{alias.stem}_*.tmp"):
+        _remove(leftover)
+    path = save_checkpoint(state, alias.parent / _numbered_name(alias, frames))
+    _update_alias(path, alias)
+    found = list_checkpoints(alias)
+    for number, old in found:
+        if number > frames:
+            _remove(old)
+    older = [old for number, old in found if number < frames]
+    for old in older[: max(0, len(older) - (keep - 1))]:
+        _remove(old)
+    return path

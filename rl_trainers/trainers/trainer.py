@@ -9,7 +9,13 @@ trainer needs (:class:`OptimizerHook`, which wraps the ``optimizer`` argument).
 from __future__ import annotations
 
 import abc
+import contextlib
+import math
+import os
 import random
+import signal
+import sys
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -25,7 +31,32 @@ from torch import nn
 
 from rl_trainers.trainers import checkpoint as _ckpt
 
-__all__ = ["HOOK_POINTS", "HookPoint", "OptimizerHook", "Trainer", "TrainerHookBase"]
+__all__ = [
+    "HOOK_POINTS",
+    "HookPoint",
+    "NonFiniteLossError",
+    "OptimizerHook",
+    "Trainer",
+    "TrainerHookBase",
+]
+
+
+class NonFiniteLossError(FloatingPointError):
+    """A loss became NaN or infinite; training stopped before the optimizer step.
+
+    Attributes:
+        terms: the loss entries that are not finite.
+        frame: the trainer's frame count when it happened.
+    """
+
+    def __init__(self, terms: list[str], frame: int, checkpoint: str | None = None) -> None:
+        self.terms = terms
+        self.frame = frame
+        where = f"at frame {frame}"
+        msg = f"non-finite loss {', '.join(terms) or '(total)'} {where}; training stopped."
+        if checkpoint:
+            msg += f" The last good checkpoint is {checkpoint}."
+        super().__init__(msg)
 
 
 class HookPoint(str, Enum):
@@ -134,6 +165,7 @@ class OptimizerHook(TrainerHookBase):
         self.clip_grad_norm = True
         self._grad_norm_key = "grad_norm"
         self._params: list[torch.Tensor] | None = None
+        self._trainer: Trainer | None = None
 
     def register(self, trainer: Trainer, name: str | None = None) -> None:
         """Register at ``"optimizer"`` and as a module (default name ``optimizer[_i]``)."""
@@ -144,6 +176,7 @@ class OptimizerHook(TrainerHookBase):
                 name = f"optimizer_{i}"
         self.clip_norm = trainer.clip_norm
         self.clip_grad_norm = trainer.clip_grad_norm
+        self._trainer = trainer
         self._grad_norm_key = "grad_norm" if name == "optimizer" else f"grad_norm_{name}"
         trainer.register_op("optimizer", self)
         trainer.register_module(name, self)
@@ -173,8 +206,15 @@ class OptimizerHook(TrainerHookBase):
         return total.sum() if total.ndim else total
 
     def __call__(self, losses: TensorDictBase) -> None:
-        """Sum the loss components, backpropagate, clip and step."""
+        """Sum the loss components, backpropagate, clip and step.
+
+        Raises:
+            NonFiniteLossError: if the summed loss is NaN or infinite (checked before the
+                backward pass, so the parameters stay finite); names the non-finite terms.
+        """
         loss = self._loss(losses)
+        if not math.isfinite(loss.item()):  # one scalar read per step (a sync on GPU)
+            raise self._non_finite(losses)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if self.clip_norm is not None:
@@ -187,6 +227,16 @@ class OptimizerHook(TrainerHookBase):
             else:
                 nn.utils.clip_grad_value_(self._params, self.clip_norm)
         self.optimizer.step()
+
+    def _non_finite(self, losses: TensorDictBase) -> NonFiniteLossError:
+        keys = self.loss_components or [
+            k for k in losses.keys() if isinstance(k, str) and k.startswith("loss")
+        ]
+        bad = [k for k in keys if not bool(torch.isfinite(losses.get(k)).all())]
+        trainer = self._trainer
+        frame = trainer.collected_frames if trainer is not None else -1
+        ckpt = trainer.last_checkpoint if trainer is not None else None
+        return NonFiniteLossError(bad, frame, None if ckpt is None else str(ckpt))
 
     def state_dict(self) -> dict[str, Any]:
         """The optimizer's state dict."""
@@ -210,6 +260,28 @@ class _Every:
         if self.count % self.every == 0:
             return self.op(*args, **kwargs)
         return None
+
+
+def _module_mismatches(name: str, module: nn.Module, saved: Any) -> list[str]:
+    """Entries of a saved ``nn.Module`` state that are missing, unexpected or reshaped."""
+    if not isinstance(saved, dict):
+        return [f"{name!r}: the checkpoint holds a {type(saved).__name__}, not a state dict"]
+    current = module.state_dict()
+    out = [f"{name!r}.{k}: missing from the checkpoint" for k in current if k not in saved]
+    out += [
+        f"{name!r}.{k}: in the checkpoint, not in this network" for k in saved if k not in current
+    ]
+    for key, value in current.items():
+        old = saved.get(key)
+        if isinstance(value, nn.parameter.UninitializedTensorMixin):
+            continue  # a lazy layer takes its shape from the checkpoint
+        if isinstance(old, torch.Tensor) and isinstance(value, torch.Tensor):
+            if old.shape != value.shape:
+                out.append(
+                    f"{name!r}.{key}: size mismatch, {tuple(old.shape)} in the checkpoint, "
+                    f"{tuple(value.shape)} here"
+                )
+    return out
 
 
 def _as_float(value: Any) -> float:
@@ -247,6 +319,18 @@ class Trainer:
         async_collection: the collector runs in the background (``collector.start()``) and
             writes into a replay buffer it owns; the trainer polls its frame count and logs
             the update-to-data ratio (optimisation steps per frame) as ``utd_ratio``.
+        keep_checkpoints: None writes every checkpoint to ``save_trainer_file``; an int K
+            writes ``<stem>_<frames><suffix>`` next to it instead, keeps the last K, and
+            makes ``save_trainer_file`` a link to the latest (see ``checkpoint.save_rotating``).
+        handle_signals: during :meth:`train`, SIGTERM and SIGINT finish the current batch,
+            save a checkpoint (if ``save_trainer_file`` is set) and return with
+            :attr:`interrupted` set to the signal's name; a second signal raises
+            ``KeyboardInterrupt`` at once. Only active in the main thread.
+
+    Resume: :meth:`load_from_file` restores counters, registered modules (loss, optimizers,
+    schedulers, buffers, logger...), the collector (env state, current observation) and the
+    RNGs; :attr:`checkpoint_metadata` (e.g. algorithm and env id) is stored in every
+    checkpoint and must match when loading.
 
     Example:
         >>> trainer = Trainer(collector=collector, total_frames=10_000, frame_skip=1,
@@ -273,6 +357,8 @@ class Trainer:
         log_interval: int = 10000,
         save_trainer_file: str | Path | None = None,
         async_collection: bool = False,
+        keep_checkpoints: int | None = None,
+        handle_signals: bool = True,
     ) -> None:
         for name, value, low in (
             ("total_frames", total_frames, 1),
@@ -283,6 +369,14 @@ class Trainer:
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
+        if keep_checkpoints is not None and (
+            isinstance(keep_checkpoints, bool)
+            or not isinstance(keep_checkpoints, int)
+            or keep_checkpoints < 1
+        ):
+            raise ValueError(
+                f"keep_checkpoints must be None or an integer >= 1, got {keep_checkpoints!r}."
+            )
         if clip_norm is not None and not clip_norm > 0:
             raise ValueError(f"clip_norm must be None or a positive number, got {clip_norm!r}.")
         if async_collection and not callable(getattr(collector, "start", None)):
@@ -305,12 +399,22 @@ class Trainer:
         self.log_interval = log_interval
         self.save_trainer_file = save_trainer_file
         self.async_collection = async_collection
+        self.keep_checkpoints = keep_checkpoints
+        self.handle_signals = handle_signals
+        #: Stored in every checkpoint and compared on load (e.g. algorithm, env id, shapes).
+        self.checkpoint_metadata: dict[str, Any] = {}
+        #: The name of the signal (or reason) that stopped the last :meth:`train`, else None.
+        self.interrupted: str | None = None
+        #: The last checkpoint written or loaded.
+        self.last_checkpoint: Path | None = None
+        self._stop_reason: str | None = None
 
         self.collected_frames = 0
         self._optim_count = 0
         self.iteration = 0
         self._last_save_frames = 0
         self._log_now = False
+        self._log_windows: dict[str, int] = {}  # key -> log_interval window it was last logged in
         self._pbar = None
         self._pbar_values: dict[str, Any] = {}
         self._ops: defaultdict[str, list[Callable]] = defaultdict(list)
@@ -381,15 +485,21 @@ class Trainer:
         if not out:
             return
         pbar = out.get("log_pbar", False) and self._pbar is not None
-        if not (pbar or self._log_now):
+        logger = self.logger
+        if not (pbar or logger is not None):
             return
-        logger = self.logger if self._log_now else None
+        # Every key is logged on batches that cross a multiple of log_interval; a key that
+        # only appears now and then (e.g. evaluation results) is also logged at its first
+        # appearance in a log_interval window that has not logged it yet, so it is not lost.
+        window = self.collected_frames // self.log_interval
+        windows = self._log_windows
         for key, value in out.items():
             if key == "log_pbar":
                 continue
             if pbar:
                 self._pbar_values[key] = value
-            if logger is not None:
+            if logger is not None and (self._log_now or windows.get(key, 0) < window):
+                windows[key] = window
                 logger.log_scalar(key, _as_float(value), step=self.collected_frames)
 
     def _run_log_ops(self, ops: list[Callable], batch: TensorDictBase) -> None:
@@ -398,7 +508,54 @@ class Trainer:
 
     # ------------------------------------------------------------------ loop
     def train(self) -> None:
-        """Run the loop of :class:`HookPoint` until ``total_frames`` frames were collected."""
+        """Run the loop of :class:`HookPoint` until ``total_frames`` frames were collected.
+
+        Returns early, after saving a checkpoint, when :meth:`request_stop` was called or a
+        SIGTERM/SIGINT arrived (see ``handle_signals``); :attr:`interrupted` then names why.
+        """
+        self.interrupted = None
+        self._stop_reason = None
+        with self._signal_handlers():
+            self._train()
+        self.interrupted = self._stop_reason
+
+    def request_stop(self, reason: str = "stop requested") -> None:
+        """Stop :meth:`train` after the current batch, saving a checkpoint (as SIGTERM does)."""
+        self._stop_reason = reason
+
+    @contextlib.contextmanager
+    def _signal_handlers(self) -> Iterable[None]:
+        if not self.handle_signals or threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def on_signal(signum: int, frame: Any) -> None:
+            name = signal.Signals(signum).name
+            if self._stop_reason is not None:
+                raise KeyboardInterrupt(f"second signal ({name}): stopping without a checkpoint")
+            self._stop_reason = name
+            saving = ", saving a checkpoint" if self.save_trainer_file is not None else ""
+            msg = (
+                f"\n{name} received: finishing the current batch{saving} and stopping "
+                "(send it again to stop at once).\n"
+            )
+            with contextlib.suppress(OSError):
+                sys.stderr.flush()
+                os.write(2, msg.encode())
+
+        previous: dict[int, Any] = {}
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                previous[sig] = signal.signal(sig, on_signal)
+            except (ValueError, OSError):  # pragma: no cover - not the main interpreter
+                pass
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _train(self) -> None:
         if self.progress_bar:
             try:
                 from tqdm.auto import tqdm
@@ -514,7 +671,7 @@ class Trainer:
             pbar.update(frames)
         if self.save_trainer_file is not None:
             self.save_trainer()
-        return self.collected_frames >= self.total_frames
+        return self.collected_frames >= self.total_frames or self._stop_reason is not None
 
     def optim_steps(self, batch: TensorDictBase) -> None:
         """Run ``pre_optim_steps`` and ``optim_steps_per_batch`` optimisation steps on ``batch``."""
@@ -568,7 +725,9 @@ class Trainer:
                 "optim_count": self._optim_count,
                 "iteration": self.iteration,
                 "last_save_frames": self._last_save_frames,
+                "every": self._every_counts(),
             },
+            "meta": dict(self.checkpoint_metadata),
             "modules": {name: module.state_dict() for name, module in self._modules.items()},
             "collector": collector_sd() if callable(collector_sd) else None,
             "rng": _ckpt.get_rng_state(),
@@ -587,6 +746,7 @@ class Trainer:
             raise _ckpt.CheckpointError(
                 f"{source} is missing the entries {missing_top} of a trainer checkpoint."
             )
+        self._check_metadata(state_dict.get("meta") or {}, source)
         saved = state_dict["modules"]
         missing = sorted(set(self._modules) - set(saved))
         unexpected = sorted(set(saved) - set(self._modules))
@@ -594,6 +754,17 @@ class Trainer:
             raise _ckpt.CheckpointError(
                 f"{source} does not match this trainer's registered modules: missing from "
                 f"the checkpoint: {missing}; in the checkpoint but not registered: {unexpected}."
+            )
+        shape_errors = [
+            line
+            for name, module in self._modules.items()
+            if isinstance(module, nn.Module)
+            for line in _module_mismatches(name, module, saved[name])
+        ]
+        if shape_errors:
+            raise _ckpt.CheckpointError(
+                f"{source} does not fit this trainer's networks (another algorithm, env or "
+                "network shape?):\n  " + "\n  ".join(shape_errors)
             )
         for name, module in self._modules.items():
             try:
@@ -611,7 +782,37 @@ class Trainer:
         self._optim_count = int(counters["optim_count"])
         self.iteration = int(counters["iteration"])
         self._last_save_frames = int(counters.get("last_save_frames", self.collected_frames))
+        self._set_every_counts(counters.get("every") or {})
         _ckpt.set_rng_state(state_dict["rng"])
+
+    def _every_ops(self) -> dict[str, list[_Every]]:
+        return {
+            dest: [op for op in ops if isinstance(op, _Every)]
+            for dest, ops in self._ops.items()
+            if any(isinstance(op, _Every) for op in ops)
+        }
+
+    def _every_counts(self) -> dict[str, list[int]]:
+        """Pass counters of the ``every=N`` registrations, so they keep their phase on resume."""
+        return {dest: [op.count for op in ops] for dest, ops in self._every_ops().items()}
+
+    def _set_every_counts(self, counts: dict[str, list[int]]) -> None:
+        for dest, ops in self._every_ops().items():
+            for op, count in zip(ops, counts.get(dest, ()), strict=False):
+                op.count = int(count)
+
+    def _check_metadata(self, saved: dict[str, Any], source: str) -> None:
+        """Raise a CheckpointError listing every metadata entry that differs from this run."""
+        ours = self.checkpoint_metadata
+        diffs = [
+            f"{key}: checkpoint {saved.get(key, '<absent>')!r}, this run {ours.get(key, '<absent>')!r}"
+            for key in sorted(set(ours) | set(saved))
+            if saved.get(key, "<absent>") != ours.get(key, "<absent>")
+        ]
+        if diffs:
+            raise _ckpt.CheckpointError(
+                f"{source} was made by a different setup:\n  " + "\n  ".join(diffs)
+            )
 
     def save_trainer(self, force: bool = False) -> None:
         """Save a checkpoint to ``save_trainer_file``.
@@ -628,15 +829,30 @@ class Trainer:
         if not force and self.collected_frames // interval <= self._last_save_frames // interval:
             return
         self._last_save_frames = self.collected_frames
-        _ckpt.save_checkpoint(self.state_dict(), self.save_trainer_file)
+        if self.keep_checkpoints is None:
+            self.last_checkpoint = _ckpt.save_checkpoint(self.state_dict(), self.save_trainer_file)
+        else:
+            self.last_checkpoint = _ckpt.save_rotating(
+                self.state_dict(),
+                self.save_trainer_file,
+                self.collected_frames,
+                self.keep_checkpoints,
+            )
 
     def load_from_file(self, file: str | Path | None = None, **kwargs: Any) -> Trainer:
-        """Load a checkpoint written by :meth:`save_trainer` (default: ``save_trainer_file``)."""
-        file = self.save_trainer_file if file is None else file
+        """Load a checkpoint written by :meth:`save_trainer`.
+
+        Args:
+            file: the checkpoint; default: the latest one for ``save_trainer_file``.
+            **kwargs: passed to :meth:`load_state_dict`.
+        """
         if file is None:
-            raise ValueError("load_from_file needs a path (or save_trainer_file to be set).")
+            if self.save_trainer_file is None:
+                raise ValueError("load_from_file needs a path (or save_trainer_file to be set).")
+            file = _ckpt.latest_checkpoint(self.save_trainer_file) or self.save_trainer_file
         state = _ckpt.load_checkpoint(file)
         self.load_state_dict(state, source=f"Checkpoint {file}", **kwargs)
+        self.last_checkpoint = Path(file)
         return self
 
     def __repr__(self) -> str:

@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import signal
 import sys
 import time
 import types
@@ -31,6 +32,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
+from .common import resume_checkpoint
 from .configs import GROUP_OPTIONS, ROOT_SCHEMAS
 from .errors import ConfigError
 
@@ -40,8 +42,9 @@ CONFIG_DIR = str(Path(__file__).resolve().parents[3] / "configs")
 
 def _user_error_types() -> tuple[type[BaseException], ...]:
     from rl_trainers.trainers.checkpoint import CheckpointError
+    from rl_trainers.trainers.trainer import NonFiniteLossError
 
-    return (ConfigError, CheckpointError)
+    return (ConfigError, CheckpointError, NonFiniteLossError)
 
 
 @contextlib.contextmanager
@@ -171,11 +174,32 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
     Returns the mean evaluation return (what a Hydra sweeper optimises).
     """
     from . import build_trainer
+    from .common import close_trainer
 
     out = Path(output_dir) if output_dir is not None else output_dir_of_run()
     start = time.perf_counter()
     trainer = build_trainer(cfg, out)
+    try:
+        return _train_and_summarise(cfg, trainer, out, start)
+    finally:
+        close_trainer(trainer)
+
+
+def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> float:
+    ckpt = resume_checkpoint(cfg, out)
+    if ckpt is not None:
+        trainer.load_from_file(ckpt)
+        print(f"Resumed from {ckpt} at frame {trainer.collected_frames}.", file=sys.stderr)
     trainer.train()
+    if trainer.interrupted is not None:
+        where = trainer.last_checkpoint or "(no checkpoint: saving is disabled)"
+        print(
+            f"Stopped by {trainer.interrupted} at frame {trainer.collected_frames}; "
+            f"checkpoint: {where}. Continue with: trainer.resume=true hydra.run.dir={out}",
+            file=sys.stderr,
+        )
+        code = getattr(signal.Signals, trainer.interrupted, None)
+        raise SystemExit(128 + int(code) if code is not None else 1)
     wall_time = time.perf_counter() - start
     returns = trainer.evaluate_final()
     summary = {

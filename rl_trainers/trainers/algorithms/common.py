@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,15 @@ def evaluate_episodes(env, policy, episodes: int, deterministic: bool = True) ->
 
 def resolve_logger(cfg: DictConfig, output_dir: Path):
     """Build the logger node with its relative directories placed under the run directory."""
+    return build(cfg, "logger", **check_logger_dirs(cfg, output_dir))
+
+
+def check_logger_dirs(cfg: DictConfig, output_dir: Path) -> dict[str, Any]:
+    """Check the logger's directories are writable (before anything is built or trained).
+
+    Returns:
+        The logger arguments with relative directories placed under ``output_dir``.
+    """
     cfg_logger = cfg.logger
     overrides: dict[str, Any] = {}
     for key in ("log_dir", "save_dir"):
@@ -100,21 +110,175 @@ def resolve_logger(cfg: DictConfig, output_dir: Path):
         overrides["tracking_uri"] = str(output_dir / uri)
     for key, value in overrides.items():
         if key != "tracking_uri":
-            Path(value).mkdir(parents=True, exist_ok=True)
-    return build(cfg, "logger", **overrides)
+            check_writable(Path(value), f"logger.{key}")
+    for key in ("log_dir", "save_dir"):
+        if key not in overrides and cfg_logger.get(key):
+            check_writable(Path(cfg_logger[key]), f"logger.{key}")
+    return overrides
 
 
-def check_output_dir(output_dir: Path) -> None:
-    """Fail before training if the run directory cannot be written."""
+def check_writable(directory: Path, field: str) -> None:
+    """Create ``directory`` and write a probe file; a failure is a :class:`ConfigError`.
+
+    Args:
+        directory: the directory the run will write to.
+        field: the config field that chose it (named in the error).
+    """
     try:
-        output_dir.mkdir(parents=True, exist_ok=True)
-        probe = output_dir / ".write_test"
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / f".write_test_{os.getpid()}"
         probe.write_text("ok")
         probe.unlink()
     except OSError as err:
         raise ConfigError(
-            "hydra.run.dir", str(output_dir), f"a writable directory ({err})"
+            field, str(directory), f"a writable directory ({type(err).__name__}: {err})"
         ) from None
+
+
+def check_output_dir(output_dir: Path, cfg: DictConfig | None = None) -> None:
+    """Fail before anything is built if the run, checkpoint or logger directories are not
+    writable (given ``cfg``, the logger's directories are checked too)."""
+    check_writable(output_dir, "hydra.run.dir")
+    check_writable(output_dir / "checkpoints", "hydra.run.dir")
+    if cfg is not None and "logger" in cfg:
+        check_logger_dirs(cfg, output_dir)
+
+
+# ----------------------------------------------------------------------------- resume
+
+#: Config entries that must be equal for a checkpoint to be loadable (they shape the
+#: networks, the env's state or the buffer); everything else (lr, total_frames...) may change.
+FINGERPRINT_FIELDS = (
+    "algorithm",
+    "env.env_name",
+    "env.num_envs",
+    "env.normalize_observations",
+    "env.from_pixels",
+    "env.frame_skip",
+    "network",
+    "loss._target_",
+    "collector._target_",
+    "collector.num_workers",
+    "replay_buffer.size",
+    "replay_buffer.storage",
+    "replay_buffer.prioritized",
+)
+
+
+_NOT_STRUCTURAL = frozenset({"network.orthogonal_init"})
+
+
+def checkpoint_metadata(cfg: DictConfig) -> dict[str, Any]:
+    """The flat ``{field: value}`` of :data:`FINGERPRINT_FIELDS` present in ``cfg``."""
+    out: dict[str, Any] = {}
+    for field in FINGERPRINT_FIELDS:
+        value = OmegaConf.select(cfg, field, default=None)
+        if value is None:
+            continue
+        if isinstance(value, DictConfig):
+            flat = OmegaConf.to_container(value, resolve=True)
+            for key, sub in _flatten(flat, field).items():
+                if key not in _NOT_STRUCTURAL:
+                    out[key] = sub
+        else:
+            out[field] = value
+    return out
+
+
+def _flatten(d: Any, prefix: str) -> dict[str, Any]:
+    if isinstance(d, dict):
+        out: dict[str, Any] = {}
+        for k, v in d.items():
+            out.update(_flatten(v, f"{prefix}.{k}"))
+        return out
+    if isinstance(d, list):
+        return {prefix: tuple(d)}
+    return {prefix: d}
+
+
+def resume_checkpoint(cfg: DictConfig, output_dir: Path) -> Path | None:
+    """The checkpoint ``trainer.resume_from``/``trainer.resume`` ask for, or None.
+
+    ``resume_from`` is a file (or directory for ``CKPT_BACKEND=torchsnapshot``), relative to
+    the working directory or the run directory; ``resume=true`` takes the latest checkpoint
+    in ``<run dir>/checkpoints`` and starts from scratch if there is none yet (so a requeued
+    cluster job can always pass it).
+    """
+    from rl_trainers.trainers.checkpoint import latest_checkpoint
+
+    loop = cfg.trainer
+    if loop.get("resume_from"):
+        path = Path(str(loop.resume_from)).expanduser()
+        if not path.exists() and not path.is_absolute() and (output_dir / path).exists():
+            path = output_dir / path
+        if not path.exists():
+            raise ConfigError(
+                "trainer.resume_from", str(loop.resume_from), "an existing checkpoint"
+            )
+        return path
+    if loop.get("resume"):
+        found = latest_checkpoint(output_dir / "checkpoints" / "trainer.pt")
+        if found is None:
+            print(
+                f"trainer.resume=true: no checkpoint in {output_dir / 'checkpoints'} yet, "
+                "starting a new run.",
+                file=sys.stderr,
+            )
+        return found
+    return None
+
+
+class EnvStateModule:
+    """Checkpoints an env's statistics and its sub-envs' internal state (an eval env's RNGs).
+
+    Args:
+        env: an rl_trainers env (``GymEnv``, ``TransformedEnv``...).
+    """
+
+    def __init__(self, env) -> None:
+        self.env = env
+
+    def state_dict(self) -> dict[str, Any]:
+        from rl_trainers.envs.libs.gym_state import get_env_state
+
+        return {"env": self.env.state_dict(), "internal": get_env_state(self.env)}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        from rl_trainers.envs.libs.gym_state import set_env_state
+
+        self.env.load_state_dict(state_dict["env"])
+        set_env_state(self.env, state_dict.get("internal"))
+
+
+def register_run_state(trainer, cfg: DictConfig, logger, eval_env) -> None:
+    """What every algorithm trainer adds for resume: metadata, logger and eval-env state."""
+    trainer.checkpoint_metadata = checkpoint_metadata(cfg)
+    if logger is not None and hasattr(logger, "state_dict"):
+        trainer.register_module("logger", logger)
+    if eval_env is not None:
+        trainer.register_module("eval_env", EnvStateModule(eval_env))
+
+
+def close_trainer(trainer) -> None:
+    """Release what an algorithm trainer built: collector workers, envs, logger files."""
+    collector = getattr(trainer, "collector", None)
+    for obj in (
+        collector,
+        getattr(collector, "env", None),
+        getattr(trainer, "eval_env", None),
+    ):
+        for method in ("shutdown", "close"):
+            fn = getattr(obj, method, None)
+            if callable(fn) and not getattr(obj, "is_closed", False):
+                try:
+                    fn()
+                except Exception as err:  # noqa: BLE001 - best effort at the end of a run
+                    print(f"warning: closing {type(obj).__name__} failed: {err}", file=sys.stderr)
+                break
+    logger = getattr(trainer, "logger", None)
+    close = getattr(logger, "close", None)
+    if callable(close):
+        close()
 
 
 def set_num_threads(requested: int, widest_layer: int) -> int:

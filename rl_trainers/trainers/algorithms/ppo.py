@@ -23,6 +23,7 @@ from rl_trainers.trainers.algorithms.common import (
     evaluate_episodes,
     orthogonal_init_,
     plain_config,
+    register_run_state,
     resolve_logger,
     set_num_threads,
 )
@@ -49,6 +50,10 @@ class EpochMinibatches(TrainerHookBase):
 
     def sample(self, batch: TensorDictBase | None = None) -> TensorDictBase:
         n = len(self._flat)
+        if self.minibatch_size == n:
+            # one minibatch per epoch: every permutation holds the same transitions and the
+            # loss is a mean over them, so skip the shuffle and the copy
+            return self._flat
         if self._cursor + self.minibatch_size > n:
             self._order = torch.randperm(n)
             self._cursor = 0
@@ -127,7 +132,10 @@ class PPOTrainer(Trainer):
     def _advantage(self, batch: TensorDictBase) -> TensorDictBase:
         with torch.no_grad():
             self.loss_module.value_estimator(batch)
-        self.minibatches.extend(batch.reshape(-1))
+        keys = getattr(self.loss_module, "in_keys", None)
+        # minibatches carry only what the loss reads (indexing copies every entry)
+        flat = batch.select(*keys, strict=False) if keys else batch
+        self.minibatches.extend(flat.reshape(-1))
         return batch
 
     def _anneal_clip(self) -> None:
@@ -148,7 +156,7 @@ class PPOTrainer(Trainer):
         from rl_trainers.modules import make_actor, make_value
         from rl_trainers.trainers.helpers import activation_class, seed_everything
 
-        check_output_dir(output_dir)
+        check_output_dir(output_dir, cfg)
         seed_everything(cfg.seed)
         net = cfg.network
         set_num_threads(cfg.trainer.num_threads, max([*net.policy.num_cells, *net.value.num_cells]))
@@ -181,7 +189,7 @@ class PPOTrainer(Trainer):
         logger = resolve_logger(cfg, output_dir)
         logger.log_hparams(plain_config(cfg))
         loop = cfg.trainer
-        return cls(
+        trainer = cls(
             collector=collector,
             total_frames=loop.total_frames,
             loss_module=loss,
@@ -201,4 +209,7 @@ class PPOTrainer(Trainer):
             log_interval=loop.log_interval,
             save_trainer_interval=loop.save_trainer_interval or loop.total_frames,
             save_trainer_file=output_dir / "checkpoints" / "trainer.pt",
+            keep_checkpoints=loop.keep_checkpoints,
         )
+        register_run_state(trainer, cfg, logger, eval_env)
+        return trainer

@@ -22,6 +22,7 @@ from rl_trainers.trainers.algorithms.common import (
     check_output_dir,
     evaluate_episodes,
     plain_config,
+    register_run_state,
     resolve_logger,
     set_num_threads,
 )
@@ -115,7 +116,7 @@ class SACTrainer(Trainer):
         from rl_trainers.objectives import SoftUpdate
         from rl_trainers.trainers.helpers import activation_class, seed_everything
 
-        check_output_dir(output_dir)
+        check_output_dir(output_dir, cfg)
         seed_everything(cfg.seed)
         net = cfg.network
         set_num_threads(cfg.trainer.num_threads, max([*net.policy.num_cells, *net.value.num_cells]))
@@ -153,7 +154,7 @@ class SACTrainer(Trainer):
         logger = resolve_logger(cfg, output_dir)
         logger.log_hparams(plain_config(cfg))
         loop = cfg.trainer
-        return cls(
+        trainer = cls(
             collector=collector,
             total_frames=loop.total_frames,
             loss_module=loss,
@@ -174,4 +175,7 @@ class SACTrainer(Trainer):
             log_interval=loop.log_interval,
             save_trainer_interval=loop.save_trainer_interval or loop.total_frames,
             save_trainer_file=output_dir / "checkpoints" / "trainer.pt",
+            keep_checkpoints=loop.keep_checkpoints,
         )
+        register_run_state(trainer, cfg, logger, eval_env)
+        return trainer
