@@ -166,7 +166,11 @@ def sb3_worker(task: str, seed: int, threads: int) -> None:
     wall = time.perf_counter() - start
     eval_env.reset(seed=seed + 10_000)
     returns, _ = evaluate_policy(
-        model, eval_env, n_eval_episodes=EVAL_EPISODES, deterministic=True, return_episode_rewards=True
+        model,
+        eval_env,
+        n_eval_episodes=EVAL_EPISODES,
+        deterministic=True,
+        return_episode_rewards=True,
     )
     result = {
         "wall_time_s": wall,

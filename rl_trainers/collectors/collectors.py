@@ -327,6 +327,9 @@ class SyncDataCollector(DataCollectorBase):
             "td": td,
             "env": self.env.state_dict(),
             "env_internal": None if td is None else get_env_state(self.env),
+            # the policy samples with torch's global generator: in a worker process this is
+            # the only copy of it (in the trainer's process the trainer restores it again)
+            "torch_rng": torch.get_rng_state(),
         }
 
     def load_state_dict(
@@ -345,6 +348,8 @@ class SyncDataCollector(DataCollectorBase):
         self.frames_collected = int(state_dict["frames_collected"])
         self._traj_counter = int(state_dict["traj_counter"])
         self._traj_ids = state_dict["traj_ids"].clone()
+        if state_dict.get("torch_rng") is not None:
+            torch.set_rng_state(state_dict["torch_rng"])
         self.env.load_state_dict(state_dict["env"])
         td = state_dict["td"]
         if restore_observation is None and td is not None:

@@ -182,6 +182,12 @@ def set_rng_state(state: Mapping[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------------- files
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def save_checkpoint(state: Mapping[str, Any], path: str | os.PathLike) -> Path:
     """Write ``state`` to ``path`` with the backend named by ``CKPT_BACKEND``.
 
@@ -208,6 +214,7 @@ def save_checkpoint(state: Mapping[str, Any], path: str | os.PathLike) -> Path:
                 torch.save(plain, f)
                 f.flush()
                 os.fsync(f.fileno())
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600 files
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):

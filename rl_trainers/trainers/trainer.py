@@ -777,6 +777,9 @@ class Trainer:
         load = getattr(self.collector, "load_state_dict", None)
         if collector_sd is not None and callable(load):
             load(collector_sd)
+        update_weights = getattr(self.collector, "update_policy_weights_", None)
+        if callable(update_weights):
+            update_weights()  # worker processes act with the restored policy from now on
         counters = state_dict["counters"]
         self.collected_frames = int(counters["collected_frames"])
         self._optim_count = int(counters["optim_count"])

@@ -32,7 +32,6 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from .common import resume_checkpoint
 from .configs import GROUP_OPTIONS, ROOT_SCHEMAS
 from .errors import ConfigError
 
@@ -186,6 +185,8 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
 
 
 def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> float:
+    from .common import resume_checkpoint
+
     ckpt = resume_checkpoint(cfg, out)
     if ckpt is not None:
         trainer.load_from_file(ckpt)

@@ -37,6 +37,46 @@ def build(cfg: DictConfig, node: str, **kwargs: Any) -> Any:
         raise
 
 
+class EnvFromConfig:
+    """Builds the training env from its config node (picklable; used in collector workers).
+
+    Args:
+        env_cfg: the ``env`` node of the composed config.
+    """
+
+    def __init__(self, env_cfg: DictConfig) -> None:
+        self.env_cfg = OmegaConf.to_container(env_cfg, resolve=True)
+
+    def __call__(self):
+        return instantiate(self.env_cfg)
+
+
+_MULTI_COLLECTORS = ("MultiSyncDataCollector", "MultiaSyncDataCollector")
+
+
+def build_collector(cfg: DictConfig, env, policy):
+    """The collector node with its env: ``env`` itself, or for multi-process collectors a
+    factory each worker calls (``env`` is then closed: it served only to read the specs).
+
+    Multi-process collectors are seeded with ``cfg.seed`` (worker ``i`` continues the seeds
+    of worker ``i - 1``).
+    """
+    total = cfg.trainer.total_frames
+    target = str(cfg.collector.get("_target_", ""))
+    if target.rsplit(".", 1)[-1] in _MULTI_COLLECTORS:
+        collector = build(
+            cfg,
+            "collector",
+            create_env_fn=EnvFromConfig(cfg.env),
+            policy=policy,
+            total_frames=total,
+        )
+        collector.set_seed(cfg.seed)
+        env.close()
+        return collector
+    return build(cfg, "collector", create_env_fn=env, policy=policy, total_frames=total)
+
+
 class LogEpisodeReturn(TrainerHookBase):
     """Logs the return and length of the training episodes that ended in each batch.
 
@@ -251,7 +291,14 @@ class EnvStateModule:
 
 
 def register_run_state(trainer, cfg: DictConfig, logger, eval_env) -> None:
-    """What every algorithm trainer adds for resume: metadata, logger and eval-env state."""
+    """What every algorithm trainer adds for resume: metadata, logger and eval-env state.
+
+    Multi-process collectors also get their workers' policy weights refreshed after every
+    batch's optimisation steps (``post_steps``).
+    """
+    collector = trainer.collector
+    if type(collector).__name__ in _MULTI_COLLECTORS:
+        trainer.register_op("post_steps", collector.update_policy_weights_)
     trainer.checkpoint_metadata = checkpoint_metadata(cfg)
     if logger is not None and hasattr(logger, "state_dict"):
         trainer.register_module("logger", logger)

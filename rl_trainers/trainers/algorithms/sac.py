@@ -19,6 +19,7 @@ from tensordict import TensorDictBase
 from rl_trainers.trainers.algorithms.common import (
     LogEpisodeReturn,
     build,
+    build_collector,
     check_output_dir,
     evaluate_episodes,
     plain_config,
@@ -147,9 +148,7 @@ class SACTrainer(Trainer):
         frames_per_batch = cfg.collector.frames_per_batch
         num_batches = -(-cfg.trainer.total_frames // frames_per_batch)
         scheduler = build(cfg, "lr_scheduler", optimizer=optimizer, total_steps=num_batches)
-        collector = build(
-            cfg, "collector", create_env_fn=env, policy=actor, total_frames=cfg.trainer.total_frames
-        )
+        collector = build_collector(cfg, env, actor)
         replay_buffer = build(cfg, "replay_buffer")
         logger = resolve_logger(cfg, output_dir)
         logger.log_hparams(plain_config(cfg))

@@ -37,7 +37,7 @@ class WandbLoggerConfig(LoggerConfig):
 
     _target_: str = "rl_trainers.record.loggers.WandbLogger"
     offline: bool = config_field(False, "write the run to disk only (sync later with wandb sync)")
-    save_dir: str = config_field("wandb", "directory, relative to the run directory")
+    save_dir: str = config_field(".", "directory (relative to the run directory) that gets wandb/")
     project: str | None = config_field(None, "W&B project name")
 
 

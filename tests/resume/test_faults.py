@@ -1,0 +1,235 @@
+"""Faults: SIGKILL during a checkpoint write, SIGTERM/SIGINT, worker errors, bad directories."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from rl_trainers.trainers.algorithms import build_trainer
+from rl_trainers.trainers.algorithms.app import run
+from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.trainers.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint
+
+from .conftest import REPO, TINY, assert_same_state, csv_curves, tiny
+
+TESTS = REPO / "tests"
+SCRIPT = REPO / "sota-implementations" / "ppo_trainer" / "train.py"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(REPO), env.get("PYTHONPATH", "")])
+    env.pop("HYDRA_FULL_ERROR", None)
+    return env
+
+
+def _spawn(args: list[str], cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, *args],
+        cwd=cwd,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for(predicate, timeout: float, proc: subprocess.Popen | None = None) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        if proc is not None and proc.poll() is not None:
+            out, err = proc.communicate()
+            pytest.fail(f"process ended early ({proc.returncode}):\n{out[-2000:]}\n{err[-3000:]}")
+        time.sleep(0.05)
+    pytest.fail("timed out waiting")
+
+
+def _assert_gone(pids: list[int], timeout: float = 10.0) -> None:
+    """Every process in ``pids`` has exited (zombies of a dead parent count as gone)."""
+    end = time.monotonic() + timeout
+    alive = pids
+    while time.monotonic() < end:
+        alive = []
+        for pid in pids:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    alive.append(pid)
+            except psutil.NoSuchProcess:
+                pass
+        if not alive:
+            return
+        time.sleep(0.1)
+    pytest.fail(f"worker processes left behind: {alive}")
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [c.pid for c in psutil.Process(pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+# --------------------------------------------------------------------------- SIGKILL
+SLOW_SAVE = textwrap.dedent(
+    """
+    import sys, time, torch
+    from app.conftest import TINY, compose_config
+    from rl_trainers.trainers.algorithms.app import run
+
+    original, calls = torch.save, []
+
+    def slow_save(obj, f, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:  # the third checkpoint: half written when the kill comes
+            f.write(b"PK partial checkpoint")
+            f.flush()
+            print("SAVING", flush=True)
+            time.sleep(120)
+        return original(obj, f, *args, **kwargs)
+
+    torch.save = slow_save
+    run(compose_config("ppo", [*TINY["ppo"], *sys.argv[2:]]), sys.argv[1])
+    """
+)
+
+
+def test_sigkill_during_checkpoint_write_resumes_from_last_good(tmp_path):
+    overrides = ["trainer.save_trainer_interval=64"]
+    run(tiny("ppo", *overrides), tmp_path / "straight")
+
+    out = tmp_path / "killed"
+    script = tmp_path / "slow_save.py"
+    script.write_text(SLOW_SAVE)
+    proc = _spawn([str(script), str(out), *overrides], tmp_path)
+    try:
+        assert proc.stdout.readline().strip() == "SAVING", proc.stderr.read()[-3000:]
+        proc.kill()
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    alias = out / "checkpoints" / "trainer.pt"
+    assert [n for n, _ in list_checkpoints(alias)] == [64, 128]
+    assert list((out / "checkpoints").glob(".trainer_192*.tmp")), "the partial write is hidden"
+    latest = latest_checkpoint(alias)
+    assert latest.name == "trainer_128.pt"
+    assert load_checkpoint(latest)["counters"]["collected_frames"] == 128
+
+    run(tiny("ppo", *overrides, "trainer.resume=true"), out)
+    assert not list((out / "checkpoints").glob(".*.tmp")), "leftovers are cleaned up"
+    assert_same_state(tmp_path / "straight" / "checkpoints" / "trainer.pt", alias)
+    assert csv_curves(out) == csv_curves(tmp_path / "straight")
+
+
+# --------------------------------------------------------------------------- signals
+LONG = [
+    *TINY["ppo"],
+    "trainer.total_frames=10000000",
+    "trainer.save_trainer_interval=64",
+    "eval.episodes=2",
+]
+
+
+@pytest.mark.parametrize(
+    "workers", [["env.vectorization=async"], ["collector=multi_sync", "collector.num_workers=2"]]
+)
+def test_sigterm_saves_a_checkpoint_and_leaves_no_process(workers, tmp_path):
+    out = tmp_path / "run"
+    proc = _spawn([str(SCRIPT), *LONG, *workers, f"hydra.run.dir={out}"], tmp_path)
+    try:
+        _wait_for(lambda: list_checkpoints(out / "checkpoints" / "trainer.pt"), 120, proc)
+        children = _children(proc.pid)
+        assert children, "expected worker processes"
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+    assert "Traceback" not in stderr
+    assert "Stopped by SIGTERM" in stderr and "trainer.resume=true" in stderr
+    alias = out / "checkpoints" / "trainer.pt"
+    state = load_checkpoint(latest_checkpoint(alias))
+    assert state["counters"]["collected_frames"] == list_checkpoints(alias)[-1][0]
+    assert state["counters"]["collected_frames"] % 64 == 0
+    _assert_gone(children)
+
+
+def test_second_sigint_exits_at_once(tmp_path):
+    out = tmp_path / "run"
+    proc = _spawn(
+        [str(SCRIPT), *LONG, "env.vectorization=async", f"hydra.run.dir={out}"], tmp_path
+    )
+    try:
+        _wait_for(lambda: list_checkpoints(out / "checkpoints" / "trainer.pt"), 120, proc)
+        children = _children(proc.pid)
+        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0
+    _assert_gone(children)
+
+
+# --------------------------------------------------------------------------- worker errors
+@pytest.mark.parametrize(
+    "workers", [["env.vectorization=async"], ["collector=multi_sync", "collector.num_workers=2"]]
+)
+def test_env_error_in_a_worker_is_reported_and_exits(workers, tmp_path):
+    args = [
+        *TINY["ppo"],
+        *workers,
+        "env.env_name=resume.faulty_env:FaultyCartPole",
+        f"hydra.run.dir={tmp_path / 'run'}",
+    ]
+    proc = _spawn([str(SCRIPT), *args], tmp_path)
+    children: list[int] = []
+    end = time.monotonic() + 90
+    while proc.poll() is None and time.monotonic() < end:
+        children = sorted(set(children) | set(_children(proc.pid)))
+        time.sleep(0.05)
+    try:
+        _, stderr = proc.communicate(timeout=max(1.0, end - time.monotonic()))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode not in (0, None)
+    assert "boom from the env" in stderr
+    _assert_gone(children)
+
+
+# --------------------------------------------------------------------------- directories
+def test_unwritable_logger_dir_fails_before_building(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory")
+    cfg = tiny("ppo", f"logger.log_dir={blocker}/logs")
+    with pytest.raises(ConfigError, match=r"logger.log_dir=.*a_file/logs.*writable directory"):
+        build_trainer(cfg, tmp_path / "run")
+    assert not (tmp_path / "run" / "checkpoints" / "trainer.pt").exists()
+
+
+def test_unwritable_run_dir_fails_with_a_short_message(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory")
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), *TINY["ppo"], f"hydra.run.dir={blocker}/run"],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
