@@ -318,7 +318,12 @@ class SyncDataCollector(DataCollectorBase):
             self.env.close()
 
     def state_dict(self) -> dict[str, Any]:
-        """Frames collected, trajectory counter and ids, current env input and env state."""
+        """Frames collected, trajectory counter and ids, current env input and env state.
+
+        Also the gymnasium sub-envs' internal state (``"env_internal"``, see
+        :mod:`rl_trainers.envs.libs.gym_state`) and torch's global RNG state, which
+        :meth:`load_state_dict` restores (the policy and random actions sample from it).
+        """
         td = None if self._td is None else self._td.to_dict()
         return {
             "frames_collected": self.frames_collected,

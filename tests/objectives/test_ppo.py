@@ -137,3 +137,44 @@ def test_ppo_clip_ratio_is_one_on_policy():
 def test_bad_loss_critic_type():
     with pytest.raises(ValueError, match="smooth_l1"):
         ClipPPOLoss(_StubActor(torch.zeros(1)), None, loss_critic_type="huber")
+
+
+def test_in_keys_are_what_forward_reads():
+    obs_spec = Composite(observation=Unbounded(shape=(6, 4)), shape=(6,))
+    actor = make_actor(obs_spec, OneHot(2, shape=(6, 2)))
+    critic = make_value(obs_spec)
+    loss = ClipPPOLoss(actor, critic)
+    assert loss.in_keys == [
+        "observation",
+        "action",
+        "sample_log_prob",
+        "advantage",
+        "value_target",
+    ]
+    assert "state_value" in ClipPPOLoss(actor, critic, clip_value=0.2).in_keys
+    td = TensorDict(
+        {
+            "observation": torch.randn(6, 4),
+            "action": torch.nn.functional.one_hot(torch.randint(2, (6,)), 2).bool(),
+            "sample_log_prob": torch.full((6,), -0.69),
+            "advantage": torch.randn(6, 1),
+            "value_target": torch.randn(6, 1),
+            "unused": torch.zeros(6, 3),
+        },
+        batch_size=[6],
+    )
+    full = loss(td.clone())
+    selected = loss(td.select(*loss.in_keys))
+    for key in ("loss_objective", "loss_critic"):
+        torch.testing.assert_close(full[key], selected[key])
+
+
+def test_explained_variance_of_a_constant_target_is_zero():
+    target = torch.ones(5, 1)
+    assert explained_variance(target, torch.zeros(5, 1)).item() == 0.0
+    torch.testing.assert_close(
+        explained_variance(
+            target * torch.arange(5.0)[:, None], target * torch.arange(5.0)[:, None]
+        ),
+        torch.tensor(1.0),
+    )

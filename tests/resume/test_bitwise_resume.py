@@ -39,6 +39,8 @@ def test_stop_and_resume_is_bitwise_identical(case, tmp_path):
     assert interrupted_run(tiny(algorithm, *overrides), resumed, stop_at) == stop_at
     run(tiny(algorithm, *overrides, "trainer.resume=true"), resumed)
 
-    assert_same_state(straight / "checkpoints" / "trainer.pt", resumed / "checkpoints" / "trainer.pt")
+    assert_same_state(
+        straight / "checkpoints" / "trainer.pt", resumed / "checkpoints" / "trainer.pt"
+    )
     a, b = csv_curves(straight), csv_curves(resumed)
     assert a and a == b

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import multiprocessing
 import os
+import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -98,6 +100,20 @@ class _FrameSkip(gym.Wrapper):
         return obs, total, term, trunc, info
 
 
+def _ignore_sigint_in_worker() -> None:
+    """In a worker process (e.g. of an AsyncVectorEnv), leave Ctrl-C to the main process.
+
+    A terminal's SIGINT reaches the whole process group; the trainer in the main process
+    then finishes its batch and saves a checkpoint, which needs the workers alive. Workers
+    still end with SIGTERM/SIGKILL and when their parent closes them.
+    """
+    if multiprocessing.parent_process() is not None:
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except ValueError:  # not the worker's main thread
+            pass
+
+
 class GymFactory:
     """A picklable callable that builds one gymnasium env (used in worker processes too).
 
@@ -124,6 +140,7 @@ class GymFactory:
         self.make_kwargs = dict(make_kwargs or {})
 
     def __call__(self) -> gym.Env:
+        _ignore_sigint_in_worker()
         kwargs = dict(self.make_kwargs)
         if self.from_pixels:
             os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
