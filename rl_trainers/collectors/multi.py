@@ -102,6 +102,10 @@ def _worker(
         if collector is not None:
             try:
                 collector.shutdown()
+                # an env instance given to the collector is this process's own copy: close
+                # it too, or its sub-processes (ParallelEnv) keep the worker from exiting
+                if not getattr(collector.env, "is_closed", True):
+                    collector.env.close()
             except Exception:
                 pass
         conn.close()

@@ -192,6 +192,19 @@ class TensorStorage(Storage):
         shape = (self.max_size, *data.shape[1:])
         if isinstance(data, torch.Tensor):
             return torch.empty(shape, dtype=data.dtype, device=self.device)
+        if data.shape[0]:
+            try:
+                # uninitialised leaves: pages are only mapped (counted in RSS) once written,
+                # so a 1M-capacity buffer costs memory for what it holds, not its capacity
+                return data[0].apply(
+                    lambda t: torch.empty(
+                        (self.max_size, *t.shape), dtype=t.dtype, device=self.device
+                    ),
+                    batch_size=shape,
+                    device=self.device,
+                )
+            except (TypeError, RuntimeError, AttributeError):  # e.g. non-tensor leaves
+                pass
         td = data[0].clone() if data.shape[0] else data.clone()
         return td.to(self.device).expand(shape).clone().contiguous()
 

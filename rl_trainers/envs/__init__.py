@@ -41,6 +41,7 @@ from rl_trainers.envs.transforms import (
     VecNorm,
 )
 from rl_trainers.envs.utils import (
+    EnvCreator,
     ExplorationType,
     check_env_specs,
     exploration_type,
@@ -50,6 +51,7 @@ from rl_trainers.envs.utils import (
 
 __all__ = [
     "EnvBase",
+    "EnvCreator",
     "GymEnv",
     "GymWrapper",
     "SerialEnv",

@@ -9,6 +9,7 @@ workers) or a gymnasium env. Transforms go outside: ``TransformedEnv(ParallelEnv
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -91,6 +92,9 @@ class ParallelEnv(GymWrapper):
         self._vector_args = (factory, n, serial_for_single, shared_memory, mp_start_method)
         self._owner_pid = os.getpid()
         self._init_from(self._make_vector_env(), cat, device, pixels_only)
+        # close the workers at interpreter exit before multiprocessing tears the pipes down
+        # (otherwise an env nobody closed makes each worker print a BrokenPipe traceback)
+        weakref.finalize(self, _close_vector_env, self._env, self._owner_pid)
 
     def _make_vector_env(self) -> gym.vector.VectorEnv:
         factory, n, serial_for_single, shared_memory, mp_start_method = self._vector_args
@@ -128,6 +132,14 @@ class ParallelEnv(GymWrapper):
             self.is_closed = True
             return
         super().close()
+
+
+def _close_vector_env(env: gym.vector.VectorEnv, owner_pid: int) -> None:
+    if os.getpid() == owner_pid and not env.closed:
+        try:
+            env.close()
+        except Exception:
+            pass
 
 
 def _factory_and_options(

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from rl_trainers.envs.common import EnvBase
 
 __all__ = [
+    "EnvCreator",
     "step_mdp",
     "set_exploration_type",
     "ExplorationType",
@@ -169,3 +170,33 @@ def check_env_specs(
                     raise AssertionError(
                         f"Entry {where!r} of a rollout is not in its spec {spec!r}."
                     )
+
+
+class EnvCreator:
+    """An env factory: ``EnvCreator(fn, kwargs)()`` returns ``fn(**kwargs)``.
+
+    Accepted wherever a ``create_env_fn`` is (``ParallelEnv``, collectors) so torchrl scripts
+    run unchanged. Unlike torchrl's, it does not share transform statistics between the envs
+    it makes: pass them explicitly (e.g. ``ObservationNorm(**state_dict)``).
+
+    Args:
+        create_env_fn: callable returning an env.
+        create_env_kwargs: keyword arguments for ``create_env_fn``.
+    """
+
+    def __init__(
+        self, create_env_fn: Any, create_env_kwargs: dict[str, Any] | None = None
+    ) -> None:
+        if not callable(create_env_fn):
+            raise TypeError(
+                f"EnvCreator needs a callable returning an env, got {type(create_env_fn).__name__}."
+            )
+        self.create_env_fn = create_env_fn
+        self.create_env_kwargs = dict(create_env_kwargs or {})
+
+    def __call__(self, **kwargs: Any) -> Any:
+        """Build one env (``kwargs`` override ``create_env_kwargs``)."""
+        return self.create_env_fn(**{**self.create_env_kwargs, **kwargs})
+
+    def __repr__(self) -> str:
+        return f"EnvCreator({self.create_env_fn!r})"

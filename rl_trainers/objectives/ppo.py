@@ -117,15 +117,19 @@ class _ActorCriticLoss(LossModule):
         return self.critic_coef * loss.mean()
 
     def _entropy(self, dist, out: dict) -> None:
+        if not self.entropy_bonus:
+            with torch.no_grad():  # a diagnostic only: keep it out of the autograd graph
+                out["entropy"] = dist.entropy().mean()
+            return
         entropy = dist.entropy()
         out["entropy"] = entropy.detach().mean()
-        if self.entropy_bonus:
-            out["loss_entropy"] = -self.entropy_coef * entropy.mean()
+        out["loss_entropy"] = -self.entropy_coef * entropy.mean()
 
     def _finish(self, td: TensorDictBase, out: dict) -> TensorDictBase:
         if self.critic_network is not None:
             out["loss_critic"] = self._critic_loss(td, out)
-        return TensorDict(out, batch_size=[])
+        # every entry is a scalar tensor built here: skip the constructor's validation
+        return TensorDict._new_unsafe(out, batch_size=torch.Size([]))
 
 
 class PPOLoss(_ActorCriticLoss):

@@ -93,6 +93,30 @@ def _field_lines(node: type, prefix: str = "") -> list[str]:
     return lines
 
 
+def _option_field_lines() -> list[str]:
+    """Fields an option of a group adds to the group's base node (e.g. ``optimizer.betas``)."""
+    lines = []
+    for group, options in GROUP_OPTIONS.items():
+        for option, node in options.items():
+            parent = node.__mro__[1]
+            if parent is object:  # the group's base node: its fields are listed above
+                continue
+            base = {f.name for f in dataclasses.fields(parent)}
+            extra = [
+                f
+                for f in dataclasses.fields(node)
+                if f.name not in base and not f.name.startswith("_")
+            ]
+            if not extra:
+                continue
+            lines.append(f"  {group}={option.removesuffix('_schema')}:")
+            hints = typing.get_type_hints(node)
+            for f in extra:
+                name = f"{group}.{f.name} ({_type_name(hints[f.name])})"
+                lines.append(f"    {name:<42} {f.metadata.get('help', '')}")
+    return lines
+
+
 def group_options(algorithm: str) -> dict[str, list[str]]:
     """The options of each config group a user can pick for ``algorithm`` (e.g. ``ppo``)."""
     groups: dict[str, set[str]] = {g: set(o) for g, o in GROUP_OPTIONS.items()}
@@ -126,6 +150,9 @@ def help_template(algorithm: str, schema: type) -> str:
             "",
             "== Fields (field (type) description) ==",
             *_field_lines(schema),
+            "",
+            "== Fields of group options (set after choosing the option) ==",
+            *_option_field_lines(),
             "",
             "Network input/output sizes and action bounds are never configured:",
             "they are read from the environment's spaces.",

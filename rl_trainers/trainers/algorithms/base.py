@@ -1,0 +1,184 @@
+"""AlgorithmTrainer: what every algorithm trainer adds to the shared loop, and how it is built.
+
+An algorithm trainer (PPOTrainer, SACTrainer, ...) subclasses :class:`AlgorithmTrainer`
+and writes only its own hooks and networks; episode-return logging, the learning-rate
+schedule, evaluation, and building the env, optimizer, collector and logger from a config
+live here once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+from tensordict import TensorDictBase
+
+from rl_trainers.trainers.algorithms.common import (
+    LogEpisodeReturn,
+    build,
+    build_collector,
+    check_output_dir,
+    evaluate_episodes,
+    plain_config,
+    register_run_state,
+    resolve_logger,
+    set_num_threads,
+)
+from rl_trainers.trainers.trainer import Trainer
+
+
+class AlgorithmTrainer(Trainer):
+    """A :class:`Trainer` with episode-return logging, an optional lr schedule and evaluation.
+
+    Args:
+        frames_per_batch: frames in each collected batch (sets the evaluation period).
+        lr_scheduler: stepped once per batch at ``post_steps`` (checkpointed).
+        eval_env: env for evaluations (also used by :meth:`evaluate_final`).
+        eval_episodes: episodes per evaluation.
+        eval_interval: evaluate every this many frames during training (0: never).
+        eval_deterministic: act with the policy's mode (else sample) when evaluating.
+        **trainer_kwargs: the :class:`Trainer` arguments.
+    """
+
+    def __init__(
+        self,
+        *,
+        frames_per_batch: int,
+        lr_scheduler=None,
+        eval_env=None,
+        eval_episodes: int = 10,
+        eval_interval: int = 0,
+        eval_deterministic: bool = True,
+        **trainer_kwargs: Any,
+    ) -> None:
+        super().__init__(**trainer_kwargs)
+        self.frames_per_batch = frames_per_batch
+        self.eval_env = eval_env
+        self.eval_episodes = eval_episodes
+        self.eval_deterministic = eval_deterministic
+        LogEpisodeReturn().register(self)
+        if lr_scheduler is not None:
+            self.register_module("lr_scheduler", lr_scheduler)
+            self.register_op("post_steps", lr_scheduler.step)
+        if eval_env is not None and eval_interval > 0:
+            every = max(1, eval_interval // frames_per_batch)
+            self.register_op("post_steps_log", self._evaluate, every=every)
+
+    def _evaluate(self, batch: TensorDictBase) -> dict[str, Any]:
+        returns = torch.tensor(self.evaluate_final())
+        return {"eval/return_mean": returns.mean(), "eval/return_std": returns.std(correction=0)}
+
+    def evaluate_final(self) -> list[float]:
+        """Returns of ``eval_episodes`` episodes on the evaluation env.
+
+        An observation normaliser in the evaluation env first takes the training env's
+        statistics, frozen, so the policy sees what it was trained on.
+        """
+        train_env = getattr(self.collector, "env", None)
+        if train_env is not None:
+            copy_normalizer_stats(train_env, self.eval_env)
+        return evaluate_episodes(
+            self.eval_env,
+            self.loss_module.actor_network,
+            self.eval_episodes,
+            deterministic=self.eval_deterministic,
+        )
+
+
+def copy_normalizer_stats(source_env, target_env) -> None:
+    """Give ``target_env``'s observation normalisers ``source_env``'s statistics, frozen."""
+    from rl_trainers.envs import VecNorm
+
+    sources = [t for t in _transforms(source_env) if isinstance(t, VecNorm)]
+    targets = [t for t in _transforms(target_env) if isinstance(t, VecNorm)]
+    for src, dst in zip(sources, targets):
+        dst.load_state_dict(src.state_dict())
+        dst.freeze()
+
+
+def _transforms(env) -> list:
+    transform = getattr(env, "transform", None)
+    if transform is None:
+        return []
+    return list(transform) if hasattr(transform, "__iter__") else [transform]
+
+
+@dataclass
+class RunEnvs:
+    """The training env (seeded) and the evaluation env (seeded apart, unscaled rewards)."""
+
+    env: Any
+    eval_env: Any
+
+
+def prepare_run(cfg: DictConfig, output_dir: Path, widest_layer: int) -> RunEnvs:
+    """The first steps of every build: check the run directory, seed, set threads, make envs.
+
+    Seeding happens here, before any network is built.
+    """
+    from rl_trainers.trainers.helpers import seed_everything
+
+    check_output_dir(output_dir, cfg)
+    seed_everything(cfg.seed)
+    set_num_threads(cfg.trainer.num_threads, widest_layer)
+    env = build(cfg, "env")
+    env.set_seed(cfg.seed)
+    eval_env = build(cfg, "env", num_envs=cfg.eval.episodes, reward_scale=1.0)
+    eval_env.set_seed(cfg.seed + 10_000)
+    return RunEnvs(env, eval_env)
+
+
+def finish_build(
+    trainer_class: type[AlgorithmTrainer],
+    cfg: DictConfig,
+    output_dir: Path,
+    envs: RunEnvs,
+    loss,
+    **algorithm_kwargs: Any,
+) -> AlgorithmTrainer:
+    """The last steps of every build: optimizer, lr schedule, collector, logger, trainer.
+
+    Args:
+        trainer_class: the algorithm trainer to construct.
+        cfg: the composed root config.
+        output_dir: the run directory (logs and checkpoints go under it).
+        envs: from :func:`prepare_run`.
+        loss: the loss module; its ``actor_network`` is the policy the collector acts with.
+        **algorithm_kwargs: the algorithm's own constructor arguments.
+    """
+    optimizer = build(cfg, "optimizer", params=list(loss.parameters()))
+    frames_per_batch = cfg.collector.frames_per_batch
+    num_batches = -(-cfg.trainer.total_frames // frames_per_batch)
+    scheduler = None
+    if cfg.lr_scheduler.kind != "constant":
+        scheduler = build(cfg, "lr_scheduler", optimizer=optimizer, total_steps=num_batches)
+    collector = build_collector(cfg, envs.env, loss.actor_network)
+    logger = resolve_logger(cfg, output_dir)
+    logger.log_hparams(plain_config(cfg))
+    loop = cfg.trainer
+    trainer = trainer_class(
+        collector=collector,
+        total_frames=loop.total_frames,
+        loss_module=loss,
+        optimizer=optimizer,
+        frames_per_batch=frames_per_batch,
+        lr_scheduler=scheduler,
+        eval_env=envs.eval_env,
+        eval_episodes=cfg.eval.episodes,
+        eval_interval=cfg.eval.interval,
+        eval_deterministic=cfg.eval.deterministic,
+        logger=logger,
+        clip_grad_norm=loop.clip_grad_norm,
+        clip_norm=loop.clip_norm,
+        progress_bar=loop.progress_bar,
+        log_interval=loop.log_interval,
+        save_trainer_interval=loop.save_trainer_interval or loop.total_frames,
+        save_trainer_file=output_dir / "checkpoints" / "trainer.pt",
+        keep_checkpoints=loop.keep_checkpoints,
+        **algorithm_kwargs,
+    )
+    register_run_state(trainer, cfg, logger, envs.eval_env)
+    return trainer
