@@ -16,6 +16,7 @@ from typing import Any
 import gymnasium as gym
 
 from rl_trainers.envs.libs.gym import GymWrapper, make_gym_factory
+from rl_trainers.envs.libs.gym_state import StateAccessFactory
 
 __all__ = ["SerialEnv", "ParallelEnv"]
 
@@ -88,6 +89,7 @@ class ParallelEnv(GymWrapper):
         factory, cat, pixels_only = _factory_and_options(create_env_fn, create_env_kwargs)
         if categorical_action_encoding is not None:
             cat = categorical_action_encoding
+        factory = StateAccessFactory(factory)  # checkpoints read the workers' env state
         self.num_workers = n
         self._vector_args = (factory, n, serial_for_single, shared_memory, mp_start_method)
         self._owner_pid = os.getpid()

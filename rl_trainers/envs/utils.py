@@ -184,9 +184,7 @@ class EnvCreator:
         create_env_kwargs: keyword arguments for ``create_env_fn``.
     """
 
-    def __init__(
-        self, create_env_fn: Any, create_env_kwargs: dict[str, Any] | None = None
-    ) -> None:
+    def __init__(self, create_env_fn: Any, create_env_kwargs: dict[str, Any] | None = None) -> None:
         if not callable(create_env_fn):
             raise TypeError(
                 f"EnvCreator needs a callable returning an env, got {type(create_env_fn).__name__}."

@@ -18,7 +18,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_ppo_cartpole_reaches_475_within_100k_frames(seed, tmp_path):
-    cfg = compose_config("ppo", [f"seed={seed}", "trainer.total_frames=100000", "trainer.progress_bar=false"])
+    cfg = compose_config(
+        "ppo", [f"seed={seed}", "trainer.total_frames=100000", "trainer.progress_bar=false"]
+    )
     mean = run(cfg, output_dir=tmp_path)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["frames"] <= 100_000 + cfg.collector.frames_per_batch
@@ -27,7 +29,9 @@ def test_ppo_cartpole_reaches_475_within_100k_frames(seed, tmp_path):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_sac_pendulum_reaches_minus_200_within_20k_frames(seed, tmp_path):
-    cfg = compose_config("sac", [f"seed={seed}", "trainer.total_frames=20000", "trainer.progress_bar=false"])
+    cfg = compose_config(
+        "sac", [f"seed={seed}", "trainer.total_frames=20000", "trainer.progress_bar=false"]
+    )
     mean = run(cfg, output_dir=tmp_path)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["frames"] <= 20_000

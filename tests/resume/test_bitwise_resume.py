@@ -16,6 +16,7 @@ CASES = {
         128,
         ["env=pendulum", "env.normalize_observations=true", "env.reward_scale=0.1"],
     ),
+    "ppo_async_envs": ("ppo", 128, ["env.vectorization=async"]),
     "ppo_multi_sync": ("ppo", 128, ["collector=multi_sync", "collector.num_workers=2"]),
     "sac": (
         "sac",

@@ -178,14 +178,37 @@ def test_opaque_env_state_warns_and_resets():
     env.close()
 
 
-def test_async_envs_are_documented_as_unsupported():
+def _random_steps(env, steps: int) -> torch.Tensor:
+    """Observations of ``steps`` random-action steps continuing the env's current episodes."""
+    from tensordict import TensorDict
+
+    obs = []
+    for _ in range(steps):
+        td = env.rand_action(TensorDict({}, batch_size=env.batch_size))
+        obs.append(env.step(td)["next", "observation"].clone())
+    return torch.stack(obs)
+
+
+def test_async_env_state_round_trip_through_the_workers():
     from rl_trainers.envs import ParallelEnv
 
-    env = ParallelEnv(2, lambda: GymEnv("CartPole-v1"))
+    a = ParallelEnv(2, lambda: GymEnv("CartPole-v1"))
+    b = ParallelEnv(2, lambda: GymEnv("CartPole-v1"))
     try:
-        assert "worker processes" in get_env_state(env)["reason"]
+        a.set_seed(5)
+        a.reset()
+        _random_steps(a, 30)
+        state = get_env_state(a)
+        assert state["supported"], state
+        torch.manual_seed(1)
+        expected = _random_steps(a, 40)
+        b.set_seed(99)
+        b.reset()
+        assert set_env_state(b, state)
+        torch.manual_seed(1)
+        assert torch.equal(_random_steps(b, 40), expected)
     finally:
-        env.close()
+        a.close(), b.close()
 
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "HalfCheetah-v5"])

@@ -271,4 +271,6 @@ def test_dqn_tutorial_runs_and_logs_finite_csvs(tmp_path):
         assert steps == sorted(steps) and all(0 < s <= trainer.collected_frames for s in steps)
         assert all(math.isfinite(float(v)) for _, v in rows), (name, rows)
     # rewards are scaled by 0.1 (RewardScaling) in the evaluation rollouts
-    assert all(float(v) == pytest.approx(0.1) for _, v in csvs[os.path.join(scalars, "rewards.csv")])
+    assert all(
+        float(v) == pytest.approx(0.1) for _, v in csvs[os.path.join(scalars, "rewards.csv")]
+    )

@@ -245,6 +245,44 @@ def set_gym_state(env: gym.Env, state: dict[str, Any]) -> None:
         _set_mujoco_state(unwrapped.data, mj)
 
 
+class StateAccessWrapper(gym.Wrapper):
+    """Lets a vector env's worker process report and restore its env's internal state.
+
+    ``ParallelEnv`` wraps every sub-env in it, so ``AsyncVectorEnv.call`` can reach
+    :func:`get_gym_state`/:func:`set_gym_state` inside the workers.
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.rl_trainers_pending_state: dict[str, Any] | None = None
+
+    def rl_trainers_get_state(self) -> dict[str, Any]:
+        return get_gym_state(self.env)
+
+    def rl_trainers_apply_pending_state(self) -> bool:
+        set_gym_state(self.env, self.rl_trainers_pending_state)
+        self.rl_trainers_pending_state = None
+        return True
+
+
+class StateAccessFactory:
+    """A picklable factory that wraps what ``factory`` builds in :class:`StateAccessWrapper`."""
+
+    def __init__(self, factory: Any) -> None:
+        self.factory = factory
+
+    def __call__(self) -> gym.Env:
+        return StateAccessWrapper(self.factory())
+
+
+def _worker_states(vector_env: gym.vector.VectorEnv) -> list[dict[str, Any]] | str:
+    """Each worker's env state, or the reason it cannot be read."""
+    try:
+        return list(vector_env.call("rl_trainers_get_state"))
+    except Exception as err:  # noqa: BLE001 - a worker env without StateAccessWrapper
+        return f"the sub-envs run in worker processes that cannot report their state ({err})"
+
+
 # --------------------------------------------------------------------------- TensorDict envs
 def _gym_wrapper(env: Any) -> Any:
     """The ``GymWrapper`` at the bottom of ``env`` (through ``TransformedEnv.base_env``)."""
@@ -274,15 +312,13 @@ def get_env_state(env: Any) -> dict[str, Any]:
         return _unsupported(f"{type(env).__name__} is not built on a gymnasium env")
     gym_env = wrapper.env
     if isinstance(gym_env, gym.vector.SyncVectorEnv):
-        subs = list(gym_env.envs)
+        states = [get_gym_state(sub) for sub in gym_env.envs]
     elif isinstance(gym_env, gym.vector.VectorEnv):
-        return _unsupported(
-            f"the sub-envs of a {type(gym_env).__name__} run in worker processes "
-            "(env.vectorization=async)"
-        )
+        states = _worker_states(gym_env)
+        if isinstance(states, str):
+            return _unsupported(states)
     else:
-        subs = [gym_env]
-    states = [get_gym_state(sub) for sub in subs]
+        states = [get_gym_state(gym_env)]
     for i, st in enumerate(states):
         if not st["supported"]:
             return _unsupported(f"sub-env {i}: {st['reason']}")
@@ -308,13 +344,26 @@ def set_env_state(env: Any, state: dict[str, Any] | None, *, warn: bool = True) 
         reason = f"{type(env).__name__} is not built on a gymnasium env"
     if reason is None:
         gym_env = wrapper.env
-        subs = list(gym_env.envs) if isinstance(gym_env, gym.vector.SyncVectorEnv) else [gym_env]
-        if len(subs) != len(state["envs"]):
-            reason = f"the checkpoint has {len(state['envs'])} sub-envs, this env {len(subs)}"
+        remote = isinstance(gym_env, gym.vector.VectorEnv) and not isinstance(
+            gym_env, gym.vector.SyncVectorEnv
+        )
+        if remote:
+            count = gym_env.num_envs
+        else:
+            subs = (
+                list(gym_env.envs) if isinstance(gym_env, gym.vector.SyncVectorEnv) else [gym_env]
+            )
+            count = len(subs)
+        if count != len(state["envs"]):
+            reason = f"the checkpoint has {len(state['envs'])} sub-envs, this env {count}"
         else:
             try:
-                for sub, st in zip(subs, state["envs"], strict=True):
-                    set_gym_state(sub, st)
+                if remote:
+                    gym_env.set_attr("rl_trainers_pending_state", list(state["envs"]))
+                    gym_env.call("rl_trainers_apply_pending_state")
+                else:
+                    for sub, st in zip(subs, state["envs"], strict=True):
+                        set_gym_state(sub, st)
             except (ValueError, AttributeError, KeyError, TypeError) as err:
                 reason = str(err)
     if reason is not None:
