@@ -11,7 +11,7 @@ import pytest
 
 from rl_trainers.trainers.algorithms.app import run
 
-from ..app.conftest import compose_config
+from app.conftest import compose_config
 
 pytestmark = pytest.mark.slow
 
