@@ -11,6 +11,10 @@ from rl_trainers.trainers.algorithms.app import CONFIG_DIR
 
 REPO = Path(__file__).resolve().parents[2]
 
+#: Every option of the ``env`` group (one YAML file each), and those with discrete actions.
+ENV_OPTIONS = sorted(p.stem for p in (REPO / "configs" / "env").glob("*.yaml"))
+DISCRETE_ENV_OPTIONS = ["acrobot", "cartpole"]
+
 #: Overrides that make a run a few hundred frames long.
 TINY = {
     "ppo": [

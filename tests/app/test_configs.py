@@ -11,7 +11,7 @@ from hydra.utils import get_object
 
 from rl_trainers.trainers.algorithms.configs import GROUP_OPTIONS, ROOT_SCHEMAS
 
-from .conftest import compose_config
+from .conftest import ENV_OPTIONS, compose_config
 
 #: Arguments a builder passes at run time (objects a config cannot hold).
 RUNTIME_ARGS = {
@@ -72,19 +72,7 @@ def test_every_field_is_documented(node):
             assert f.metadata.get("help"), f"{node.__name__}.{f.name} has no one-line description"
 
 
-ENVS = [
-    "cartpole",
-    "acrobot",
-    "pendulum",
-    "mountaincar_continuous",
-    "halfcheetah",
-    "hopper",
-    "walker2d",
-    "ant",
-]
-
-
-@pytest.mark.parametrize("env", ENVS)
+@pytest.mark.parametrize("env", ENV_OPTIONS)
 def test_every_env_option_builds_without_sizes(env):
     from hydra.utils import instantiate
 

@@ -10,19 +10,10 @@ import pytest
 
 from rl_trainers.trainers.algorithms.app import run
 
-from .conftest import REPO, TINY
+from .conftest import DISCRETE_ENV_OPTIONS, ENV_OPTIONS, REPO, TINY
 
-PPO_ENVS = [
-    "cartpole",
-    "acrobot",
-    "pendulum",
-    "mountaincar_continuous",
-    "halfcheetah",
-    "hopper",
-    "walker2d",
-    "ant",
-]
-SAC_ENVS = ["pendulum", "mountaincar_continuous", "halfcheetah", "hopper", "walker2d", "ant"]
+PPO_ENVS = ENV_OPTIONS
+SAC_ENVS = [e for e in ENV_OPTIONS if e not in DISCRETE_ENV_OPTIONS]
 LOGGERS = ["csv", "tensorboard", "wandb", "mlflow"]
 EXPERIMENTS = sorted(p.stem for p in (REPO / "configs" / "experiment").glob("*.yaml"))
 

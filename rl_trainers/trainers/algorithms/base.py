@@ -113,8 +113,20 @@ class RunEnvs:
     env: Any
     eval_env: Any
 
+    def make_policy(self, mlp: DictConfig):
+        """The policy for the env's action space, sized from its specs (``network.policy``)."""
+        from rl_trainers.modules import make_actor
+        from rl_trainers.trainers.helpers import activation_class
 
-def prepare_run(cfg: DictConfig, output_dir: Path, widest_layer: int) -> RunEnvs:
+        return make_actor(
+            self.env.observation_spec,
+            self.env.action_spec,
+            num_cells=list(mlp.num_cells),
+            activation=activation_class(mlp.activation),
+        )
+
+
+def prepare_run(cfg: DictConfig, output_dir: Path) -> RunEnvs:
     """The first steps of every build: check the run directory, seed, set threads, make envs.
 
     Seeding happens here, before any network is built.
@@ -123,7 +135,8 @@ def prepare_run(cfg: DictConfig, output_dir: Path, widest_layer: int) -> RunEnvs
 
     check_output_dir(output_dir, cfg)
     seed_everything(cfg.seed)
-    set_num_threads(cfg.trainer.num_threads, widest_layer)
+    net = cfg.network
+    set_num_threads(cfg.trainer.num_threads, max([*net.policy.num_cells, *net.value.num_cells]))
     env = build(cfg, "env")
     env.set_seed(cfg.seed)
     eval_env = build(cfg, "env", num_envs=cfg.eval.episodes, reward_scale=1.0)

@@ -119,17 +119,12 @@ class PPOTrainer(AlgorithmTrainer):
     @classmethod
     def from_config(cls, cfg: DictConfig, output_dir: Path) -> PPOTrainer:
         """Build every component from a composed ``PPOTrainerConfig``, seeding first."""
-        from rl_trainers.modules import make_actor, make_value
+        from rl_trainers.modules import make_value
         from rl_trainers.trainers.helpers import activation_class
 
         net = cfg.network
-        envs = prepare_run(cfg, output_dir, max([*net.policy.num_cells, *net.value.num_cells]))
-        actor = make_actor(
-            envs.env.observation_spec,
-            envs.env.action_spec,
-            num_cells=list(net.policy.num_cells),
-            activation=activation_class(net.policy.activation),
-        )
+        envs = prepare_run(cfg, output_dir)
+        actor = envs.make_policy(net.policy)
         critic = make_value(
             envs.env.observation_spec,
             num_cells=list(net.value.num_cells),

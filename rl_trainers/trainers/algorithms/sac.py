@@ -79,24 +79,19 @@ class SACTrainer(AlgorithmTrainer):
     @classmethod
     def from_config(cls, cfg: DictConfig, output_dir: Path) -> SACTrainer:
         """Build every component from a composed ``SACTrainerConfig``, seeding first."""
-        from rl_trainers.modules import make_actor, make_qvalue, spec_kind
+        from rl_trainers.modules import make_qvalue, spec_kind
         from rl_trainers.objectives import SoftUpdate
         from rl_trainers.trainers.helpers import activation_class
 
         net = cfg.network
-        envs = prepare_run(cfg, output_dir, max([*net.policy.num_cells, *net.value.num_cells]))
+        envs = prepare_run(cfg, output_dir)
         if spec_kind(envs.env.action_spec) in ("one_hot", "categorical"):
             raise ConfigError(
                 "env.env_name",
                 cfg.env.env_name,
                 "SAC needs an environment with continuous (Box) actions; use PPO for discrete ones",
             )
-        actor = make_actor(
-            envs.env.observation_spec,
-            envs.env.action_spec,
-            num_cells=list(net.policy.num_cells),
-            activation=activation_class(net.policy.activation),
-        )
+        actor = envs.make_policy(net.policy)
         qvalue = make_qvalue(
             envs.env.observation_spec,
             envs.env.action_spec,
