@@ -8,10 +8,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from app.conftest import compose_config
 
 from rl_trainers.trainers.algorithms.app import run
-
-from app.conftest import compose_config
 
 pytestmark = pytest.mark.slow
 
