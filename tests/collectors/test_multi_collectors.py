@@ -134,8 +134,9 @@ SCRIPT = textwrap.dedent(
         [lambda: CountingEnv((3, 5))] * 2, frames_per_batch=8, total_frames=-1
     )
     print("PIDS", *collector.worker_pids, flush=True)
-    for _ in collector:
-        pass
+    for i, _ in enumerate(collector):
+        if i == 0:
+            print("COLLECTING", flush=True)
     """
 )
 
@@ -151,7 +152,8 @@ def test_keyboard_interrupt_ends_workers(tmp_path):
         line = proc.stdout.readline().decode()
         assert line.startswith("PIDS"), line + proc.stderr.read().decode()
         pids = [int(p) for p in line.split()[1:]]
-        time.sleep(0.5)
+        assert proc.stdout.readline().decode().startswith("COLLECTING")
+        time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
         # shutdown is bounded (join, then terminate, then kill: at most ~9 s a worker), but a
         # loaded CI machine stretches it; 60 s still catches a real hang
