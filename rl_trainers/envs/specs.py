@@ -57,6 +57,20 @@ def _as_device(device: Any) -> torch.device:
     return torch.device("cpu") if device is None else torch.device(device)
 
 
+def _expanded_shape(spec: Any, shape: tuple) -> torch.Size:
+    """``shape`` (ints or one sequence) checked to end with ``spec.shape``, for ``expand``."""
+    if len(shape) == 1 and not isinstance(shape[0], int):
+        shape = tuple(shape[0])
+    new = torch.Size(shape)
+    n = len(spec.shape)
+    if n and tuple(new[len(new) - n :]) != tuple(spec.shape):
+        raise ValueError(
+            f"Cannot expand {type(spec).__name__} of shape {tuple(spec.shape)} to "
+            f"{tuple(new)}: the new shape must end with the current one."
+        )
+    return new
+
+
 class TensorSpec:
     """Base class of leaf specs.
 
@@ -140,16 +154,7 @@ class TensorSpec:
 
     def expand(self, *shape: int | Sequence[int]) -> TensorSpec:
         """A spec with leading dims added; ``shape`` must end with the current shape."""
-        if len(shape) == 1 and not isinstance(shape[0], int):
-            shape = tuple(shape[0])
-        new = torch.Size(shape)
-        n = len(self.shape)
-        if n and tuple(new[len(new) - n :]) != tuple(self.shape):
-            raise ValueError(
-                f"Cannot expand {type(self).__name__} of shape {tuple(self.shape)} to "
-                f"{tuple(new)}: the new shape must end with the current one."
-            )
-        return self._with(shape=new)
+        return self._with(shape=_expanded_shape(self, shape))
 
     def to(self, device: Any) -> TensorSpec:
         """This spec on another device."""
@@ -665,15 +670,8 @@ class Composite:
 
     def expand(self, *shape: int | Sequence[int]) -> Composite:
         """A Composite with leading batch dims added."""
-        if len(shape) == 1 and not isinstance(shape[0], int):
-            shape = tuple(shape[0])
-        new = torch.Size(shape)
-        n = len(self.shape)
-        if n and tuple(new[len(new) - n :]) != tuple(self.shape):
-            raise ValueError(
-                f"Cannot expand Composite of shape {tuple(self.shape)} to {tuple(new)}."
-            )
-        lead = new[: len(new) - n]
+        new = _expanded_shape(self, shape)
+        lead = new[: len(new) - len(self.shape)]
         out = Composite(shape=new, device=self.device)
         for k, v in self._specs.items():
             out._specs[k] = v.expand(lead + v.shape)
