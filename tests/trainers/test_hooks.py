@@ -451,3 +451,39 @@ def test_hook_base_defaults():
         hook.load_state_dict({"x": 1})
     with pytest.raises(TypeError):
         TrainerHookBase()
+
+
+@pytest.mark.parametrize("scale", [1e-3, 10.0])
+def test_clip_grad_norm_matches_torch_bitwise(scale):
+    from rl_trainers.trainers.trainer import clip_grad_norm_
+
+    shapes = [(64, 4), (64,), (64, 64), (64,), (2, 64), (2,)]
+
+    def params_with_grads():
+        gen = torch.Generator().manual_seed(1)
+        params = [torch.nn.Parameter(torch.zeros(s)) for s in shapes]
+        for p in params:
+            p.grad = torch.randn(p.shape, generator=gen) * scale
+        return params
+
+    theirs, ours = params_with_grads(), params_with_grads()
+    norm_theirs = torch.nn.utils.clip_grad_norm_(theirs, 0.5)
+    norm_ours = clip_grad_norm_(ours, 0.5)
+    assert torch.equal(norm_ours, norm_theirs)
+    for a, b in zip(ours, theirs):
+        assert torch.equal(a.grad, b.grad)
+    clipped = float(torch.linalg.vector_norm(torch.cat([p.grad.flatten() for p in ours])))
+    assert clipped == pytest.approx(min(float(norm_ours), 0.5), rel=1e-5)
+
+
+def test_clip_grad_norm_mixed_dtypes_falls_back_to_torch():
+    from rl_trainers.trainers.trainer import clip_grad_norm_
+
+    a = torch.nn.Parameter(torch.zeros(3))
+    b = torch.nn.Parameter(torch.zeros(2, dtype=torch.float64))
+    a.grad = torch.tensor([3.0, 0.0, 0.0])
+    b.grad = torch.tensor([4.0, 0.0], dtype=torch.float64)
+    norm = clip_grad_norm_([a, b], 1.0)
+    assert float(norm) == pytest.approx(5.0)
+    assert float(a.grad[0]) == pytest.approx(0.6, rel=1e-5)
+    assert float(b.grad[0]) == pytest.approx(0.8, rel=1e-5)
