@@ -11,7 +11,9 @@ from rl_trainers.modules.actors import (
     spec_kind,
 )
 from rl_trainers.modules.builders import (
+    EncodedQValueNet,
     action_size,
+    encoded_size,
     make_actor,
     make_qvalue,
     make_value,
@@ -29,6 +31,16 @@ from rl_trainers.modules.exploration import (
     AdditiveGaussianWrapper,
     EGreedyModule,
     EGreedyWrapper,
+)
+from rl_trainers.modules.model_builders import (
+    PolicyKindError,
+    activation_from_name,
+    make_categorical_model,
+    make_convnet,
+    make_policy_model,
+    make_qvalue_model,
+    make_tanh_normal_model,
+    make_value_model,
 )
 from rl_trainers.modules.models import MLP, ConvNet, DuelingCnnDQNet, FastTanh, SquashDims
 
@@ -61,4 +73,14 @@ __all__ = [
     "make_qvalue",
     "observation_size",
     "action_size",
+    "encoded_size",
+    "EncodedQValueNet",
+    "PolicyKindError",
+    "activation_from_name",
+    "make_convnet",
+    "make_policy_model",
+    "make_tanh_normal_model",
+    "make_categorical_model",
+    "make_value_model",
+    "make_qvalue_model",
 ]

@@ -1,5 +1,9 @@
 """Builders that read every size from the specs, so no user types ``in_features``.
 
+Each builder optionally puts an ``encoder`` (e.g. a :class:`ConvNet` over ``"pixels"``) in
+front of its MLP head; the head's input size is then measured by running the encoder once on
+a zero observation of the spec's shape.
+
 Example:
     >>> actor = make_actor(env.observation_spec, env.action_spec)       # doctest: +SKIP
     >>> critic = make_value(env.observation_spec)                      # doctest: +SKIP
@@ -29,7 +33,15 @@ from rl_trainers.modules.distributions import (
 )
 from rl_trainers.modules.models import MLP
 
-__all__ = ["make_actor", "make_value", "make_qvalue", "observation_size", "action_size"]
+__all__ = [
+    "make_actor",
+    "make_value",
+    "make_qvalue",
+    "observation_size",
+    "action_size",
+    "encoded_size",
+    "EncodedQValueNet",
+]
 
 
 def observation_size(observation_spec, key: str = "observation") -> int | None:
@@ -50,6 +62,57 @@ def observation_size(observation_spec, key: str = "observation") -> int | None:
     if len(shape) == 0:
         return 1
     return int(shape[-1])
+
+
+def encoded_size(encoder: nn.Module, observation_spec, key: str = "pixels") -> int:
+    """The feature size ``encoder`` gives for one observation ``key`` of the spec.
+
+    The encoder runs once, without gradients, on zeros shaped like one (unbatched) image
+    ``[C, H, W]``: the last three dims of the spec's shape.
+    """
+    spec = observation_spec
+    if hasattr(spec, "keys") and callable(spec.keys):
+        if key not in list(spec.keys()):
+            raise KeyError(
+                f"the encoder reads {key!r}, which the env does not observe; keys: "
+                f"{list(spec.keys())} (build the env with from_pixels=True)"
+            )
+        spec = spec[key]
+    shape = tuple(spec.shape)
+    if len(shape) < 3:
+        raise ValueError(f"the encoder needs images [C, H, W] under {key!r}, got shape {shape}")
+    param = next(encoder.parameters(), None)
+    device = param.device if param is not None else None
+    with torch.no_grad():
+        out = encoder(torch.zeros(1, *shape[-3:], device=device))
+    return int(out.shape[-1])
+
+
+def _head_input(observation_spec, in_key: str, encoder: nn.Module | None) -> int | None:
+    if encoder is None:
+        return observation_size(observation_spec, in_key)
+    return encoded_size(encoder, observation_spec, in_key)
+
+
+def _with_encoder(encoder: nn.Module | None, head: nn.Module) -> nn.Module:
+    return head if encoder is None else nn.Sequential(encoder, head)
+
+
+class EncodedQValueNet(nn.Module):
+    """``Q(s, a)`` from an encoded observation: ``head(cat(encoder(obs), action))``.
+
+    Args:
+        encoder: maps observations ``[*B, ...]`` to features ``[*B, F]``.
+        head: maps ``[*B, F + action_dim]`` to ``[*B, 1]``.
+    """
+
+    def __init__(self, encoder: nn.Module, head: nn.Module) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.head = head
+
+    def forward(self, observation: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.cat([self.encoder(observation), action], dim=-1))
 
 
 def action_size(action_spec) -> int:
@@ -78,6 +141,7 @@ def make_actor(
     deterministic: bool = False,
     state_dependent_scale: bool = True,
     tanh_unbounded: bool = False,
+    encoder: nn.Module | None = None,
 ) -> TensorDictModule | ProbabilisticActor:
     """Builds a policy whose sizes and bounds come from the specs.
 
@@ -96,9 +160,10 @@ def make_actor(
         deterministic: build a deterministic actor instead.
         state_dependent_scale: Gaussian scale predicted by the network (else a learned vector).
         tanh_unbounded: squash unbounded continuous actions into ``[-1, 1]``.
+        encoder: a module in front of the MLP (e.g. a ConvNet reading ``in_key="pixels"``).
     """
     kind = spec_kind(action_spec)
-    in_features = observation_size(observation_spec, in_key)
+    in_features = _head_input(observation_spec, in_key, encoder)
     n_out = action_size(action_spec)
     cells = list(num_cells)
     if deterministic:
@@ -109,9 +174,10 @@ def make_actor(
         net = MLP(in_features, n_out, num_cells=cells, activation_class=activation)
         if kind == "bounded":
             net = nn.Sequential(net, TanhModule(*_action_bounds(action_spec)))
-        return Actor(net, in_keys=[in_key], spec=action_spec)
+        return Actor(_with_encoder(encoder, net), in_keys=[in_key], spec=action_spec)
     if kind in ("one_hot", "categorical"):
         net = MLP(in_features, n_out, num_cells=cells, activation_class=activation)
+        net = _with_encoder(encoder, net)
         module = TensorDictModule(net, in_keys=[in_key], out_keys=["logits"])
         dist_class = OneHotCategorical if kind == "one_hot" else Categorical
         return ProbabilisticActor(
@@ -131,6 +197,7 @@ def make_actor(
             MLP(in_features, n_out, num_cells=cells, activation_class=activation),
             AddStateIndependentNormalScale(torch.Size([n_out])),
         )
+    net = _with_encoder(encoder, net)
     module = TensorDictModule(net, in_keys=[in_key], out_keys=["loc", "scale"])
     if kind == "bounded":
         low, high = _action_bounds(action_spec)
@@ -155,6 +222,7 @@ def make_value(
     activation: type[nn.Module] = nn.Tanh,
     *,
     in_key: str = "observation",
+    encoder: nn.Module | None = None,
 ) -> ValueOperator:
     """Builds a state-value critic ``V(s)`` writing ``"state_value"`` ``[*B, 1]``.
 
@@ -163,10 +231,11 @@ def make_value(
         num_cells: hidden layer sizes.
         activation: activation class.
         in_key: observation key.
+        encoder: a module in front of the MLP (e.g. a ConvNet reading ``in_key="pixels"``).
     """
-    in_features = observation_size(observation_spec, in_key)
+    in_features = _head_input(observation_spec, in_key, encoder)
     net = MLP(in_features, 1, num_cells=list(num_cells), activation_class=activation)
-    return ValueOperator(net, in_keys=[in_key])
+    return ValueOperator(_with_encoder(encoder, net), in_keys=[in_key])
 
 
 def make_qvalue(
@@ -176,6 +245,7 @@ def make_qvalue(
     activation: type[nn.Module] = nn.ReLU,
     *,
     in_key: str = "observation",
+    encoder: nn.Module | None = None,
 ) -> ValueOperator | QValueActor:
     """Builds a Q critic.
 
@@ -189,12 +259,16 @@ def make_qvalue(
         num_cells: hidden layer sizes.
         activation: activation class.
         in_key: observation key.
+        encoder: a module in front of the MLP (e.g. a ConvNet reading ``in_key="pixels"``);
+            for ``Q(s, a)`` its features are concatenated with the action.
     """
     kind = spec_kind(action_spec)
-    obs = observation_size(observation_spec, in_key)
+    obs = _head_input(observation_spec, in_key, encoder)
     if kind in ("one_hot", "categorical"):
         net = MLP(obs, int(action_spec.n), num_cells=list(num_cells), activation_class=activation)
-        return QValueActor(net, in_keys=[in_key], spec=action_spec)
+        return QValueActor(_with_encoder(encoder, net), in_keys=[in_key], spec=action_spec)
     in_features = None if obs is None else obs + action_size(action_spec)
     net = MLP(in_features, 1, num_cells=list(num_cells), activation_class=activation)
+    if encoder is not None:
+        net = EncodedQValueNet(encoder, net)
     return ValueOperator(net, in_keys=[in_key, "action"])

@@ -39,6 +39,21 @@ TINY = {
     ],
 }
 
+#: Training from rendered frames through the ConvNet encoder, added to ``TINY`` (2 envs;
+#: SAC with short episodes and few small updates, the ConvNet updates dominate its time).
+PIXELS = {
+    "ppo": ["env.from_pixels=true", "network=convnet", "env.num_envs=2"],
+    "sac": [
+        "env.from_pixels=true",
+        "network=convnet",
+        "env.max_episode_steps=50",
+        "collector.init_random_frames=150",
+        "trainer.learning_starts=150",
+        "replay_buffer.batch_size=8",
+        "replay_buffer.size=200",
+    ],
+}
+
 
 def compose_config(algorithm: str, overrides: list[str] = ()):
     """The composed ``configs/<algorithm>_trainer.yaml`` with ``overrides``."""

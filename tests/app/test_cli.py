@@ -35,6 +35,9 @@ def test_help_lists_groups_options_and_fields(algorithm, tmp_path):
         ("collector", "multi_async"),
     ]:
         assert group in text and option in text
+    assert "network: mlp, convnet" in text
+    assert "model/policy: auto, tanh_normal, categorical" in text
+    assert "network.encoder.kernel_sizes" in text and "model.policy.state_dependent_scale" in text
     assert "optimizer.lr" in text and "learning rate" in text
     assert "trainer.total_frames" in text and "environment frames to train for" in text
     assert "env.env_name" in text and "gymnasium id" in text
@@ -91,6 +94,12 @@ def test_multirun_sweep_lands_each_run_in_its_own_directory(tmp_path):
             ["collector.frames_per_batch", "100", "multiple of env.num_envs (8)"],
         ),
         (["logger=nosuchlogger"], ["nosuchlogger", "csv"]),
+        (
+            ["env=pendulum", "model/policy=categorical"],
+            ["model.policy='categorical'", "continuous actions", "tanh_normal"],
+        ),
+        (["env.from_pixels=true"], ["env.from_pixels=True", "network=convnet"]),
+        (["network=mlpp"], ["mlpp", "convnet"]),
     ],
 )
 def test_bad_input_gives_a_short_message(args, expected, tmp_path):

@@ -24,7 +24,16 @@ RUNTIME_ARGS = {
     "create_env_fn",
     "policy",
     "total_frames",
+    "observation_spec",
+    "action_spec",
+    "network",
 }
+
+
+def _node_type(tp):
+    """The dataclass inside ``Node | None``, else ``tp``."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    return args[0] if len(args) == 1 and dataclasses.is_dataclass(args[0]) else tp
 
 
 def _nodes() -> list[type]:
@@ -34,7 +43,7 @@ def _nodes() -> list[type]:
         seen[node.__qualname__] = node
         hints = typing.get_type_hints(node)
         for f in dataclasses.fields(node):
-            tp = hints[f.name]
+            tp = _node_type(hints[f.name])
             if dataclasses.is_dataclass(tp):
                 walk(tp)
 
@@ -44,6 +53,19 @@ def _nodes() -> list[type]:
         for node in options.values():
             walk(node)
     return [n for n in seen.values() if any(f.name == "_target_" for f in dataclasses.fields(n))]
+
+
+def test_signature_check_covers_network_and_model_nodes():
+    names = {n.__name__ for n in _nodes()}
+    for name in (
+        "ConvNetConfig",
+        "PolicyModelConfig",
+        "TanhNormalModelConfig",
+        "CategoricalModelConfig",
+        "ValueModelConfig",
+        "QValueModelConfig",
+    ):
+        assert name in names
 
 
 @pytest.mark.parametrize("node", _nodes(), ids=lambda n: n.__name__)

@@ -10,7 +10,7 @@ import pytest
 
 from rl_trainers.trainers.algorithms.app import run
 
-from .conftest import DISCRETE_ENV_OPTIONS, ENV_OPTIONS, REPO, TINY
+from .conftest import DISCRETE_ENV_OPTIONS, ENV_OPTIONS, PIXELS, REPO, TINY
 
 PPO_ENVS = ENV_OPTIONS
 SAC_ENVS = [e for e in ENV_OPTIONS if e not in DISCRETE_ENV_OPTIONS]
@@ -46,6 +46,13 @@ def test_sac_env_recipe(tiny_config, env, tmp_path):
     _check_summary(tmp_path, 200)
 
 
+@pytest.mark.parametrize("algorithm", ["ppo", "sac"])
+def test_pixel_recipe(tiny_config, algorithm, tmp_path):
+    """``env.from_pixels=true network=convnet``: PPO on CartPole, SAC on Pendulum frames."""
+    run(tiny_config(algorithm, PIXELS[algorithm]), output_dir=tmp_path)
+    _check_summary(tmp_path, 200)
+
+
 @pytest.mark.parametrize("logger", LOGGERS)
 def test_logger_recipe(tiny_config, logger, tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "offline")
@@ -72,22 +79,29 @@ def _train(algorithm: str, *args: str, cwd) -> subprocess.CompletedProcess:
     )
 
 
+def _without(overrides: list[str], group: str) -> list[str]:
+    return [o for o in overrides if not o.startswith(f"{group}=")]
+
+
 @pytest.mark.parametrize(
-    ("algorithm", "group", "options"),
+    ("algorithm", "group", "options", "extra"),
     [
-        ("ppo", "env", PPO_ENVS),
-        ("sac", "env", SAC_ENVS),
-        ("ppo", "logger", LOGGERS),
-        *[("ppo" if e.startswith("ppo") else "sac", "experiment", [e]) for e in EXPERIMENTS],
+        ("ppo", "env", PPO_ENVS, []),
+        ("sac", "env", SAC_ENVS, []),
+        ("ppo", "logger", LOGGERS, []),
+        *[("ppo" if e.startswith("ppo") else "sac", "experiment", [e], []) for e in EXPERIMENTS],
+        ("ppo", "network", ["convnet"], _without(PIXELS["ppo"], "network")),
+        ("sac", "network", ["convnet"], _without(PIXELS["sac"], "network")),
     ],
 )
-def test_recipes_through_train_py(algorithm, group, options, tmp_path):
+def test_recipes_through_train_py(algorithm, group, options, extra, tmp_path):
     """One multirun process runs every option of a group through the real entry point."""
     proc = _train(
         algorithm,
         "-m",
         f"{group}={','.join(options)}",
         *TINY[algorithm],
+        *extra,
         f"hydra.sweep.dir={tmp_path}/sweep",
         cwd=tmp_path,
     )

@@ -77,13 +77,22 @@ def _type_name(tp: Any) -> str:
     return f"{getattr(origin, '__name__', str(origin))}[{', '.join(args)}]"
 
 
+def _node_type(tp: Any) -> Any:
+    """The dataclass inside ``Node | None``, else ``tp``."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if typing.get_origin(tp) in (typing.Union, types.UnionType) and len(args) == 1:
+        if dataclasses.is_dataclass(args[0]):
+            return args[0]
+    return tp
+
+
 def _field_lines(node: type, prefix: str = "") -> list[str]:
     lines = []
     hints = typing.get_type_hints(node)
     for f in dataclasses.fields(node):
         if f.name.startswith("_"):
             continue
-        tp = hints.get(f.name, f.type)
+        tp = _node_type(hints.get(f.name, f.type))
         if dataclasses.is_dataclass(tp):
             lines.append(f"  {prefix}{f.name}:  {f.metadata.get('help', '')}")
             lines.extend(_field_lines(tp, prefix=f"{prefix}{f.name}."))
@@ -112,22 +121,26 @@ def _option_field_lines() -> list[str]:
             lines.append(f"  {group}={option.removesuffix('_schema')}:")
             hints = typing.get_type_hints(node)
             for f in extra:
-                name = f"{group}.{f.name} ({_type_name(hints[f.name])})"
+                name = f"{group.replace('/', '.')}.{f.name} ({_type_name(hints[f.name])})"
                 lines.append(f"    {name:<42} {f.metadata.get('help', '')}")
     return lines
 
 
 def group_options(algorithm: str) -> dict[str, list[str]]:
-    """The options of each config group a user can pick for ``algorithm`` (e.g. ``ppo``)."""
-    groups: dict[str, set[str]] = {g: set(o) for g, o in GROUP_OPTIONS.items()}
-    for path in Path(CONFIG_DIR).glob("*/*.yaml"):
-        groups.setdefault(path.parent.name, set()).add(path.stem)
-    if "experiment" in groups:
-        groups["experiment"] = {e for e in groups["experiment"] if e.startswith(f"{algorithm}_")}
-    return {
-        group: sorted(o for o in options if not o.endswith("_schema"))
-        for group, options in sorted(groups.items())
+    """The options of each config group a user can pick for ``algorithm`` (e.g. ``ppo``).
+
+    Options registered in code keep their order (the default first); YAML options are sorted.
+    """
+    groups: dict[str, list[str]] = {
+        g: [o for o in options if not o.endswith("_schema")] for g, options in GROUP_OPTIONS.items()
     }
+    for path in sorted(Path(CONFIG_DIR).glob("*/*.yaml")):
+        options = groups.setdefault(path.parent.name, [])
+        if path.stem not in options:
+            options.append(path.stem)
+    if "experiment" in groups:
+        groups["experiment"] = [e for e in groups["experiment"] if e.startswith(f"{algorithm}_")]
+    return dict(sorted(groups.items()))
 
 
 def help_template(algorithm: str, schema: type) -> str:

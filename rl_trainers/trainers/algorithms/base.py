@@ -22,11 +22,13 @@ from rl_trainers.trainers.algorithms.common import (
     build_collector,
     check_output_dir,
     evaluate_episodes,
+    orthogonal_init_,
     plain_config,
     register_run_state,
     resolve_logger,
     set_num_threads,
 )
+from rl_trainers.trainers.algorithms.errors import ComponentError, ConfigError
 from rl_trainers.trainers.trainer import Trainer
 
 
@@ -113,17 +115,63 @@ class RunEnvs:
     env: Any
     eval_env: Any
 
-    def make_policy(self, mlp: DictConfig):
-        """The policy for the env's action space, sized from its specs (``network.policy``)."""
-        from rl_trainers.modules import make_actor
-        from rl_trainers.trainers.helpers import activation_class
 
-        return make_actor(
-            self.env.observation_spec,
-            self.env.action_spec,
-            num_cells=list(mlp.num_cells),
-            activation=activation_class(mlp.activation),
+def check_network_fits_env(cfg: DictConfig) -> None:
+    """Pixel observations need the ConvNet encoder (``network=convnet``), and it needs them."""
+    from_pixels = bool(cfg.env.get("from_pixels", False))
+    has_encoder = cfg.network.get("encoder") is not None
+    if from_pixels and not has_encoder:
+        raise ConfigError(
+            "env.from_pixels",
+            True,
+            "frames need a convolutional encoder: add network=convnet",
         )
+    if has_encoder and not from_pixels:
+        raise ConfigError(
+            "network",
+            "convnet",
+            "its ConvNet encoder reads rendered frames: add env.from_pixels=true "
+            "(or use network=mlp)",
+        )
+
+
+def build_model(cfg: DictConfig, name: str, env) -> torch.nn.Module:
+    """The ``model.<name>`` node built for ``env``'s specs with the ``network`` node.
+
+    A policy kind that cannot produce the env's actions (``model/policy=categorical`` on a
+    continuous env) is a short :class:`ConfigError` naming what fits.
+    """
+    from rl_trainers.modules import PolicyKindError
+
+    try:
+        return build(
+            cfg.model,
+            name,
+            observation_spec=env.observation_spec,
+            action_spec=env.action_spec,
+            network=cfg.network,
+            _recursive_=False,
+        )
+    except ComponentError as err:
+        if isinstance(err.cause, PolicyKindError):
+            kind = err.cause
+            raise ConfigError(
+                f"model.{name}",
+                kind.kind,
+                f"{cfg.env.env_name} has {kind.actions} actions; use model/{name}={kind.fits}",
+            ) from None
+        raise ComponentError(f"model.{name}", err.cause) from err.cause
+
+
+def build_actor_critic(cfg: DictConfig, env) -> tuple[torch.nn.Module, torch.nn.Module]:
+    """The ``model.policy`` and ``model.critic`` nodes built for ``env`` (policy first), with
+    orthogonal weights when ``network.orthogonal_init`` is set."""
+    actor = build_model(cfg, "policy", env)
+    critic = build_model(cfg, "critic", env)
+    if cfg.network.orthogonal_init:
+        orthogonal_init_(actor, output_gain=0.01)
+        orthogonal_init_(critic, output_gain=1.0)
+    return actor, critic
 
 
 def prepare_run(cfg: DictConfig, output_dir: Path) -> RunEnvs:
@@ -134,6 +182,7 @@ def prepare_run(cfg: DictConfig, output_dir: Path) -> RunEnvs:
     from rl_trainers.trainers.helpers import seed_everything
 
     check_output_dir(output_dir, cfg)
+    check_network_fits_env(cfg)
     seed_everything(cfg.seed)
     net = cfg.network
     set_num_threads(cfg.trainer.num_threads, max([*net.policy.num_cells, *net.value.num_cells]))

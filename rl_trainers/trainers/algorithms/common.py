@@ -195,7 +195,11 @@ FINGERPRINT_FIELDS = (
     "env.normalize_observations",
     "env.from_pixels",
     "env.frame_skip",
+    "env.image_size",
+    "env.grayscale",
+    "env.frame_stack",
     "network",
+    "model.policy._target_",
     "loss._target_",
     "collector._target_",
     "collector.num_workers",
@@ -218,7 +222,7 @@ def checkpoint_metadata(cfg: DictConfig) -> dict[str, Any]:
         if isinstance(value, DictConfig):
             flat = OmegaConf.to_container(value, resolve=True)
             for key, sub in _flatten(flat, field).items():
-                if key not in _NOT_STRUCTURAL:
+                if key not in _NOT_STRUCTURAL and sub is not None:
                     out[key] = sub
         else:
             out[field] = value

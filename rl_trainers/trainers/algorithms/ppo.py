@@ -16,8 +16,13 @@ import torch
 from omegaconf import DictConfig
 from tensordict import TensorDictBase
 
-from rl_trainers.trainers.algorithms.base import AlgorithmTrainer, finish_build, prepare_run
-from rl_trainers.trainers.algorithms.common import build, orthogonal_init_
+from rl_trainers.trainers.algorithms.base import (
+    AlgorithmTrainer,
+    build_actor_critic,
+    finish_build,
+    prepare_run,
+)
+from rl_trainers.trainers.algorithms.common import build
 from rl_trainers.trainers.algorithms.errors import ConfigError
 from rl_trainers.trainers.trainer import TrainerHookBase
 
@@ -119,20 +124,8 @@ class PPOTrainer(AlgorithmTrainer):
     @classmethod
     def from_config(cls, cfg: DictConfig, output_dir: Path) -> PPOTrainer:
         """Build every component from a composed ``PPOTrainerConfig``, seeding first."""
-        from rl_trainers.modules import make_value
-        from rl_trainers.trainers.helpers import activation_class
-
-        net = cfg.network
         envs = prepare_run(cfg, output_dir)
-        actor = envs.make_policy(net.policy)
-        critic = make_value(
-            envs.env.observation_spec,
-            num_cells=list(net.value.num_cells),
-            activation=activation_class(net.value.activation),
-        )
-        if net.orthogonal_init:
-            orthogonal_init_(actor, output_gain=0.01)
-            orthogonal_init_(critic, output_gain=1.0)
+        actor, critic = build_actor_critic(cfg, envs.env)
         loss = build(cfg, "loss", actor_network=actor, critic_network=critic)
         return finish_build(
             cls,

@@ -9,13 +9,19 @@ update (``post_optim``).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import torch
 from omegaconf import DictConfig
 
-from rl_trainers.trainers.algorithms.base import AlgorithmTrainer, finish_build, prepare_run
+from rl_trainers.trainers.algorithms.base import (
+    AlgorithmTrainer,
+    build_actor_critic,
+    finish_build,
+    prepare_run,
+)
 from rl_trainers.trainers.algorithms.common import build
 from rl_trainers.trainers.algorithms.errors import ConfigError
 from rl_trainers.trainers.hooks import ReplayBufferTrainer, TargetNetUpdaterHook
@@ -79,11 +85,9 @@ class SACTrainer(AlgorithmTrainer):
     @classmethod
     def from_config(cls, cfg: DictConfig, output_dir: Path) -> SACTrainer:
         """Build every component from a composed ``SACTrainerConfig``, seeding first."""
-        from rl_trainers.modules import make_qvalue, spec_kind
+        from rl_trainers.modules import spec_kind
         from rl_trainers.objectives import SoftUpdate
-        from rl_trainers.trainers.helpers import activation_class
 
-        net = cfg.network
         envs = prepare_run(cfg, output_dir)
         if spec_kind(envs.env.action_spec) in ("one_hot", "categorical"):
             raise ConfigError(
@@ -91,13 +95,8 @@ class SACTrainer(AlgorithmTrainer):
                 cfg.env.env_name,
                 "SAC needs an environment with continuous (Box) actions; use PPO for discrete ones",
             )
-        actor = envs.make_policy(net.policy)
-        qvalue = make_qvalue(
-            envs.env.observation_spec,
-            envs.env.action_spec,
-            num_cells=list(net.value.num_cells),
-            activation=activation_class(net.value.activation),
-        )
+        check_buffer_fits_memory(cfg, envs.env)
+        actor, qvalue = build_actor_critic(cfg, envs.env)
         loss = build(cfg, "loss", actor_network=actor, qvalue_network=qvalue)
         return finish_build(
             cls,
@@ -109,4 +108,30 @@ class SACTrainer(AlgorithmTrainer):
             target_updater=SoftUpdate(loss, tau=cfg.trainer.tau),
             utd_ratio=cfg.trainer.utd_ratio,
             learning_starts=cfg.trainer.learning_starts,
+        )
+
+
+def check_buffer_fits_memory(cfg: DictConfig, env) -> None:
+    """A RAM replay buffer of ``replay_buffer.size`` transitions (observation and next
+    observation each) must fit in the machine's memory: pixel observations easily do not."""
+    if cfg.replay_buffer.get("storage") != "lazy_tensor":
+        return
+    per_env = env.observation_spec.shape.numel() or 1
+    obs_bytes = sum(
+        spec.shape.numel() // per_env * spec.dtype.itemsize
+        for spec in env.observation_spec.values(True, True)
+    )
+    needed = 2 * obs_bytes * cfg.replay_buffer.size
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return
+    if needed > memory:
+        fits = int(memory // (4 * obs_bytes))
+        raise ConfigError(
+            "replay_buffer.size",
+            cfg.replay_buffer.size,
+            f"its observations alone need {needed / 2**30:.0f} GiB ({2 * obs_bytes / 1024:.0f} "
+            f"KiB per transition) of {memory / 2**30:.0f} GiB of RAM; e.g. "
+            f"replay_buffer.size={fits} or replay_buffer.storage=lazy_memmap",
         )

@@ -24,7 +24,19 @@ from .logging import (
     TensorboardLoggerConfig,
     WandbLoggerConfig,
 )
-from .modules import ActorCriticNetworkConfig, MLPConfig
+from .modules import (
+    ActorCriticNetworkConfig,
+    ActorQValueModelConfig,
+    ActorValueModelConfig,
+    CategoricalModelConfig,
+    ConvActorCriticNetworkConfig,
+    ConvNetConfig,
+    MLPConfig,
+    PolicyModelConfig,
+    QValueModelConfig,
+    TanhNormalModelConfig,
+    ValueModelConfig,
+)
 from .objectives import PPOLossConfig, SACLossConfig
 from .optim import (
     AdamConfig,
@@ -56,6 +68,15 @@ GROUP_OPTIONS: dict[str, dict[str, type]] = {
         "wandb_schema": WandbLoggerConfig,
         "mlflow_schema": MLFlowLoggerConfig,
     },
+    "network": {
+        "mlp": ActorCriticNetworkConfig,
+        "convnet": ConvActorCriticNetworkConfig,
+    },
+    "model/policy": {
+        "auto": PolicyModelConfig,
+        "tanh_normal": TanhNormalModelConfig,
+        "categorical": CategoricalModelConfig,
+    },
     "optimizer": {
         "adam": AdamConfig,
         "adamw": AdamWConfig,
@@ -85,6 +106,11 @@ register_configs()
 
 __all__ = [
     "ActorCriticNetworkConfig",
+    "ActorQValueModelConfig",
+    "ActorValueModelConfig",
+    "CategoricalModelConfig",
+    "ConvActorCriticNetworkConfig",
+    "ConvNetConfig",
     "AdamConfig",
     "AdamWConfig",
     "CSVLoggerConfig",
@@ -102,6 +128,8 @@ __all__ = [
     "PPOLoopConfig",
     "PPOLossConfig",
     "PPOTrainerConfig",
+    "PolicyModelConfig",
+    "QValueModelConfig",
     "RMSpropConfig",
     "ROOT_SCHEMAS",
     "ReplayBufferConfig",
@@ -110,7 +138,9 @@ __all__ = [
     "SACTrainerConfig",
     "SGDConfig",
     "SyncDataCollectorConfig",
+    "TanhNormalModelConfig",
     "TensorboardLoggerConfig",
+    "ValueModelConfig",
     "WandbLoggerConfig",
     "config_field",
     "field_help",

@@ -25,3 +25,6 @@ class GymEnvConfig:
     from_pixels: bool = config_field(False, "observe rendered frames under the 'pixels' key")
     frame_skip: int = config_field(1, "repeat each action this many times, summing rewards")
     device: str = config_field("cpu", "device the env's tensors live on")
+    image_size: int = config_field(84, "pixels: side of the square resized frames")
+    grayscale: bool = config_field(True, "pixels: one luminance channel instead of RGB")
+    frame_stack: int = config_field(4, "pixels: recent frames stacked along the channels")

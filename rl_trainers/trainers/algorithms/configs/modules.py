@@ -1,4 +1,9 @@
-"""Network config nodes (group ``network``): sizes of hidden layers only, never in/out sizes."""
+"""Network and model config nodes (groups ``network`` and ``model/policy``).
+
+A network node describes hidden layers (and an optional convolutional encoder) only; a
+model node names the builder that turns the env's specs and the network node into a
+policy or a critic. No input or output size and no action bound appears in either.
+"""
 
 from __future__ import annotations
 
@@ -12,13 +17,93 @@ class MLPConfig:
     """Hidden layers of a multi-layer perceptron; input and output sizes come from the env."""
 
     num_cells: list[int] = config_field([64, 64], "hidden layer widths")
-    activation: str = config_field("tanh", "tanh | relu | elu | gelu | silu")
+    activation: str = config_field("tanh", "tanh | relu | elu | gelu | silu | leaky_relu")
+
+
+@dataclass
+class ConvNetConfig:
+    """A convolutional encoder of image observations (input channels come from the env)."""
+
+    _target_: str = "rl_trainers.modules.make_convnet"
+    num_cells: list[int] = config_field([32, 64, 64], "output channels of each conv layer")
+    kernel_sizes: list[int] = config_field([8, 4, 3], "kernel size of each conv layer")
+    strides: list[int] = config_field([4, 2, 1], "stride of each conv layer")
+    activation: str = config_field("relu", "activation after each conv layer")
 
 
 @dataclass
 class ActorCriticNetworkConfig:
-    """The policy and value (or Q-value) networks of an actor-critic algorithm."""
+    """The policy and value (or Q-value) networks of an actor-critic algorithm (``mlp``)."""
 
     policy: MLPConfig = config_field(MLPConfig(), "policy network hidden layers")
     value: MLPConfig = config_field(MLPConfig(), "critic network hidden layers")
     orthogonal_init: bool = config_field(True, "orthogonal weight init (PPO practice)")
+    encoder: ConvNetConfig | None = config_field(
+        None, "ConvNet in front of both MLPs, reading 'pixels' (None: MLPs read 'observation')"
+    )
+
+
+@dataclass
+class ConvActorCriticNetworkConfig(ActorCriticNetworkConfig):
+    """The same networks with a Nature-DQN ConvNet encoder in front (``convnet``)."""
+
+    encoder: ConvNetConfig | None = config_field(
+        ConvNetConfig(),
+        "ConvNet in front of both MLPs, reading 'pixels' (None: MLPs read 'observation')",
+    )
+
+
+@dataclass
+class PolicyModelConfig:
+    """The policy the env's actions call for (``auto``): categorical if discrete, TanhNormal
+    within the env's bounds if bounded continuous."""
+
+    _target_: str = "rl_trainers.modules.make_policy_model"
+    return_log_prob: bool = config_field(True, "write 'sample_log_prob' with each action")
+
+
+@dataclass
+class TanhNormalModelConfig(PolicyModelConfig):
+    """A TanhNormal policy for continuous actions (``tanh_normal``)."""
+
+    _target_: str = "rl_trainers.modules.make_tanh_normal_model"
+    state_dependent_scale: bool = config_field(
+        True, "the network predicts the scale (false: a learned state-independent vector)"
+    )
+
+
+@dataclass
+class CategoricalModelConfig(PolicyModelConfig):
+    """A categorical policy for discrete actions (``categorical``)."""
+
+    _target_: str = "rl_trainers.modules.make_categorical_model"
+
+
+@dataclass
+class ValueModelConfig:
+    """A state-value critic V(s) with the ``network.value`` hidden layers."""
+
+    _target_: str = "rl_trainers.modules.make_value_model"
+
+
+@dataclass
+class QValueModelConfig:
+    """A Q critic Q(s, a) with the ``network.value`` hidden layers."""
+
+    _target_: str = "rl_trainers.modules.make_qvalue_model"
+
+
+@dataclass
+class ActorValueModelConfig:
+    """PPO's models: a policy and a state-value critic."""
+
+    policy: PolicyModelConfig = config_field(PolicyModelConfig(), "policy (group model/policy)")
+    critic: ValueModelConfig = config_field(ValueModelConfig(), "state-value critic V(s)")
+
+
+@dataclass
+class ActorQValueModelConfig:
+    """SAC's models: a policy and a Q critic (copied into twin critics by the loss)."""
+
+    policy: PolicyModelConfig = config_field(PolicyModelConfig(), "policy (group model/policy)")
+    critic: QValueModelConfig = config_field(QValueModelConfig(), "Q critic Q(s, a)")

@@ -9,7 +9,12 @@ from .common import config_field
 from .data import ReplayBufferConfig
 from .envs import GymEnvConfig
 from .logging import LoggerConfig
-from .modules import ActorCriticNetworkConfig, MLPConfig
+from .modules import (
+    ActorCriticNetworkConfig,
+    ActorQValueModelConfig,
+    ActorValueModelConfig,
+    MLPConfig,
+)
 from .objectives import PPOLossConfig, SACLossConfig
 from .optim import LRSchedulerConfig, OptimizerConfig
 
@@ -70,7 +75,10 @@ class PPOTrainerConfig:
     seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
     device: str = config_field("cpu", "device of networks and losses")
     env: GymEnvConfig = config_field(GymEnvConfig(), "training environment")
-    network: ActorCriticNetworkConfig = config_field(ActorCriticNetworkConfig(), "networks")
+    network: ActorCriticNetworkConfig = config_field(
+        ActorCriticNetworkConfig(), "hidden layers and encoder (group network)"
+    )
+    model: ActorValueModelConfig = config_field(ActorValueModelConfig(), "policy and critic")
     collector: SyncDataCollectorConfig = config_field(SyncDataCollectorConfig(), "data collector")
     loss: PPOLossConfig = config_field(PPOLossConfig(), "PPO loss")
     optimizer: OptimizerConfig = config_field(OptimizerConfig(), "optimizer (group option)")
@@ -96,8 +104,9 @@ class SACTrainerConfig:
             value=MLPConfig([256, 256], "relu"),
             orthogonal_init=False,
         ),
-        "networks",
+        "hidden layers and encoder (group network)",
     )
+    model: ActorQValueModelConfig = config_field(ActorQValueModelConfig(), "policy and critic")
     collector: SyncDataCollectorConfig = config_field(
         SyncDataCollectorConfig(frames_per_batch=1, init_random_frames=100), "data collector"
     )

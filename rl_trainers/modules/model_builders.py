@@ -1,0 +1,224 @@
+"""Model builders the Hydra ``model`` nodes target: env specs + a network description -> module.
+
+Each builder receives the env's observation and action specs and the ``network`` node
+(``policy``/``value`` hidden layers, an optional ``encoder``) at build time, so no input or
+output size and no action bound is ever configured. With an encoder (a :class:`ConvNet`
+description) the model reads ``"pixels"`` and puts the ConvNet in front of its MLP head;
+otherwise it reads ``"observation"``.
+
+Example:
+    >>> network = {"policy": {"num_cells": [64, 64], "activation": "tanh"},
+    ...            "value": {"num_cells": [64, 64], "activation": "tanh"}}
+    >>> actor = make_policy_model(env.observation_spec, env.action_spec, network)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from torch import nn
+
+from rl_trainers.modules.actors import spec_kind
+from rl_trainers.modules.builders import make_actor, make_qvalue, make_value
+from rl_trainers.modules.models import ConvNet
+
+__all__ = [
+    "ACTIVATIONS",
+    "PolicyKindError",
+    "activation_from_name",
+    "make_categorical_model",
+    "make_convnet",
+    "make_policy_model",
+    "make_qvalue_model",
+    "make_tanh_normal_model",
+    "make_value_model",
+]
+
+#: Activation names a network description may use.
+ACTIVATIONS: dict[str, type[nn.Module]] = {
+    "tanh": nn.Tanh,
+    "relu": nn.ReLU,
+    "elu": nn.ELU,
+    "gelu": nn.GELU,
+    "silu": nn.SiLU,
+    "leaky_relu": nn.LeakyReLU,
+}
+
+_DISCRETE = ("one_hot", "categorical")
+
+
+def activation_from_name(name: str) -> type[nn.Module]:
+    """The ``torch.nn`` activation class called ``name`` (``tanh``, ``relu``...)."""
+    try:
+        return ACTIVATIONS[str(name).lower()]
+    except KeyError:
+        raise ValueError(f"unknown activation {name!r}; one of {sorted(ACTIVATIONS)}") from None
+
+
+class PolicyKindError(ValueError):
+    """A policy kind that cannot produce the env's actions.
+
+    Attributes:
+        kind: the requested kind (``"tanh_normal"``, ``"categorical"``).
+        actions: what the env's actions are (``"discrete"``, ``"continuous"``).
+        fits: the kinds that fit.
+    """
+
+    def __init__(self, kind: str, actions: str, fits: str) -> None:
+        self.kind, self.actions, self.fits = kind, actions, fits
+        super().__init__(f"a {kind} policy cannot act in an env with {actions} actions; use {fits}")
+
+
+def make_convnet(
+    num_cells: Sequence[int] = (32, 64, 64),
+    kernel_sizes: Sequence[int] | int = (8, 4, 3),
+    strides: Sequence[int] | int = (4, 2, 1),
+    activation: str = "relu",
+    in_features: int | None = None,
+) -> ConvNet:
+    """A :class:`ConvNet` (flattened output) described by plain values.
+
+    Args:
+        num_cells: output channels of each conv layer.
+        kernel_sizes: kernel size of each layer (or one for all).
+        strides: stride of each layer (or one for all).
+        activation: activation name after each conv (see :data:`ACTIVATIONS`).
+        in_features: input channels (``None``: inferred on the first call).
+    """
+    return ConvNet(
+        in_features=in_features,
+        num_cells=[int(c) for c in num_cells],
+        kernel_sizes=list(kernel_sizes) if isinstance(kernel_sizes, Sequence) else kernel_sizes,
+        strides=list(strides) if isinstance(strides, Sequence) else strides,
+        activation_class=activation_from_name(activation),
+    )
+
+
+def _node(node: Any) -> Mapping:
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        return dataclasses.asdict(node)
+    return node
+
+
+def _head(observation_spec, network: Any, which: str) -> dict[str, Any]:
+    """``make_actor``/``make_value``/``make_qvalue`` arguments for ``network[which]``."""
+    network = _node(network)
+    mlp = network[which]
+    encoder_node = network.get("encoder")
+    kwargs: dict[str, Any] = {
+        "num_cells": [int(c) for c in mlp["num_cells"]],
+        "activation": activation_from_name(mlp["activation"]),
+    }
+    if encoder_node is not None:
+        kwargs["in_key"] = "pixels"
+        channels = _pixel_channels(observation_spec)
+        fields = {k: v for k, v in _node(encoder_node).items() if not str(k).startswith("_")}
+        kwargs["encoder"] = make_convnet(**fields, in_features=channels)
+    return kwargs
+
+
+def _pixel_channels(observation_spec) -> int:
+    """Channels of the ``"pixels"`` images ``[*B, C, H, W]`` the env observes."""
+    keys = getattr(observation_spec, "keys", None)
+    if not callable(keys) or "pixels" not in list(keys()):
+        raise ValueError(
+            "the network's convolutional encoder reads 'pixels', which the env does not "
+            "observe: build the env with from_pixels=True"
+        )
+    return int(observation_spec["pixels"].shape[-3])
+
+
+def _actions(action_spec) -> str:
+    return "discrete" if spec_kind(action_spec) in _DISCRETE else "continuous"
+
+
+def make_policy_model(observation_spec, action_spec, network: Any, return_log_prob: bool = True):
+    """The policy the env's actions call for: categorical for discrete actions, TanhNormal
+    within the spec's bounds for bounded continuous ones (a Gaussian if unbounded).
+
+    Args:
+        observation_spec: the env's observation spec.
+        action_spec: the env's action spec.
+        network: the network description (``policy`` hidden layers, optional ``encoder``).
+        return_log_prob: write ``"sample_log_prob"`` with each action.
+    """
+    return make_actor(
+        observation_spec,
+        action_spec,
+        return_log_prob=return_log_prob,
+        **_head(observation_spec, network, "policy"),
+    )
+
+
+def make_tanh_normal_model(
+    observation_spec,
+    action_spec,
+    network: Any,
+    return_log_prob: bool = True,
+    state_dependent_scale: bool = True,
+):
+    """A TanhNormal policy (continuous actions; squashed into the spec's bounds if bounded).
+
+    Args:
+        observation_spec: the env's observation spec.
+        action_spec: the env's action spec (continuous).
+        network: the network description (``policy`` hidden layers, optional ``encoder``).
+        return_log_prob: write ``"sample_log_prob"`` with each action.
+        state_dependent_scale: the network predicts the scale (else a learned vector).
+    """
+    if _actions(action_spec) == "discrete":
+        raise PolicyKindError("tanh_normal", "discrete", "categorical or auto")
+    return make_actor(
+        observation_spec,
+        action_spec,
+        return_log_prob=return_log_prob,
+        state_dependent_scale=state_dependent_scale,
+        tanh_unbounded=True,
+        **_head(observation_spec, network, "policy"),
+    )
+
+
+def make_categorical_model(
+    observation_spec, action_spec, network: Any, return_log_prob: bool = True
+):
+    """A categorical policy over the env's discrete actions (one-hot or index actions).
+
+    Args:
+        observation_spec: the env's observation spec.
+        action_spec: the env's action spec (discrete).
+        network: the network description (``policy`` hidden layers, optional ``encoder``).
+        return_log_prob: write ``"sample_log_prob"`` with each action.
+    """
+    if _actions(action_spec) == "continuous":
+        raise PolicyKindError("categorical", "continuous", "tanh_normal or auto")
+    return make_actor(
+        observation_spec,
+        action_spec,
+        return_log_prob=return_log_prob,
+        **_head(observation_spec, network, "policy"),
+    )
+
+
+def make_value_model(observation_spec, action_spec, network: Any):
+    """A state-value critic ``V(s)`` (``"state_value"``) with the ``value`` hidden layers.
+
+    Args:
+        observation_spec: the env's observation spec.
+        action_spec: the env's action spec (unused: every model builder receives it).
+        network: the network description (``value`` hidden layers, optional ``encoder``).
+    """
+    return make_value(observation_spec, **_head(observation_spec, network, "value"))
+
+
+def make_qvalue_model(observation_spec, action_spec, network: Any):
+    """A Q critic with the ``value`` hidden layers: ``Q(s, a)`` for continuous actions
+    (encoded features concatenated with the action), action values for discrete ones.
+
+    Args:
+        observation_spec: the env's observation spec.
+        action_spec: the env's action spec.
+        network: the network description (``value`` hidden layers, optional ``encoder``).
+    """
+    return make_qvalue(observation_spec, action_spec, **_head(observation_spec, network, "value"))

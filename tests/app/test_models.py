@@ -1,0 +1,169 @@
+"""The network and model groups: every option composes and builds, sizes follow the env, and
+a network or policy that does not fit the env is a short ConfigError."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hydra.utils import instantiate
+
+from rl_trainers.modules import IndependentNormal, TanhNormal
+from rl_trainers.modules.distributions import Categorical, OneHotCategorical
+from rl_trainers.trainers.algorithms.base import build_actor_critic, check_network_fits_env
+from rl_trainers.trainers.algorithms.errors import ConfigError
+
+from .conftest import compose_config
+
+PIXELS = ["env.from_pixels=true", "network=convnet", "env.num_envs=2"]
+
+
+def _build(algorithm: str, overrides: list[str]):
+    cfg = compose_config(algorithm, overrides)
+    check_network_fits_env(cfg)
+    env = instantiate(cfg.env)
+    actor, critic = build_actor_critic(cfg, env)
+    return env, actor, critic
+
+
+def _first(module: torch.nn.Module, kind: type) -> torch.nn.Module:
+    return next(m for m in module.modules() if isinstance(m, kind))
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "overrides", "dist_class"),
+    [
+        ("ppo", ["env=cartpole"], (OneHotCategorical, Categorical)),
+        ("ppo", ["env=cartpole", "model/policy=categorical"], (OneHotCategorical, Categorical)),
+        ("ppo", ["env=pendulum"], TanhNormal),
+        ("ppo", ["env=pendulum", "model/policy=tanh_normal"], TanhNormal),
+        ("sac", [], TanhNormal),
+        (
+            "sac",
+            ["model/policy=tanh_normal", "model.policy.state_dependent_scale=false"],
+            TanhNormal,
+        ),
+        ("ppo", ["env=cartpole", *PIXELS], (OneHotCategorical, Categorical)),
+        ("sac", PIXELS, TanhNormal),
+    ],
+)
+def test_every_model_option_composes_builds_and_acts(algorithm, overrides, dist_class):
+    env, actor, critic = _build(algorithm, ["env.num_envs=2", *overrides])
+    try:
+        td = actor(env.reset())
+        assert td["action"].shape == env.action_spec.shape
+        assert isinstance(actor.get_dist(td), dist_class)
+        out = critic(td)
+        key = "state_value" if algorithm == "ppo" else "state_action_value"
+        assert out[key].shape == (2, 1)
+    finally:
+        env.close()
+
+
+def test_unbounded_actions_under_auto_get_a_gaussian_and_tanh_normal_squashes():
+    from rl_trainers.envs.specs import Composite, Unbounded
+    from rl_trainers.modules import make_policy_model, make_tanh_normal_model
+
+    obs = Composite(observation=Unbounded(shape=(3,)))
+    network = compose_config("ppo").network
+    td = obs.zero()
+    auto = make_policy_model(obs, Unbounded(shape=(2,)), network)
+    assert isinstance(auto.get_dist(td), IndependentNormal)
+    forced = make_tanh_normal_model(obs, Unbounded(shape=(2,)), network)
+    assert isinstance(forced.get_dist(td), TanhNormal)
+
+
+def test_default_networks_are_unchanged_by_the_network_group():
+    ppo, sac = compose_config("ppo").network, compose_config("sac").network
+    assert list(ppo.policy.num_cells) == [64, 64] and ppo.policy.activation == "tanh"
+    assert ppo.orthogonal_init and ppo.encoder is None
+    for mlp in (sac.policy, sac.value):
+        assert list(mlp.num_cells) == [256, 256] and mlp.activation == "relu"
+    assert not sac.orthogonal_init and sac.encoder is None
+    conv = compose_config("sac", ["network=convnet"]).network
+    assert list(conv.policy.num_cells) == [256, 256] and not conv.orthogonal_init
+    assert list(conv.encoder.num_cells) == [32, 64, 64]
+    assert list(conv.encoder.kernel_sizes) == [8, 4, 3] and list(conv.encoder.strides) == [4, 2, 1]
+
+
+@pytest.mark.parametrize(("env", "size"), [("cartpole", 4), ("acrobot", 6)])
+def test_network_input_size_follows_the_env(env, size):
+    built, actor, critic = _build("ppo", [f"env={env}", "env.num_envs=2"])
+    built.close()
+    assert _first(actor, torch.nn.Linear).in_features == size
+    assert _first(critic, torch.nn.Linear).in_features == size
+
+
+@pytest.mark.parametrize(
+    ("overrides", "channels"),
+    [([], 4), (["env.grayscale=false", "env.frame_stack=2"], 6)],
+)
+def test_encoder_input_channels_follow_the_pixel_settings(overrides, channels):
+    env, actor, critic = _build("sac", [*PIXELS, "env.image_size=64", *overrides])
+    try:
+        assert env.observation_spec["pixels"].shape == (2, channels, 64, 64)
+        for model in (actor, critic):
+            assert _first(model, torch.nn.Conv2d).in_channels == channels
+        # Nature torso on 64x64: 15x15 -> 6x6 -> 4x4, 64 channels; Q's head adds the action
+        assert _first(actor, torch.nn.Linear).in_features == 64 * 4 * 4
+        assert _first(critic, torch.nn.Linear).in_features == 64 * 4 * 4 + 1
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "overrides", "expected"),
+    [
+        (
+            "ppo",
+            ["env=pendulum", "model/policy=categorical"],
+            "model.policy='categorical' is invalid: Pendulum-v1 has continuous actions; "
+            "use model/policy=tanh_normal or auto",
+        ),
+        (
+            "sac",
+            ["model/policy=categorical"],
+            "model.policy='categorical' is invalid: Pendulum-v1 has continuous actions; "
+            "use model/policy=tanh_normal or auto",
+        ),
+        (
+            "ppo",
+            ["env=cartpole", "model/policy=tanh_normal"],
+            "model.policy='tanh_normal' is invalid: CartPole-v1 has discrete actions; "
+            "use model/policy=categorical or auto",
+        ),
+    ],
+)
+def test_a_policy_kind_that_does_not_fit_is_a_short_error(algorithm, overrides, expected):
+    with pytest.raises(ConfigError) as info:
+        _build(algorithm, ["env.num_envs=2", *overrides])
+    assert str(info.value) == expected
+
+
+@pytest.mark.parametrize(
+    ("overrides", "words"),
+    [
+        (["env.from_pixels=true"], ["env.from_pixels=True", "add network=convnet"]),
+        (["network=convnet"], ["network='convnet'", "add env.from_pixels=true"]),
+    ],
+)
+def test_pixels_and_the_convnet_encoder_go_together(overrides, words):
+    with pytest.raises(ConfigError) as info:
+        check_network_fits_env(compose_config("ppo", overrides))
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_a_pixel_replay_buffer_that_cannot_fit_in_ram_is_refused():
+    from rl_trainers.trainers.algorithms.sac import check_buffer_fits_memory
+
+    cfg = compose_config("sac", PIXELS)
+    env = instantiate(cfg.env)
+    try:
+        with pytest.raises(ConfigError) as info:
+            check_buffer_fits_memory(cfg, env)  # 1M transitions of ~220 KiB
+        assert "replay_buffer.size=1000000 is invalid" in str(info.value)
+        assert "KiB per transition" in str(info.value)
+        cfg.replay_buffer.size = 1000
+        check_buffer_fits_memory(cfg, env)
+    finally:
+        env.close()
