@@ -15,23 +15,15 @@ import numpy as np
 import torch
 from torch import nn
 
+from rl_trainers.modules.model_builders import ACTIVATIONS, activation_from_name
 from rl_trainers.trainers.algorithms.errors import ConfigError
-
-ACTIVATIONS: dict[str, type[nn.Module]] = {
-    "tanh": nn.Tanh,
-    "relu": nn.ReLU,
-    "elu": nn.ELU,
-    "gelu": nn.GELU,
-    "silu": nn.SiLU,
-    "leaky_relu": nn.LeakyReLU,
-}
 
 
 def activation_class(name: str) -> type[nn.Module]:
     """The ``torch.nn`` activation class called ``name`` (``tanh``, ``relu``...)."""
     try:
-        return ACTIVATIONS[name.lower()]
-    except KeyError:
+        return activation_from_name(name)
+    except ValueError:
         raise ConfigError("network.*.activation", name, f"one of {sorted(ACTIVATIONS)}") from None
 
 
@@ -52,11 +44,17 @@ def make_env(
     from_pixels: bool = False,
     frame_skip: int = 1,
     device: str = "cpu",
+    image_size: int = 84,
+    grayscale: bool = True,
+    frame_stack: int = 4,
 ):
     """A batched gymnasium env with the transforms training needs.
 
     ``RewardSum`` always tracks the (unscaled) episode return under ``"episode_reward"``;
-    ``VecNorm`` and ``RewardScaling`` are added when asked for.
+    ``VecNorm`` and ``RewardScaling`` are added when asked for. With ``from_pixels`` the
+    rendered frames become float ``"pixels"`` ``[*B, C, image_size, image_size]`` in
+    ``[0, 1]`` (``ToTensorImage``, ``Resize``, ``GrayScale``, ``CatFrames``), with
+    ``C = (1 if grayscale else 3) * frame_stack``.
 
     Args:
         env_name: gymnasium id or ``module:Class`` entry point.
@@ -68,6 +66,9 @@ def make_env(
         from_pixels: observe rendered frames under ``"pixels"``.
         frame_skip: repeat each action this many times.
         device: device of the env's tensors.
+        image_size: side of the square frames (pixels only).
+        grayscale: convert frames to one luminance channel (pixels only).
+        frame_stack: stack this many recent frames along the channels (pixels only).
     """
     from rl_trainers.envs import (
         Compose,
@@ -95,11 +96,29 @@ def make_env(
     else:
         raise ConfigError("env.vectorization", vectorization, "'sync' or 'async'")
     transforms = [RewardSum()]
+    if from_pixels:
+        transforms += _pixel_transforms(image_size, grayscale, frame_stack)
     if normalize_observations:
         transforms.append(VecNorm(in_keys=["observation"]))
     if reward_scale != 1.0:
         transforms.append(RewardScaling(loc=0.0, scale=reward_scale))
     return TransformedEnv(base, Compose(*transforms))
+
+
+def _pixel_transforms(image_size: int, grayscale: bool, frame_stack: int) -> list:
+    """uint8 ``[H, W, 3]`` renders -> float ``[C, image_size, image_size]`` frame stacks."""
+    from rl_trainers.envs import CatFrames, GrayScale, Resize, ToTensorImage
+
+    if image_size < 1:
+        raise ConfigError("env.image_size", image_size, "a positive number of pixels, e.g. 84")
+    if frame_stack < 1:
+        raise ConfigError("env.frame_stack", frame_stack, "a positive number of frames, e.g. 4")
+    transforms = [ToTensorImage(), Resize(image_size, image_size)]
+    if grayscale:
+        transforms.append(GrayScale())
+    if frame_stack > 1:
+        transforms.append(CatFrames(frame_stack, dim=-3))
+    return transforms
 
 
 class _GymEnvFactory:
