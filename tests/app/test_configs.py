@@ -7,6 +7,7 @@ import inspect
 import typing
 
 import pytest
+import torch
 from hydra.utils import get_object
 
 from rl_trainers.trainers.algorithms.configs import GROUP_OPTIONS, ROOT_SCHEMAS
@@ -115,3 +116,48 @@ def test_no_yaml_holds_a_size_or_bound():
         text = path.read_text()
         for word in ("in_features", "out_features", "action_dim", "obs_dim", "low:", "high:"):
             assert word not in text, f"{path} sets {word}"
+
+
+@pytest.mark.parametrize(
+    ("sampler", "cls"),
+    [
+        ("random", "RandomSampler"),
+        ("without_replacement", "SamplerWithoutReplacement"),
+        ("prioritized", "PrioritizedSampler"),
+    ],
+)
+def test_replay_buffer_node_names_its_sampler_and_writer(sampler, cls):
+    from hydra.utils import instantiate
+    from tensordict import TensorDict
+
+    cfg = compose_config(
+        "sac",
+        [
+            "replay_buffer.size=100",
+            "replay_buffer.batch_size=4",
+            f"replay_buffer.sampler={sampler}",
+        ],
+    )
+    buffer = instantiate(cfg.replay_buffer)
+    assert type(buffer._sampler).__name__ == cls
+    assert type(buffer._writer).__name__ == "RoundRobinWriter"
+    buffer.extend(TensorDict({"x": torch.arange(10.0)}, batch_size=[10]))
+    assert buffer.sample()["x"].shape == (4,)
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("replay_buffer.sampler=uniformm", ["replay_buffer.sampler", "uniformm", "prioritized"]),
+        ("replay_buffer.writer=fifo", ["replay_buffer.writer", "fifo", "round_robin"]),
+    ],
+)
+def test_replay_buffer_bad_choice_names_the_options(override, expected):
+    from rl_trainers.trainers.algorithms.common import build
+    from rl_trainers.trainers.algorithms.errors import ConfigError
+
+    cfg = compose_config("sac", [override])
+    with pytest.raises(ConfigError) as info:
+        build(cfg, "replay_buffer")
+    for text in expected:
+        assert text in str(info.value)

@@ -205,7 +205,7 @@ FINGERPRINT_FIELDS = (
     "collector.num_workers",
     "replay_buffer.size",
     "replay_buffer.storage",
-    "replay_buffer.prioritized",
+    "replay_buffer.sampler",
 )
 
 

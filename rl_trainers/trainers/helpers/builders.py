@@ -622,7 +622,8 @@ def make_replay_buffer(
     size: Any = 1_000_000,
     batch_size: Any = 256,
     storage: str = "lazy_tensor",
-    prioritized: bool = False,
+    sampler: str = "random",
+    writer: str = "round_robin",
     alpha: float = 0.6,
     beta: float = 0.4,
     scratch_dir: str | None = None,
@@ -640,7 +641,8 @@ def make_replay_buffer(
         size: capacity, or the device in torchrl's form.
         batch_size: transitions per sample, or the config in torchrl's form.
         storage: ``lazy_tensor``, ``lazy_memmap`` or ``list``.
-        prioritized: prioritized sampling.
+        sampler: ``random``, ``without_replacement`` or ``prioritized``.
+        writer: ``round_robin``.
         alpha: priority exponent.
         beta: importance-weight exponent.
         scratch_dir: directory of a ``lazy_memmap`` storage.
@@ -652,7 +654,7 @@ def make_replay_buffer(
             size=int(cfg_get(cfg, "buffer_size")),
             batch_size=int(cfg_get(cfg, "batch_size")),
             storage="lazy_memmap",
-            prioritized=bool(cfg_get(cfg, "prb")),
+            sampler="prioritized" if cfg_get(cfg, "prb") else "random",
             alpha=0.7,
             beta=0.5,
             scratch_dir=cfg_get(cfg, "buffer_scratch_dir"),
@@ -666,7 +668,8 @@ def make_replay_buffer(
         size=size,
         batch_size=batch_size,
         storage=storage,
-        prioritized=prioritized,
+        sampler=sampler,
+        writer=writer,
         alpha=alpha,
         beta=beta,
         scratch_dir=scratch_dir,

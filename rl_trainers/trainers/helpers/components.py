@@ -138,18 +138,21 @@ def make_replay_buffer(
     size: int = 1_000_000,
     batch_size: int = 256,
     storage: str = "lazy_tensor",
-    prioritized: bool = False,
+    sampler: str = "random",
+    writer: str = "round_robin",
     alpha: float = 0.6,
     beta: float = 0.4,
     scratch_dir: str | None = None,
 ):
-    """A ``TensorDictReplayBuffer`` over the named storage, uniform or prioritized.
+    """A ``TensorDictReplayBuffer`` with the named storage, sampler and writer.
 
     Args:
         size: capacity in transitions.
         batch_size: transitions per ``sample()``.
         storage: ``lazy_tensor`` (RAM), ``lazy_memmap`` (disk) or ``list``.
-        prioritized: sum-tree prioritized sampling instead of uniform.
+        sampler: ``random`` (uniform, with replacement), ``without_replacement`` (each item
+            once per pass) or ``prioritized`` (sum tree, proportional to priority^alpha).
+        writer: ``round_robin`` (overwrites the oldest items when full).
         alpha: priority exponent.
         beta: importance-weight exponent.
         scratch_dir: directory of a ``lazy_memmap`` storage.
@@ -160,6 +163,8 @@ def make_replay_buffer(
         ListStorage,
         PrioritizedSampler,
         RandomSampler,
+        RoundRobinWriter,
+        SamplerWithoutReplacement,
         TensorDictReplayBuffer,
     )
 
@@ -174,9 +179,21 @@ def make_replay_buffer(
     }
     if storage not in storages:
         raise ConfigError("replay_buffer.storage", storage, f"one of {sorted(storages)}")
-    sampler = PrioritizedSampler(size, alpha=alpha, beta=beta) if prioritized else RandomSampler()
+    samplers = {
+        "random": RandomSampler,
+        "without_replacement": SamplerWithoutReplacement,
+        "prioritized": lambda: PrioritizedSampler(size, alpha=alpha, beta=beta),
+    }
+    if sampler not in samplers:
+        raise ConfigError("replay_buffer.sampler", sampler, f"one of {sorted(samplers)}")
+    writers = {"round_robin": RoundRobinWriter}
+    if writer not in writers:
+        raise ConfigError("replay_buffer.writer", writer, f"one of {sorted(writers)}")
     return TensorDictReplayBuffer(
-        storage=storages[storage](), sampler=sampler, batch_size=batch_size
+        storage=storages[storage](),
+        sampler=samplers[sampler](),
+        writer=writers[writer](),
+        batch_size=batch_size,
     )
 
 

@@ -15,7 +15,10 @@ class ReplayBufferConfig:
     size: int = config_field(1_000_000, "capacity in transitions")
     batch_size: int = config_field(256, "transitions per optimisation step")
     storage: str = config_field("lazy_tensor", "lazy_tensor (RAM) | lazy_memmap (disk) | list")
-    prioritized: bool = config_field(False, "prioritized sampling (sum tree) instead of uniform")
+    sampler: str = config_field(
+        "random", "random (uniform) | without_replacement | prioritized (sum tree)"
+    )
+    writer: str = config_field("round_robin", "round_robin (overwrite the oldest when full)")
     alpha: float = config_field(0.6, "priority exponent (prioritized only)")
     beta: float = config_field(0.4, "importance-weight exponent (prioritized only)")
     scratch_dir: str | None = config_field(None, "directory of a lazy_memmap storage")
