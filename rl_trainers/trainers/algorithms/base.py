@@ -21,6 +21,7 @@ from rl_trainers.trainers.algorithms.common import (
     build,
     build_collector,
     check_output_dir,
+    compile_loss,
     evaluate_episodes,
     orthogonal_init_,
     plain_config,
@@ -211,6 +212,8 @@ def finish_build(
         loss: the loss module; its ``actor_network`` is the policy the collector acts with.
         **algorithm_kwargs: the algorithm's own constructor arguments.
     """
+    if cfg.trainer.compile:
+        compile_loss(loss, cfg.trainer.compile_mode, cfg.device)
     optimizer = build(cfg, "optimizer", params=list(loss.parameters()))
     frames_per_batch = cfg.collector.frames_per_batch
     num_batches = -(-cfg.trainer.total_frames // frames_per_batch)

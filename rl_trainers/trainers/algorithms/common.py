@@ -344,6 +344,28 @@ def set_num_threads(requested: int, widest_layer: int) -> int:
     return n
 
 
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def compile_loss(loss: torch.nn.Module, mode: str, device: str) -> None:
+    """Compile ``loss`` in place with ``torch.compile`` (its backward too, through AOTAutograd).
+
+    The module keeps its parameters and state-dict keys, so checkpoints and the optimizer
+    are unaffected; the collector's policy is the same actor object, acting eagerly.
+    ``reduce-overhead`` also replays the compiled graphs with CUDA graphs, so it needs a
+    CUDA device.
+    """
+    if mode not in COMPILE_MODES:
+        raise ConfigError("trainer.compile_mode", mode, f"one of {', '.join(COMPILE_MODES)}")
+    if mode == "reduce-overhead" and torch.device(device).type != "cuda":
+        raise ConfigError(
+            "trainer.compile_mode",
+            mode,
+            "CUDA graphs need device=cuda; on CPU use default or max-autotune-no-cudagraphs",
+        )
+    loss.compile(mode=mode)
+
+
 def plain_config(cfg: DictConfig) -> dict:
     """The resolved config as plain containers (for hyperparameter logging)."""
     return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]

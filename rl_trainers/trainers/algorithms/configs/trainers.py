@@ -41,6 +41,12 @@ class LoopConfig:
     resume: bool = config_field(False, "continue from the latest checkpoint in the run directory")
     resume_from: str | None = config_field(None, "continue from this checkpoint file")
     progress_bar: bool = config_field(True, "show a tqdm progress bar")
+    compile: bool = config_field(
+        False, "torch.compile the loss (forward and backward); ~40 s to compile on CPU"
+    )
+    compile_mode: str = config_field(
+        "default", "default | reduce-overhead (CUDA graphs; device=cuda) | max-autotune"
+    )
     num_threads: int = config_field(
         0, "torch intra-op threads (0: 1, or 2 for nets wider than 128 on 4+ cores)"
     )
