@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 import torch
@@ -13,6 +14,10 @@ from rl_trainers.trainers.algorithms.errors import ConfigError
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    not any(shutil.which(cc) for cc in ("g++", "c++", "clang++")),
+    reason="torch.compile on CPU (inductor) needs a C++ compiler",
+)
 @pytest.mark.parametrize("algorithm", ["ppo", "sac"])
 def test_compiled_loss_trains_and_matches_eager(tiny_config, algorithm, tmp_path, monkeypatch):
     """A compiled run finishes; on one batch the compiled loss equals the eager one."""

@@ -1,12 +1,22 @@
 """The hot-path shortcuts (issue 5) compute exactly what the plain paths compute."""
 
+import copy
+
+import pytest
 import torch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 from torch import nn
 
 from rl_trainers.envs.specs import OneHot, Unbounded
-from rl_trainers.modules import MLP, FastTanh, OneHotCategorical, ProbabilisticActor, make_actor
+from rl_trainers.modules import (
+    MLP,
+    FastTanh,
+    OneHotCategorical,
+    ProbabilisticActor,
+    make_actor,
+    models,
+)
 
 
 def test_fast_tanh_matches_torch_values_and_gradients():
@@ -63,3 +73,246 @@ def test_get_dist_generic_module_still_works():
     td = TensorDict({"observation": torch.randn(2, 4)}, batch_size=[2])
     dist = actor.get_dist(td)
     torch.testing.assert_close(dist.logits, net.module(td["observation"]))
+
+
+# --- fused MLP (one autograd node per MLP call) ---------------------------------------------
+
+
+def _plain(mlp: MLP, *inputs: torch.Tensor) -> torch.Tensor:
+    """The layer-by-layer reference: nn.Sequential's own forward."""
+    x = inputs[0] if len(inputs) == 1 else torch.cat(inputs, dim=-1)
+    out = nn.Sequential.forward(mlp, x)
+    return out if mlp.out_shape is None else out.reshape(*out.shape[:-1], *mlp.out_shape)
+
+
+def _grads(mlp: MLP, out: torch.Tensor, weight: torch.Tensor, *inputs: torch.Tensor):
+    for p in mlp.parameters():
+        p.grad = None
+    for x in inputs:
+        x.grad = None
+    (out * weight).sum().backward()
+    return [None if p.grad is None else p.grad.clone() for p in mlp.parameters()] + [
+        None if x.grad is None else x.grad.clone() for x in inputs
+    ]
+
+
+def _assert_same_grads(a, b):
+    assert len(a) == len(b)
+    for ga, gb in zip(a, b):
+        if ga is None or gb is None:
+            assert ga is None and gb is None
+        else:
+            torch.testing.assert_close(ga, gb)
+
+
+def _check_matches_plain(mlp: MLP, *inputs: torch.Tensor) -> None:
+    fused = mlp(*inputs)
+    assert fused.grad_fn is not None and "Fused" in type(_root_node(fused)).__name__
+    plain = _plain(mlp, *inputs)
+    torch.testing.assert_close(fused, plain)
+    weight = torch.randn_like(plain)  # a non-uniform output gradient
+    _assert_same_grads(_grads(mlp, fused, weight, *inputs), _grads(mlp, plain, weight, *inputs))
+
+
+def _root_node(out: torch.Tensor):
+    """The first non-view node under ``out`` (3-D outputs are a reshape of the fused node)."""
+    node = out.grad_fn
+    while type(node).__name__ in ("ViewBackward0", "ReshapeAliasBackward0", "UnsafeViewBackward0"):
+        node = node.next_functions[0][0]
+    return node
+
+
+@pytest.mark.parametrize("activation", [nn.Tanh, nn.ReLU])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fused_mlp_matches_plain_path_2d_and_3d(activation, dtype):
+    torch.manual_seed(0)
+    mlp = MLP(4, 3, num_cells=[32, 16], activation_class=activation).to(dtype)
+    _check_matches_plain(mlp, torch.randn(64, 4, dtype=dtype))
+    _check_matches_plain(mlp, torch.randn(8, 32, 4, dtype=dtype))
+    _check_matches_plain(mlp, torch.randn(4, dtype=dtype))  # unbatched
+
+
+def test_fused_mlp_hand_computed_gradients():
+    # one hidden tanh unit: y = w2 * tanh(w1 * x + b1) + b2 on a single float64 sample
+    mlp = MLP(1, 1, num_cells=[1], activation_class=nn.Tanh).double()
+    with torch.no_grad():
+        for p, v in zip(mlp.parameters(), [0.5, -0.2, 2.0, 0.1]):
+            p.fill_(v)
+    x = torch.tensor([[1.5]], dtype=torch.float64, requires_grad=True)
+    y = mlp(x)
+    y.sum().backward()
+    h = torch.tanh(torch.tensor(0.5 * 1.5 - 0.2, dtype=torch.float64))
+    dh = 2.0 * (1 - h**2)
+    torch.testing.assert_close(y.detach(), (2.0 * h + 0.1).reshape(1, 1))
+    w1, b1, w2, b2 = (p.grad.item() for p in mlp.parameters())
+    torch.testing.assert_close(
+        torch.tensor([w1, b1, w2, b2], dtype=torch.float64),
+        torch.stack([dh * 1.5, dh, h, torch.tensor(1.0, dtype=torch.float64)]),
+    )
+    torch.testing.assert_close(x.grad, (dh * 0.5).reshape(1, 1))
+
+
+@pytest.mark.parametrize("activation", [nn.Tanh, nn.ReLU])
+def test_fused_mlp_concatenated_inputs_requiring_grad(activation):
+    torch.manual_seed(1)
+    mlp = MLP(5, 1, num_cells=[16, 16], activation_class=activation).double()
+    obs = torch.randn(10, 3, dtype=torch.float64, requires_grad=True)
+    act = torch.randn(10, 2, dtype=torch.float64, requires_grad=True)
+    _check_matches_plain(mlp, obs, act)
+    _check_matches_plain(mlp, obs.detach().requires_grad_(), act.detach())
+
+
+def test_fused_mlp_layer_variants_match():
+    torch.manual_seed(2)
+    variants = [
+        MLP(6, 2, num_cells=[8], activation_class=nn.ReLU, bias_last_layer=False),
+        MLP(6, 2, num_cells=[8, 8], activation_class=nn.Tanh, activate_last_layer=True),
+        MLP(6, (2, 3), num_cells=[8], activation_class=nn.ReLU),  # shaped output
+        MLP(6, 2, num_cells=[], activation_class=nn.Tanh),  # a single Linear
+        MLP(6, 2, num_cells=[256, 3], activation_class=nn.ReLU),  # narrow/wide layers
+    ]
+    for mlp in variants:
+        _check_matches_plain(mlp.double(), torch.randn(7, 6, dtype=torch.float64))
+
+
+def test_fused_mlp_frozen_parameters_get_no_gradient():
+    torch.manual_seed(3)
+    mlp = MLP(4, 2, num_cells=[16, 16], activation_class=nn.Tanh).double()
+    mlp[0].weight.requires_grad_(False)
+    mlp[0].bias.requires_grad_(False)
+    mlp[2].bias.requires_grad_(False)
+    x = torch.randn(12, 4, dtype=torch.float64)
+    _check_matches_plain(mlp, x)
+    mlp(x).sum().backward()
+    assert mlp[0].weight.grad is None and mlp[2].bias.grad is None
+    assert mlp[2].weight.grad is not None
+    # everything frozen, only the input needs a gradient
+    for p in mlp.parameters():
+        p.requires_grad_(False)
+    _check_matches_plain(mlp, x.clone().requires_grad_())
+
+
+def test_fused_mlp_no_grad_and_inference_mode():
+    mlp = MLP(4, 2, num_cells=[16, 16], activation_class=nn.Tanh)
+    x = torch.randn(9, 4)
+    with torch.no_grad():
+        out = mlp(x)
+        ref = _plain(mlp, x)
+    assert out.grad_fn is None and not out.requires_grad
+    torch.testing.assert_close(out, ref)
+    with torch.inference_mode():
+        torch.testing.assert_close(mlp(x), ref)
+    frozen = MLP(4, 2, num_cells=[16], activation_class=nn.ReLU).requires_grad_(False)
+    assert frozen(x).grad_fn is None  # nothing requires grad: the cheap forward, no node
+
+
+def test_fused_mlp_gradcheck_and_accumulation():
+    torch.manual_seed(4)
+    mlp = MLP(3, 2, num_cells=[5, 4], activation_class=nn.Tanh).double()
+    x = torch.randn(6, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda inp: mlp(inp), (x,))
+    mlp(x).sum().backward()
+    first = mlp[0].weight.grad.clone()
+    mlp(x).sum().backward()  # gradients accumulate like the plain path
+    torch.testing.assert_close(mlp[0].weight.grad, 2 * first)
+
+
+def _uses_fused_node(mlp: nn.Module, *inputs) -> bool:
+    out = mlp(*inputs)
+    return out.grad_fn is not None and "Fused" in type(_root_node(out)).__name__
+
+
+def test_fused_mlp_falls_back_for_other_networks_and_inputs():
+    x = torch.randn(5, 4)
+    assert _uses_fused_node(MLP(4, 2, num_cells=[8]), x)
+    dropout = MLP(4, 2, num_cells=[8], dropout=0.5).eval()
+    assert not _uses_fused_node(dropout, x)
+    torch.testing.assert_close(dropout(x), _plain(dropout, x))
+    assert not _uses_fused_node(MLP(4, 2, num_cells=[8], activation_class=nn.ELU), x)
+    assert not _uses_fused_node(
+        MLP(4, 2, num_cells=[8], norm_class=nn.LayerNorm, norm_kwargs={"normalized_shape": 8}), x
+    )
+    half = MLP(4, 2, num_cells=[8]).to(torch.bfloat16)
+    out = half(x.to(torch.bfloat16))
+    assert out.dtype == torch.bfloat16 and "Fused" not in type(out.grad_fn).__name__
+    with pytest.raises(RuntimeError):  # integer inputs fail exactly like nn.Linear
+        MLP(4, 2, num_cells=[8])(torch.ones(5, 4, dtype=torch.long))
+
+
+def test_fused_mlp_lazy_layer_and_hooks():
+    lazy = MLP(out_features=2, num_cells=[8])
+    x = torch.randn(3, 5)
+    assert not _uses_fused_node(lazy, x)  # first call initialises the lazy layer
+    assert _uses_fused_node(lazy, x)
+    calls = []
+    handle = lazy[2].register_forward_hook(lambda m, i, o: calls.append(o.shape))
+    assert not _uses_fused_node(lazy, x) and calls == [(3, 2)]
+    handle.remove()
+    assert _uses_fused_node(lazy, x)
+    lazy[1] = nn.ELU()  # replacing a layer rebuilds the plan
+    assert not _uses_fused_node(lazy, x)
+
+
+def test_fused_mlp_under_functional_call_and_vmap():
+    from torch.func import functional_call, stack_module_state, vmap
+
+    torch.manual_seed(5)
+    mlp = MLP(4, 1, num_cells=[16, 16], activation_class=nn.ReLU).double()
+    x = torch.randn(7, 4, dtype=torch.float64)
+    # functional_call alone: the swapped-in tensors are read at call time and get the grads
+    params = {k: v.detach().clone().requires_grad_() for k, v in mlp.named_parameters()}
+    out = functional_call(mlp, params, (x,))
+    assert "Fused" in type(out.grad_fn).__name__
+    out.sum().backward()
+    ref = _plain(mlp, x)
+    ref.sum().backward()
+    for name, p in mlp.named_parameters():
+        torch.testing.assert_close(params[name].grad, p.grad)
+    # vmap over stacked copies (CriticEnsemble's generic path) falls back to the layer loop
+    copies = [mlp, MLP(4, 1, num_cells=[16, 16], activation_class=nn.ReLU).double()]
+    stacked, _ = stack_module_state(copies)
+    base = copies[0]
+    outs = vmap(lambda p: functional_call(base, p, (x,)))(stacked)
+    for i, c in enumerate(copies):
+        torch.testing.assert_close(outs[i], _plain(c, x))
+    # vmap over the inputs only (parameters shared) also falls back and agrees
+    xs = torch.randn(3, 7, 4, dtype=torch.float64)
+    torch.testing.assert_close(vmap(mlp)(xs), _plain(mlp, xs))
+    seen = []
+    vmap(lambda x_: seen.append(models._fusable_input(x_)) or x_)(xs)
+    assert seen == [False]
+
+
+def test_fused_mlp_keeps_modules_and_state_dict():
+    mlp = MLP(4, 2, num_cells=[8, 8])
+    keys = list(mlp.state_dict())
+    mlp(torch.randn(2, 4))
+    assert (
+        list(mlp.state_dict())
+        == keys
+        == ["0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"]
+    )
+    assert all(type(m) is nn.Linear for m in list(mlp)[::2])
+    clone = copy.deepcopy(mlp)
+    with torch.no_grad():
+        clone[0].weight.add_(1.0)
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(clone(x), _plain(clone, x))  # the copy uses its own layers
+    assert not torch.allclose(clone(x), mlp(x))
+
+
+def test_fused_mlp_falls_back_under_torch_compile():
+    mlp = MLP(4, 2, num_cells=[16, 16], activation_class=nn.Tanh)
+    x = torch.randn(5, 4)
+    compiled = torch.compile(mlp, backend="eager", fullgraph=True)  # numpy would break the graph
+    out = compiled(x)
+    assert "Fused" not in type(out.grad_fn).__name__
+    torch.testing.assert_close(out, _plain(mlp, x))
+
+
+def test_fuse_flag_turns_the_fused_path_off(monkeypatch):
+    mlp = MLP(4, 2, num_cells=[8])
+    x = torch.randn(3, 4)
+    assert _uses_fused_node(mlp, x)
+    monkeypatch.setattr(models, "FUSE_MLP", False)
+    assert not _uses_fused_node(mlp, x)
