@@ -1,0 +1,170 @@
+"""Fused MLP forward+backward against the layer-by-layer ``nn.Sequential`` path.
+
+Run: ``python benchmarks/mlp_fast_path.py [--repeats 7] [--no-ppo]``
+
+Part 1, one thread: median microseconds of one forward+backward (sum of the outputs, all
+parameter gradients) for the PPO CartPole actor ([256, 4] -> 64 -> 64 -> 2, tanh) and a SAC
+Pendulum-sized network ([256, 4] -> 256 -> 256 -> 1, ReLU), fused path against plain path,
+alternating blocks of calls in one process.
+
+Part 2: median milliseconds of one PPO minibatch update (loss, backward, grad-norm clip, Adam
+step) of the default recipe (``configs/ppo_trainer.yaml``), ``models.FUSE_MLP`` on against off,
+alternating blocks, with the trainer's own thread setting.
+
+Part 3: the same for one SAC update of the default Pendulum recipe (``trainer.optim_steps`` on a
+buffer of 1000 frames). Only the actor is an ``MLP`` call there: the twin critics run as a
+``CriticEnsemble`` of stacked parameters with its own batched matmuls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from rl_trainers.modules import MLP, models
+
+
+def _block(fn: Callable[[], None], n: int) -> float:
+    start = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - start) / n
+
+
+def compare(fns: dict[str, Callable[[], None]], n: int, repeats: int) -> dict[str, float]:
+    """Median seconds per call of each function, timed in alternating blocks of ``n`` calls."""
+    for fn in fns.values():
+        _block(fn, max(n // 5, 1))  # warm-up
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for i in range(repeats):
+        names = list(fns) if i % 2 == 0 else list(fns)[::-1]
+        for name in names:
+            times[name].append(_block(fns[name], n))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def mlp_step(mlp: MLP, x: torch.Tensor, fused: bool) -> Callable[[], None]:
+    params = list(mlp.parameters())
+
+    def step() -> None:
+        for p in params:
+            p.grad = None
+        out = mlp(x) if fused else nn.Sequential.forward(mlp, x)
+        out.sum().backward()
+
+    return step
+
+
+def micro(repeats: int) -> None:
+    torch.set_num_threads(1)
+    cases = {
+        "[256,4]->64->64->2 tanh": (MLP(4, 2, num_cells=[64, 64], activation_class=nn.Tanh), 4),
+        "[256,4]->256->256->1 relu": (MLP(4, 1, num_cells=[256, 256], activation_class=nn.ReLU), 4),
+    }
+    print("forward+backward, 1 thread, median us per call")
+    for name, (mlp, n_in) in cases.items():
+        x = torch.randn(256, n_in)
+        res = compare(
+            {"plain": mlp_step(mlp, x, False), "fused": mlp_step(mlp, x, True)}, 200, 3 * repeats
+        )
+        plain, fused = res["plain"] * 1e6, res["fused"] * 1e6
+        print(f"  {name:28} plain {plain:7.1f}  fused {fused:7.1f}  speed-up {plain / fused:.2f}x")
+
+
+def ppo_update(repeats: int) -> None:
+    from hydra import compose, initialize_config_dir
+
+    import rl_trainers.trainers.algorithms.app as app
+    from rl_trainers.trainers.algorithms import build_trainer
+
+    with initialize_config_dir(config_dir=app.CONFIG_DIR, version_base=None):
+        cfg = compose(config_name="ppo_trainer", overrides=["trainer.progress_bar=false"])
+    trainer = build_trainer(cfg, Path(tempfile.mkdtemp(prefix="mlp_fast_path_")))
+    loss, optimizer = trainer.loss_module, trainer.optimizer
+    params = [p for g in optimizer.param_groups for p in g["params"]]
+    batch = next(iter(trainer.collector))
+    with torch.no_grad():
+        loss.value_estimator(batch)
+    flat = batch.select(*loss.in_keys).reshape(-1)
+    sub = flat[: cfg.trainer.minibatch_size]
+
+    def update() -> None:
+        out = loss(sub)
+        total = out["loss_objective"] + out["loss_critic"]
+        optimizer.zero_grad(set_to_none=True)
+        total.backward()
+        torch.nn.utils.clip_grad_norm_(params, cfg.trainer.clip_norm)
+        optimizer.step()
+
+    def with_fuse(flag: bool) -> Callable[[], None]:
+        def run() -> None:
+            models.FUSE_MLP = flag
+            update()
+
+        return run
+
+    try:
+        res = compare({"plain": with_fuse(False), "fused": with_fuse(True)}, 100, 3 * repeats)
+    finally:
+        models.FUSE_MLP = True
+        trainer.collector.shutdown()
+    plain, fused = res["plain"] * 1e3, res["fused"] * 1e3
+    print(f"PPO update (minibatch {sub.numel()}, {torch.get_num_threads()} threads), median ms")
+    print(f"  plain {plain:.3f}  fused {fused:.3f}  speed-up {plain / fused:.2f}x")
+
+
+def sac_update(repeats: int) -> None:
+    from hydra import compose, initialize_config_dir
+
+    import rl_trainers.trainers.algorithms.app as app
+    from rl_trainers.trainers.algorithms import build_trainer
+
+    with initialize_config_dir(config_dir=app.CONFIG_DIR, version_base=None):
+        cfg = compose(config_name="sac_trainer", overrides=["trainer.progress_bar=false"])
+    trainer = build_trainer(cfg, Path(tempfile.mkdtemp(prefix="mlp_fast_path_")))
+    collector = iter(trainer.collector)
+    for _ in range(1000):  # fill the replay buffer as the trainer does
+        batch = next(collector)
+        for op in trainer._ops["batch_process"]:
+            op(batch)
+    trainer.optim_steps_per_batch = 1
+
+    def with_fuse(flag: bool) -> Callable[[], None]:
+        def run() -> None:
+            models.FUSE_MLP = flag
+            trainer.optim_steps(batch)
+
+        return run
+
+    try:
+        res = compare({"plain": with_fuse(False), "fused": with_fuse(True)}, 30, 3 * repeats)
+    finally:
+        models.FUSE_MLP = True
+        trainer.collector.shutdown()
+    plain, fused = res["plain"] * 1e3, res["fused"] * 1e3
+    print(f"SAC update (batch 256, {torch.get_num_threads()} threads), median ms")
+    print(f"  plain {plain:.3f}  fused {fused:.3f}  speed-up {plain / fused:.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--no-ppo", action="store_true", help="skip the PPO update timing")
+    parser.add_argument("--no-sac", action="store_true", help="skip the SAC update timing")
+    args = parser.parse_args()
+    micro(args.repeats)
+    if not args.no_ppo:
+        ppo_update(args.repeats)
+    if not args.no_sac:
+        sac_update(args.repeats)
+
+
+if __name__ == "__main__":
+    main()
