@@ -48,7 +48,7 @@ class LoopConfig:
         "default", "default | reduce-overhead (CUDA graphs; device=cuda) | max-autotune"
     )
     num_threads: int = config_field(
-        0, "torch intra-op threads (0: 1, or 2 for nets wider than 128 on 4+ cores)"
+        0, "torch intra-op threads (0: 2 for nets wider than 128, else 1)"
     )
 
 
