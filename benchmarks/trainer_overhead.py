@@ -8,6 +8,9 @@ GAE, fused Adam, linear learning-rate schedule):
 
 * **bare**: a hand-written loop over those components: collect, GAE, flatten, ``num_epochs``
   minibatch steps (backward, grad-norm clip, step), learning-rate and clip-range annealing.
+  It uses the same primitives as the Trainer's optimizer hook (gradients set to None,
+  ``rl_trainers.trainers.trainer.clip_grad_norm_``) and, logging nothing, computes no loss
+  diagnostics, so the difference is the loop and its hooks only.
 * **trainer**: ``PPOTrainer.train()`` with its standard hooks (minibatch sampler, advantage,
   episode-return and loss logging to the CSV logger, scheduler, clip annealing, progress bar
   off). The end-of-run checkpoint is disabled on this side (the bare loop writes none).
@@ -29,6 +32,7 @@ from hydra import compose, initialize_config_dir
 
 import rl_trainers.trainers.algorithms.app as app
 from rl_trainers.trainers.algorithms import build_trainer
+from rl_trainers.trainers.trainer import clip_grad_norm_
 
 
 def build(frames: int):
@@ -57,6 +61,7 @@ def run_bare(frames: int) -> float:
     minibatch, epochs, clip_norm = loop.minibatch_size, loop.num_epochs, loop.clip_norm
     params = [p for g in optimizer.param_groups for p in g["params"]]
     clip0, total, collected = loss.clip_epsilon, loop.total_frames, 0
+    loss.diagnostics = False
     start = time.perf_counter()
     for batch in collector:
         collected += batch.numel()
@@ -72,9 +77,10 @@ def run_bare(frames: int) -> float:
                 total_loss = out["loss_objective"] + out["loss_critic"]
                 if "loss_entropy" in out.keys():
                     total_loss = total_loss + out["loss_entropy"]
-                optimizer.zero_grad(set_to_none=True)
+                for p in params:
+                    p.grad = None
                 total_loss.backward()
-                torch.nn.utils.clip_grad_norm_(params, clip_norm)
+                clip_grad_norm_(params, clip_norm)
                 optimizer.step()
         scheduler.step()
         loss.clip_epsilon = clip0 * max(1.0 - collected / total, 0.0)

@@ -112,10 +112,17 @@ class LossModule(nn.Module):
     Target networks are registered with :meth:`_register_target` and kept as buffers named
     ``target_<name>_params`` (saved by ``state_dict()``, left out of ``parameters()``).
     :class:`SoftUpdate` and :class:`HardUpdate` update them.
+
+    Attributes:
+        diagnostics: compute the diagnostic entries (entropy, KL, clip fraction, explained
+            variance...); the ``loss_*`` terms never depend on it. The :class:`Trainer`
+            turns it off for the batches whose losses it does not log (a PPO update spends
+            ~10 % of its time on them).
     """
 
     default_value_estimator: ValueEstimators = ValueEstimators.TD0
     functional = True
+    diagnostics = True
 
     def __init__(self) -> None:
         super().__init__()

@@ -113,13 +113,15 @@ class _ActorCriticLoss(LossModule):
         if old_value is not None:
             clipped = old_value + (value - old_value).clamp(-self.clip_value, self.clip_value)
             loss = torch.maximum(loss, distance_loss(clipped, target, self.loss_critic_type))
-        out["explained_variance"] = explained_variance(target.detach(), value.detach())
+        if self.diagnostics:
+            out["explained_variance"] = explained_variance(target.detach(), value.detach())
         return self.critic_coef * loss.mean()
 
     def _entropy(self, dist, out: dict) -> None:
         if not self.entropy_bonus:
-            with torch.no_grad():  # a diagnostic only: keep it out of the autograd graph
-                out["entropy"] = dist.entropy().mean()
+            if self.diagnostics:
+                with torch.no_grad():  # a diagnostic only: keep it out of the autograd graph
+                    out["entropy"] = dist.entropy().mean()
             return
         entropy = dist.entropy()
         out["entropy"] = entropy.detach().mean()
@@ -151,8 +153,9 @@ class PPOLoss(_ActorCriticLoss):
         log_prob, dist = self._log_prob_and_dist(td)
         log_weight = (log_prob - td.get(self.log_prob_key)).unsqueeze(-1)
         ratio = log_weight.exp()
-        with torch.no_grad():
-            out["kl_approx"] = ((ratio - 1) - log_weight).mean()
+        if self.diagnostics:
+            with torch.no_grad():
+                out["kl_approx"] = ((ratio - 1) - log_weight).mean()
         return ratio, log_weight, dist
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -194,8 +197,9 @@ class ClipPPOLoss(PPOLoss):
         eps = self.clip_epsilon
         gain = torch.minimum(ratio * adv, ratio.clamp(1 - eps, 1 + eps) * adv)
         out["loss_objective"] = -gain.mean()
-        with torch.no_grad():
-            out["clip_fraction"] = ((ratio - 1).abs() > eps).float().mean()
+        if self.diagnostics:
+            with torch.no_grad():
+                out["clip_fraction"] = ((ratio - 1).abs() > eps).float().mean()
         self._entropy(dist, out)
         return self._finish(tensordict, out)
 

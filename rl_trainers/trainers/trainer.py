@@ -215,11 +215,14 @@ class OptimizerHook(TrainerHookBase):
         loss = self._loss(losses)
         if not math.isfinite(loss.item()):  # one scalar read per step (a sync on GPU)
             raise self._non_finite(losses)
-        self.optimizer.zero_grad(set_to_none=True)
+        # read every step: param groups may be added during training
+        self._params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        # ``optimizer.zero_grad(set_to_none=True)`` without its profiling and dynamo wrappers
+        # (~40 us, 4 % of a PPO update)
+        for p in self._params:
+            p.grad = None
         loss.backward()
         if self.clip_norm is not None:
-            if self._params is None:
-                self._params = [p for g in self.optimizer.param_groups for p in g["params"]]
             if self.clip_grad_norm:
                 norm = clip_grad_norm_(self._params, self.clip_norm)
                 if not losses.is_locked:
@@ -699,15 +702,34 @@ class Trainer:
         ops = self._ops
         for op in ops["pre_optim_steps"]:
             op()
+        loss_module = self.loss_module
+        log_losses = self._log_now
+        sums: dict[Any, torch.Tensor] = {}
+        n = self.optim_steps_per_batch
+        # diagnostics (entropy, KL...) only for the batches whose losses are logged
+        wants_diagnostics = getattr(loss_module, "diagnostics", None)
+        if wants_diagnostics is not None:
+            loss_module.diagnostics = wants_diagnostics and log_losses
+        try:
+            self._optim_loop(batch, n, log_losses, sums)
+        finally:
+            if wants_diagnostics is not None:
+                loss_module.diagnostics = wants_diagnostics
+        if log_losses and n:
+            logged = {(k if isinstance(k, str) else "/".join(k)): v / n for k, v in sums.items()}
+            logged["optim_steps"] = self._optim_count
+            self._log(logged)
+
+    def _optim_loop(
+        self, batch: TensorDictBase, n: int, log_losses: bool, sums: dict[Any, torch.Tensor]
+    ) -> None:
+        ops = self._ops
         process_optim_batch = ops["process_optim_batch"]
         post_loss = ops["post_loss"]
         optimizer = ops["optimizer"]
         post_optim = ops["post_optim"]
         post_optim_log = ops["post_optim_log"]
         loss_module = self.loss_module
-        log_losses = self._log_now
-        sums: dict[Any, torch.Tensor] = {}
-        n = self.optim_steps_per_batch
         for _ in range(n):
             self._optim_count += 1
             sub_batch = batch
@@ -729,10 +751,6 @@ class Trainer:
                     if value.numel() == 1:
                         value = value.detach()
                         sums[key] = sums[key] + value if key in sums else value
-        if log_losses and n:
-            logged = {(k if isinstance(k, str) else "/".join(k)): v / n for k, v in sums.items()}
-            logged["optim_steps"] = self._optim_count
-            self._log(logged)
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:

@@ -178,3 +178,20 @@ def test_explained_variance_of_a_constant_target_is_zero():
         ),
         torch.tensor(1.0),
     )
+
+
+def test_diagnostics_off_leaves_the_loss_terms_unchanged():
+    obs = Composite(observation=Unbounded(shape=(4,)))
+    torch.manual_seed(0)
+    actor, critic = make_actor(obs, OneHot(2)), make_value(obs)
+    loss = ClipPPOLoss(actor, critic, entropy_bonus=False, critic_coef=0.5)
+    loss.make_value_estimator("gae", gamma=0.99, lmbda=0.95)
+    td = _cartpole_batch(actor)
+    with_diag = loss(td.clone())
+    loss.diagnostics = False
+    without = loss(td.clone())
+    diagnostics = {"entropy", "kl_approx", "clip_fraction", "explained_variance"}
+    assert diagnostics <= set(with_diag.keys())
+    assert not diagnostics & set(without.keys())
+    for key in ("loss_objective", "loss_critic"):
+        torch.testing.assert_close(without[key], with_diag[key])

@@ -253,3 +253,33 @@ def test_seed_000_logging_hook_example_runs(collector, loss_module, logger, tmp_
     hook.counter = 0
     trainer.load_from_file()
     assert hook.counter == 23
+
+
+def test_diagnostics_only_on_logged_batches(collector, loss_module, logger):
+    """The loss computes its diagnostics for the batches whose losses are logged, and only those."""
+
+    class Loss(torch.nn.Module):
+        diagnostics = True
+
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(()))
+            self.seen: list[bool] = []
+
+        def forward(self, td):
+            self.seen.append(self.diagnostics)
+            out = {"loss_a": self.w * 2}
+            if self.diagnostics:
+                out["entropy"] = torch.tensor(0.5)
+            return TensorDict(out)
+
+    loss = Loss()
+    # 16 frames per batch, interval 40: losses of batches 3, 5 and 8 are logged
+    trainer = make_trainer(
+        collector, loss, total_frames=128, log_interval=40, logger=logger, optim_steps_per_batch=2
+    )
+    trainer.train()
+    logged_batches = {3, 5, 8}
+    assert loss.seen == [b in logged_batches for b in range(1, 9) for _ in range(2)]
+    assert [s for s, _ in logger.values("entropy")] == [48, 80, 128]
+    assert loss.diagnostics is True  # restored after training
