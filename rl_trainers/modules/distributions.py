@@ -224,6 +224,14 @@ class Categorical:
     def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
         return self._sample_index(sample_shape)
 
+    def _index_log_prob(self, index: torch.Tensor) -> torch.Tensor:
+        return self.log_probs.gather(-1, index.unsqueeze(-1)).squeeze(-1)
+
+    def sample_and_log_prob(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """A sample and its log-probability, read from the index (no one-hot round trip)."""
+        index = self._sample_index()
+        return index, self._index_log_prob(index)
+
     @property
     def mode(self) -> torch.Tensor:
         return self.logits.argmax(-1)
@@ -235,7 +243,7 @@ class Categorical:
         raise NotImplementedError("a categorical distribution has no mean; use mode")
 
     def log_prob(self, value: torch.Tensor) -> torch.Tensor:
-        return self.log_probs.gather(-1, value.long().unsqueeze(-1)).squeeze(-1)
+        return self._index_log_prob(value.long())
 
     def entropy(self) -> torch.Tensor:
         logp = self.log_probs
@@ -260,6 +268,11 @@ class OneHotCategorical(Categorical):
     def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
         return self._one_hot(self._sample_index(sample_shape))
 
+    def sample_and_log_prob(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """A one-hot sample and its log-probability, read from the sampled index."""
+        index = self._sample_index()
+        return self._one_hot(index), self._index_log_prob(index)
+
     @property
     def mode(self) -> torch.Tensor:
         return self._one_hot(self.logits.argmax(-1))
@@ -267,7 +280,11 @@ class OneHotCategorical(Categorical):
     deterministic_sample = mode
 
     def log_prob(self, value: torch.Tensor) -> torch.Tensor:
-        return (self.log_probs * value.to(self.log_probs.dtype)).sum(-1)
+        # the hot index, not a product with the one-hot vector: a masked action (-inf logit)
+        # would turn that product into nan
+        if value.dtype == torch.bool:
+            value = value.to(torch.uint8)  # argmax has no bool kernel
+        return self._index_log_prob(value.argmax(-1))
 
 
 class Delta:

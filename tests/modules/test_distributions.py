@@ -1,3 +1,4 @@
+import pytest
 import torch
 from torch import distributions as D
 
@@ -73,3 +74,23 @@ def test_categorical_sampling_frequencies():
     samples = Categorical(probs=probs).sample((20000,))
     freq = torch.bincount(samples, minlength=3).float() / 20000
     torch.testing.assert_close(freq, probs, atol=0.015, rtol=0)
+
+
+@pytest.mark.parametrize("cls", [Categorical, OneHotCategorical])
+def test_categorical_sample_and_log_prob_match_sample_then_log_prob(cls):
+    logits = torch.randn(16, 3, generator=torch.Generator().manual_seed(0))
+    logits[:, 2] = -float("inf")  # an impossible action: a one-hot product would give nan
+    dist = cls(logits=logits)
+    torch.manual_seed(1)
+    action, log_prob = dist.sample_and_log_prob()
+    torch.manual_seed(1)
+    assert torch.equal(action, dist.sample())
+    assert torch.isfinite(log_prob).all()
+    index = action.argmax(-1) if cls is OneHotCategorical else action
+    assert torch.equal(log_prob, torch.log_softmax(logits, -1).gather(-1, index[:, None])[:, 0])
+
+
+def test_one_hot_log_prob_is_finite_with_a_masked_action():
+    dist = OneHotCategorical(logits=torch.tensor([[0.0, 0.0, -float("inf")]]))
+    for action in (torch.tensor([[1.0, 0.0, 0.0]]), torch.tensor([[True, False, False]])):
+        torch.testing.assert_close(dist.log_prob(action), -torch.log(torch.tensor([2.0])))
