@@ -18,6 +18,7 @@ from tensordict.nn import InteractionType, set_interaction_type
 
 from rl_trainers.collectors.utils import split_trajectories
 from rl_trainers.envs.libs.gym_state import get_env_state, set_env_state
+from rl_trainers.envs.utils import new_td
 
 __all__ = ["DataCollectorBase", "SyncDataCollector"]
 
@@ -214,7 +215,7 @@ class SyncDataCollector(DataCollectorBase):
                 td = next_td
             self._td = td
             try:
-                batch = torch.stack(steps, dim=time_dim)
+                batch = stack_steps(steps, time_dim)
             except (RuntimeError, KeyError, ValueError) as err:
                 raise RuntimeError(
                     "could not stack the steps of a batch: every step must write the same keys "
@@ -369,6 +370,33 @@ class SyncDataCollector(DataCollectorBase):
             f"{type(self).__name__}(env={type(self.env).__name__}, "
             f"frames_per_batch={self.frames_per_batch}, total_frames={self.total_frames})"
         )
+
+
+def stack_steps(steps: list[TensorDictBase], dim: int) -> TensorDictBase:
+    """``torch.stack(steps, dim)`` for the per-step TensorDicts of a rollout.
+
+    Plain TensorDicts with the same keys (what envs return) are stacked entry by entry from
+    their underlying dicts, about twice as fast as tensordict's generic stack, which checks
+    and dispatches per entry; anything else goes through ``torch.stack``.
+    """
+    first = steps[0]
+    if type(first) is not TensorDict or any(type(td) is not TensorDict for td in steps):
+        return torch.stack(steps, dim=dim)
+    keys = first._tensordict.keys()
+    if any(td._tensordict.keys() != keys for td in steps):
+        return torch.stack(steps, dim=dim)  # raises with tensordict's own message
+    entries: dict[str, Any] = {}
+    for key, value in first._tensordict.items():
+        column = [td._tensordict[key] for td in steps]
+        if type(value) is TensorDict:
+            entries[key] = stack_steps(column, dim)
+        elif isinstance(value, torch.Tensor):
+            entries[key] = torch.stack(column, dim=dim)
+        else:
+            return torch.stack(steps, dim=dim)
+    batch_size = list(first.batch_size)
+    batch_size.insert(dim, len(steps))
+    return new_td(entries, torch.Size(batch_size), first.device)
 
 
 def _fast_set(td: TensorDictBase, key: str, value: torch.Tensor) -> None:

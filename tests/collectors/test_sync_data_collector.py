@@ -194,3 +194,24 @@ def test_real_gym_env_batches():
         assert b["collector", "traj_ids"][env, t] != b["collector", "traj_ids"][env, t + 1]
         assert not torch.equal(b["next", "observation"][env, t], b["observation"][env, t + 1])
     collector.shutdown()
+
+
+def test_stack_steps_equals_torch_stack():
+    from rl_trainers.collectors.collectors import stack_steps
+    from rl_trainers.envs import GymEnv
+
+    env = GymEnv("CartPole-v1", num_envs=3)
+    env.set_seed(0)
+    td, steps = env.reset(), []
+    for _ in range(5):
+        td.set("action", env.action_spec.rand())
+        transition, td = env.step_and_maybe_reset(td)
+        steps.append(transition)
+    ours, theirs = stack_steps(steps, 1), torch.stack(steps, 1)
+    assert ours.batch_size == theirs.batch_size == (3, 5)
+    assert ours["next"].batch_size == (3, 5)
+    assert set(ours.keys(True, True)) == set(theirs.keys(True, True))
+    assert (ours == theirs).all()
+    steps[2] = steps[2].exclude("action")
+    with pytest.raises((RuntimeError, KeyError, ValueError)):
+        stack_steps(steps, 1)
