@@ -215,3 +215,32 @@ def test_stack_steps_equals_torch_stack():
     steps[2] = steps[2].exclude("action")
     with pytest.raises((RuntimeError, KeyError, ValueError)):
         stack_steps(steps, 1)
+
+
+def _trajectory_ids_step_by_step(done, current, counter):
+    """Reference: number new episodes at each step, sub-env by sub-env."""
+    ids = []
+    for t in range(done.shape[1]):
+        ids.append(current.clone())
+        ended = done[:, t]
+        n = int(ended.sum())
+        current = current.clone()
+        current[ended] = torch.arange(counter, counter + n)
+        counter += n
+    return torch.stack(ids, 1), current, counter
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_trajectory_ids_match_step_by_step_numbering(seed):
+    from rl_trainers.collectors.collectors import trajectory_ids
+
+    gen = torch.Generator().manual_seed(seed)
+    done = torch.rand(6, 9, generator=gen) < 0.3
+    done[0] = False  # a sub-env whose episode spans the whole batch
+    done[1, -1] = True  # one ending on the last step
+    current = torch.tensor([3, 7, 8, 10, 11, 12])
+    expected = _trajectory_ids_step_by_step(done, current, 20)
+    ids, after, counter = trajectory_ids(done, current, 20)
+    assert torch.equal(ids, expected[0])
+    assert torch.equal(after, expected[1])
+    assert counter == expected[2]
