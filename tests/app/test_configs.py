@@ -161,3 +161,46 @@ def test_replay_buffer_bad_choice_names_the_options(override, expected):
         build(cfg, "replay_buffer")
     for text in expected:
         assert text in str(info.value)
+
+
+def test_env_transforms_field_appends_transforms_from_the_command_line():
+    """``env.transforms`` takes transform nodes; a StepCounter cuts episodes at its limit."""
+    from rl_trainers.envs import StepCounter
+    from rl_trainers.trainers.algorithms.common import build
+
+    cfg = compose_config(
+        "ppo",
+        ["env.num_envs=2", "env.transforms=[{_target_:rl_trainers.envs.StepCounter,max_steps:5}]"],
+    )
+    env = build(cfg, "env")
+    assert isinstance(list(env.transform)[-1], StepCounter)
+    rollout = env.rollout(12, break_when_any_done=False)
+    assert int(rollout["next", "step_count"].max()) == 5
+    assert bool(rollout["next", "truncated"][:, 4].all())
+
+
+def test_env_transforms_rejects_a_non_transform():
+    from rl_trainers.trainers.algorithms.common import build
+    from rl_trainers.trainers.algorithms.errors import ConfigError
+
+    cfg = compose_config("ppo", ["env.transforms=[42]"])
+    with pytest.raises(ConfigError) as info:
+        build(cfg, "env")
+    assert "env.transforms[0]" in str(info.value) and "_target_" in str(info.value)
+
+
+def test_run_with_env_transforms_saves_and_resumes(tiny_config, tmp_path):
+    """The transforms are part of the checkpoint's setup fingerprint (a plain, storable list)."""
+    from rl_trainers.trainers.algorithms import build_trainer
+    from rl_trainers.trainers.algorithms.app import run
+    from rl_trainers.trainers.checkpoint import CheckpointError
+
+    step_counter = "env.transforms=[{_target_:rl_trainers.envs.StepCounter,max_steps:50}]"
+    run(tiny_config("ppo", [step_counter]), output_dir=tmp_path)
+    ckpt = tmp_path / "checkpoints" / "trainer.pt"
+    same = build_trainer(tiny_config("ppo", [step_counter]), tmp_path / "same")
+    same.load_from_file(ckpt)
+    assert same.collected_frames >= 256
+    other = build_trainer(tiny_config("ppo"), tmp_path / "other")
+    with pytest.raises(CheckpointError, match="env.transforms"):
+        other.load_from_file(ckpt)

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 from tensordict import TensorDictBase
 
 from rl_trainers.envs.utils import ExplorationType, set_exploration_type
@@ -198,6 +198,7 @@ FINGERPRINT_FIELDS = (
     "env.image_size",
     "env.grayscale",
     "env.frame_stack",
+    "env.transforms",
     "network",
     "model.policy._target_",
     "loss._target_",
@@ -219,13 +220,12 @@ def checkpoint_metadata(cfg: DictConfig) -> dict[str, Any]:
         value = OmegaConf.select(cfg, field, default=None)
         if value is None:
             continue
-        if isinstance(value, DictConfig):
-            flat = OmegaConf.to_container(value, resolve=True)
-            for key, sub in _flatten(flat, field).items():
-                if key not in _NOT_STRUCTURAL and sub is not None:
-                    out[key] = sub
-        else:
-            out[field] = value
+        if isinstance(value, (DictConfig, ListConfig)):
+            value = OmegaConf.to_container(value, resolve=True)
+        for key, sub in _flatten(value, field).items():
+            # unset entries (None, []) count as absent, as in checkpoints made before them
+            if key not in _NOT_STRUCTURAL and sub is not None and sub != ():
+                out[key] = sub
     return out
 
 

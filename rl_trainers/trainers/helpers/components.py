@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,7 @@ def make_env(
     image_size: int = 84,
     grayscale: bool = True,
     frame_stack: int = 4,
+    transforms: Sequence[Any] = (),
 ):
     """A batched gymnasium env with the transforms training needs.
 
@@ -69,6 +71,8 @@ def make_env(
         image_size: side of the square frames (pixels only).
         grayscale: convert frames to one luminance channel (pixels only).
         frame_stack: stack this many recent frames along the channels (pixels only).
+        transforms: more :class:`~rl_trainers.envs.Transform` objects, appended after the
+            ones above (from a config: ``_target_`` nodes, instantiated by Hydra).
     """
     from rl_trainers.envs import (
         Compose,
@@ -76,6 +80,7 @@ def make_env(
         ParallelEnv,
         RewardScaling,
         RewardSum,
+        Transform,
         TransformedEnv,
         VecNorm,
     )
@@ -95,14 +100,23 @@ def make_env(
         base = ParallelEnv(num_envs, _GymEnvFactory(env_name, kwargs))
     else:
         raise ConfigError("env.vectorization", vectorization, "'sync' or 'async'")
-    transforms = [RewardSum()]
+    extra = list(transforms)
+    for i, transform in enumerate(extra):
+        if not isinstance(transform, Transform):
+            raise ConfigError(
+                f"env.transforms[{i}]",
+                transform,
+                "a transform node with a _target_, e.g. "
+                "{_target_: rl_trainers.envs.StepCounter, max_steps: 200}",
+            )
+    chain = [RewardSum()]
     if from_pixels:
-        transforms += _pixel_transforms(image_size, grayscale, frame_stack)
+        chain += _pixel_transforms(image_size, grayscale, frame_stack)
     if normalize_observations:
-        transforms.append(VecNorm(in_keys=["observation"]))
+        chain.append(VecNorm(in_keys=["observation"]))
     if reward_scale != 1.0:
-        transforms.append(RewardScaling(loc=0.0, scale=reward_scale))
-    return TransformedEnv(base, Compose(*transforms))
+        chain.append(RewardScaling(loc=0.0, scale=reward_scale))
+    return TransformedEnv(base, Compose(*chain, *extra))
 
 
 def _pixel_transforms(image_size: int, grayscale: bool, frame_stack: int) -> list:

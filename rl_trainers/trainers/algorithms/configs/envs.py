@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .common import config_field
 
@@ -28,3 +29,6 @@ class GymEnvConfig:
     image_size: int = config_field(84, "pixels: side of the square resized frames")
     grayscale: bool = config_field(True, "pixels: one luminance channel instead of RGB")
     frame_stack: int = config_field(4, "pixels: recent frames stacked along the channels")
+    transforms: list[Any] = config_field(
+        [], "more transforms, last: [{_target_: rl_trainers.envs.StepCounter, max_steps: 200}]"
+    )
