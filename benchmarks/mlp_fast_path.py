@@ -103,21 +103,8 @@ def ppo_update(repeats: int) -> None:
         torch.nn.utils.clip_grad_norm_(params, cfg.trainer.clip_norm)
         optimizer.step()
 
-    def with_fuse(flag: bool) -> Callable[[], None]:
-        def run() -> None:
-            models.FUSE_MLP = flag
-            update()
-
-        return run
-
-    try:
-        res = compare({"plain": with_fuse(False), "fused": with_fuse(True)}, 100, 3 * repeats)
-    finally:
-        models.FUSE_MLP = True
-        trainer.collector.shutdown()
-    plain, fused = res["plain"] * 1e3, res["fused"] * 1e3
-    print(f"PPO update (minibatch {sub.numel()}, {torch.get_num_threads()} threads), median ms")
-    print(f"  plain {plain:.3f}  fused {fused:.3f}  speed-up {plain / fused:.2f}x")
+    label = f"PPO update (minibatch {sub.numel()}, {torch.get_num_threads()} threads)"
+    _plain_vs_fused(label, update, 100, repeats, trainer)
 
 
 def sac_update(repeats: int) -> None:
@@ -136,20 +123,27 @@ def sac_update(repeats: int) -> None:
             op(batch)
     trainer.optim_steps_per_batch = 1
 
+    label = f"SAC update (batch 256, {torch.get_num_threads()} threads)"
+    _plain_vs_fused(label, lambda: trainer.optim_steps(batch), 30, repeats, trainer)
+
+
+def _plain_vs_fused(label: str, update: Callable[[], None], number: int, repeats: int, trainer):
+    """Time ``update`` with the fused MLP path off and on (alternating); print median ms."""
+
     def with_fuse(flag: bool) -> Callable[[], None]:
         def run() -> None:
             models.FUSE_MLP = flag
-            trainer.optim_steps(batch)
+            update()
 
         return run
 
     try:
-        res = compare({"plain": with_fuse(False), "fused": with_fuse(True)}, 30, 3 * repeats)
+        res = compare({"plain": with_fuse(False), "fused": with_fuse(True)}, number, 3 * repeats)
     finally:
         models.FUSE_MLP = True
         trainer.collector.shutdown()
     plain, fused = res["plain"] * 1e3, res["fused"] * 1e3
-    print(f"SAC update (batch 256, {torch.get_num_threads()} threads), median ms")
+    print(f"{label}, median ms")
     print(f"  plain {plain:.3f}  fused {fused:.3f}  speed-up {plain / fused:.2f}x")
 
 
