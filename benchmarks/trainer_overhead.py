@@ -32,6 +32,7 @@ from hydra import compose, initialize_config_dir
 
 import rl_trainers.trainers.algorithms.app as app
 from rl_trainers.trainers.algorithms import build_trainer
+from rl_trainers.trainers.optimizer_step import optimizer_step
 from rl_trainers.trainers.trainer import clip_grad_norm_
 
 
@@ -81,7 +82,7 @@ def run_bare(frames: int) -> float:
                     p.grad = None
                 total_loss.backward()
                 clip_grad_norm_(params, clip_norm)
-                optimizer.step()
+                optimizer_step(optimizer)
         scheduler.step()
         loss.clip_epsilon = clip0 * max(1.0 - collected / total, 0.0)
     elapsed = time.perf_counter() - start

@@ -30,6 +30,7 @@ from tensordict import TensorDictBase
 from torch import nn
 
 from rl_trainers.trainers import checkpoint as _ckpt
+from rl_trainers.trainers.optimizer_step import optimizer_step
 
 __all__ = [
     "HOOK_POINTS",
@@ -228,7 +229,7 @@ class OptimizerHook(TrainerHookBase):
                     losses.set(self._grad_norm_key, norm.detach())
             else:
                 nn.utils.clip_grad_value_(params, self.clip_norm)
-        self.optimizer.step()
+        optimizer_step(self.optimizer)
 
     def _non_finite(self, losses: TensorDictBase) -> NonFiniteLossError:
         keys = self.loss_components or [
