@@ -25,6 +25,7 @@ __all__ = [
     "exploration_type",
     "check_env_specs",
     "new_td",
+    "stack_steps",
     "fast_set",
     "DONE_KEYS",
 ]
@@ -56,6 +57,33 @@ def fast_set(tensordict: TensorDictBase, key: str, value: Any) -> TensorDictBase
     if type(tensordict) is TensorDict:
         return tensordict._set_str(key, value, inplace=False, validated=True)
     return tensordict.set(key, value)
+
+
+def stack_steps(steps: list[TensorDictBase], dim: int) -> TensorDictBase:
+    """``torch.stack(steps, dim)`` for the per-step TensorDicts of a rollout.
+
+    Plain TensorDicts with the same keys (what envs return) are stacked entry by entry from
+    their underlying dicts, about twice as fast as tensordict's generic stack, which checks
+    and dispatches per entry; anything else goes through ``torch.stack``.
+    """
+    first = steps[0]
+    if type(first) is not TensorDict or any(type(td) is not TensorDict for td in steps):
+        return torch.stack(steps, dim=dim)
+    keys = first._tensordict.keys()
+    if any(td._tensordict.keys() != keys for td in steps):
+        return torch.stack(steps, dim=dim)  # raises with tensordict's own message
+    entries: dict[str, Any] = {}
+    for key, value in first._tensordict.items():
+        column = [td._tensordict[key] for td in steps]
+        if type(value) is TensorDict:
+            entries[key] = stack_steps(column, dim)
+        elif isinstance(value, torch.Tensor):
+            entries[key] = torch.stack(column, dim=dim)
+        else:
+            return torch.stack(steps, dim=dim)
+    batch_size = list(first.batch_size)
+    batch_size.insert(dim, len(steps))
+    return new_td(entries, torch.Size(batch_size), first.device)
 
 
 def step_mdp(

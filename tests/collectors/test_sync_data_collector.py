@@ -244,3 +244,85 @@ def test_trajectory_ids_match_step_by_step_numbering(seed):
     assert torch.equal(ids, expected[0])
     assert torch.equal(after, expected[1])
     assert counter == expected[2]
+
+
+def _categorical_policy(env):
+    from tensordict.nn import TensorDictModule
+
+    from rl_trainers.modules import MLP, ProbabilisticActor
+    from rl_trainers.modules.distributions import OneHotCategorical
+
+    torch.manual_seed(0)
+    net = MLP(in_features=4, out_features=2, num_cells=[16])
+    module = TensorDictModule(net, in_keys=["observation"], out_keys=["logits"])
+    return ProbabilisticActor(
+        module,
+        in_keys=["logits"],
+        spec=env.action_spec,
+        distribution_class=OneHotCategorical,
+        distribution_kwargs={"dtype": torch.bool},
+        return_log_prob=True,
+    )
+
+
+def _collect(make_env, policy_fn, array_path: bool, monkeypatch, batches: int = 4):
+    from rl_trainers.envs import GymWrapper
+
+    with monkeypatch.context() as patch:
+        if not array_path:  # the step-by-step loop over env.step_and_maybe_reset
+            patch.setattr(GymWrapper, "rollout_batch", lambda *args: None)
+        env = make_env()
+        env.set_seed(3)
+        policy = None if policy_fn is None else policy_fn(env)
+        torch.manual_seed(1)
+        collector = SyncDataCollector(
+            env, policy, frames_per_batch=8 * 40, total_frames=8 * 40 * batches
+        )
+        out = list(collector)
+        last_input = collector._td.clone()
+        collector.shutdown()
+    return out, last_input
+
+
+@pytest.mark.parametrize(
+    ("env_name", "kwargs", "with_policy"),
+    [
+        ("CartPole-v1", {}, False),
+        ("CartPole-v1", {}, True),
+        ("CartPole-v1", {"categorical_action_encoding": True}, False),
+        ("Pendulum-v1", {"max_episode_steps": 30}, False),
+    ],
+    ids=["cartpole_random", "cartpole_policy", "cartpole_index_actions", "pendulum_random"],
+)
+def test_array_rollout_equals_step_by_step_loop(env_name, kwargs, with_policy, monkeypatch):
+    """GymWrapper.rollout_batch (the collector's fast path) gives exactly the batches, and
+    the next policy input, of the loop over step_and_maybe_reset: episodes end inside
+    these batches (CartPole falls, Pendulum is cut at 30 steps), so autoresets are covered."""
+    from rl_trainers.envs import GymEnv
+
+    def make_env():
+        return GymEnv(env_name, num_envs=8, **kwargs)
+
+    policy_fn = _categorical_policy if with_policy else None
+    fast, fast_next = _collect(make_env, policy_fn, True, monkeypatch)
+    slow, slow_next = _collect(make_env, policy_fn, False, monkeypatch)
+    assert any(b["next", "done"].any() for b in fast)
+    assert any(b["next", "truncated"].any() for b in fast) or env_name == "CartPole-v1"
+    for a, b in zip(fast, slow, strict=True):
+        assert set(a.keys(True, True)) == set(b.keys(True, True))
+        for key in a.keys(True, True):
+            assert a.get(key).dtype == b.get(key).dtype, key
+            assert torch.equal(a.get(key), b.get(key)), key
+    assert set(fast_next.keys()) == set(slow_next.keys())
+    for key in fast_next.keys():
+        assert torch.equal(fast_next.get(key), slow_next.get(key)), key
+
+
+def test_transformed_env_keeps_its_transforms():
+    """A TransformedEnv forwards attributes to its base env; the collector must not take the
+    base env's array path and skip the transforms."""
+    from rl_trainers.envs import GymEnv, RewardSum, TransformedEnv
+
+    env = TransformedEnv(GymEnv("CartPole-v1", num_envs=4), RewardSum())
+    batch = SyncDataCollector(env, frames_per_batch=40, total_frames=40).next()
+    assert ("next", "episode_reward") in batch.keys(True)

@@ -24,7 +24,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 
 from rl_trainers.envs.common import EnvBase
 from rl_trainers.envs.specs import (
@@ -34,7 +34,7 @@ from rl_trainers.envs.specs import (
     TensorSpec,
     specs_from_gym_space,
 )
-from rl_trainers.envs.utils import fast_set, new_td, step_mdp
+from rl_trainers.envs.utils import DONE_KEYS, fast_set, new_td, stack_steps, step_mdp
 
 __all__ = ["GymWrapper", "GymEnv", "make_gym_factory", "resolve_env_id", "GymFactory"]
 
@@ -272,6 +272,13 @@ def _write_row(dst: dict[str, Any], i: int, src: dict[str, Any]) -> None:
             dst[k][i] = v
 
 
+def _flag_history(first: torch.Tensor, steps: int) -> torch.Tensor:
+    """``[*B, steps, 1]`` input flags of a batch: ``first`` at step 0, False afterwards."""
+    out = torch.zeros((*first.shape[:-1], steps, 1), dtype=first.dtype)
+    out[..., 0, :] = first
+    return out
+
+
 # --- the env ---------------------------------------------------------------------------------
 class GymWrapper(EnvBase):
     """Wrap an already built gymnasium env (or vector env) as a TensorDict env.
@@ -421,6 +428,105 @@ class GymWrapper(EnvBase):
             for k, v in pending.items():
                 fast_set(next_input, k, v)
         return tensordict, next_input
+
+    # --- batched rollout on arrays -----------------------------------------------------------
+    def rollout_batch(
+        self,
+        tensordict: TensorDictBase,
+        steps: int,
+        policy: Callable[[TensorDictBase], TensorDictBase] | None = None,
+    ) -> tuple[TensorDictBase, TensorDictBase] | None:
+        """``steps`` calls of :meth:`step_and_maybe_reset`, stacked along a last time dim.
+
+        What a collector's inner loop does, with the ``"next"`` entries kept as numpy arrays
+        and turned into one TensorDict at the end instead of a TensorDict per step; random
+        actions (``policy=None``) are drawn for all steps at once, from the same generator
+        in the same order. Results equal the step-by-step loop's.
+
+        Returns:
+            ``(transitions [*B, steps], next policy input)``, or None when this env cannot
+            take the array path: a single env, Dict observations, a subclass overriding the
+            step, or random actions on an input holding more than observation and done
+            flags.
+        """
+        if not self._batched or not self._leaf_obs or type(tensordict) is not TensorDict:
+            return None
+        cls = type(self)
+        if cls._step is not GymWrapper._step or cls._get_action is not GymWrapper._get_action:
+            return None  # a subclass changed how steps are taken: keep to its step()
+        root, obs_key = tensordict._tensordict, self._root_key
+        if obs_key not in root or any(k not in root for k in DONE_KEYS):
+            return None
+        if policy is None and set(root) - {obs_key, *DONE_KEYS, "action"}:
+            return None
+        env, conv, n = self._env, self._obs_conv, self.batch_size[0]
+        actions = None
+        if policy is None:
+            actions = self.action_spec.rand(torch.Size([steps]))  # [T, *B, ...] one draw
+            if actions.shape[1:] != self._action_shape:
+                return None
+            env_actions = self._act_conv(actions)
+        inputs, next_obs, rewards, terms, truncs = [], [], [], [], []
+        td, obs_in = tensordict, root[obs_key]
+        for t in range(steps):
+            if policy is None:  # no TensorDict per step: observations only
+                action = env_actions[t]
+                inputs.append(obs_in)
+            else:
+                td = policy(td)
+                action = self._get_action(td)
+                inputs.append(td)
+            obs, rew, term, trunc, info = env.step(action)
+            rewards.append(np.array(rew, dtype=np.float32))
+            terms.append(term.copy())
+            truncs.append(trunc.copy())
+            reset_obs = conv(obs)
+            obs_in = reset_obs[obs_key]
+            done = term | trunc
+            if np.count_nonzero(done):
+                final, patched = info["final_obs"], np.array(obs)
+                for i in np.flatnonzero(done):
+                    patched[i] = final[i]
+                next_obs.append(conv(patched)[obs_key])
+            else:
+                next_obs.append(obs_in)
+            if policy is not None:
+                td = self._next_input(td, reset_obs)
+        if policy is None:
+            td = new_td({**reset_obs, **self._zero_flags()}, self.batch_size, self.device)
+        self._autoreset_obs = self._last_done = None
+        time_dim = len(self.batch_size)
+        batch_size = torch.Size([n, steps])
+        if policy is None:
+            first = tensordict._tensordict
+            flags_in = {k: _flag_history(first.get(k), steps) for k in DONE_KEYS}
+            root_entries = {
+                obs_key: torch.stack(inputs, time_dim),
+                **flags_in,
+                "action": actions.transpose(0, 1).contiguous(),
+            }
+            batch = new_td(root_entries, batch_size, self.device)
+        else:
+            batch = stack_steps(inputs, time_dim)
+        term = torch.from_numpy(np.stack(terms, 1).reshape(n, steps, 1))
+        trunc = torch.from_numpy(np.stack(truncs, 1).reshape(n, steps, 1))
+        nxt = {
+            obs_key: torch.stack(next_obs, time_dim),
+            "reward": torch.from_numpy(np.stack(rewards, 1).reshape(n, steps, 1)),
+            "done": term | trunc,
+            "terminated": term,
+            "truncated": trunc,
+        }
+        fast_set(batch, "next", new_td(nxt, batch_size, self.device))
+        return batch, td
+
+    def _next_input(self, td: TensorDictBase, obs: dict[str, torch.Tensor]) -> TensorDictBase:
+        """The next policy input as ``step_and_maybe_reset`` builds it: after the autoreset
+        no sub-env is done, so its flags are all False."""
+        entries = {k: v for k, v in td._tensordict.items() if k not in ("action", "next", "reward")}
+        entries.update(obs)
+        entries.update(self._zero_flags())
+        return new_td(entries, self.batch_size, self.device)
 
     # --- step --------------------------------------------------------------------------------
     def _get_action(self, tensordict: TensorDictBase) -> Any:
