@@ -215,11 +215,15 @@ class Categorical:
         return self.log_probs.exp()
 
     def _sample_index(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
-        shape = torch.Size(sample_shape) + self.logits.shape
+        """Gumbel-max sampling, with the Gumbel noise drawn as ``-log(E)``, ``E ~ Exp(1)``
+        (four small ops; ``-log(-log(U))`` from uniforms takes six)."""
+        logits = self.logits.detach()
+        shape = torch.Size(sample_shape) + logits.shape
         with torch.no_grad():
-            u = torch.rand(shape, dtype=self.logits.dtype, device=self.logits.device)
-            gumbel = -torch.log(-torch.log(u.clamp_min(1e-20)))
-            return (self.logits.detach() + gumbel).argmax(-1)
+            exp_noise = torch.empty(shape, dtype=logits.dtype, device=logits.device)
+            # E == 0 would give an infinite Gumbel draw, and nan against a -inf logit
+            exp_noise.exponential_().clamp_min_(torch.finfo(logits.dtype).tiny)
+            return (logits - exp_noise.log_()).argmax(-1)
 
     def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
         return self._sample_index(sample_shape)
@@ -263,7 +267,8 @@ class OneHotCategorical(Categorical):
         self.dtype = dtype or self.logits.dtype
 
     def _one_hot(self, index: torch.Tensor) -> torch.Tensor:
-        return F.one_hot(index, self.logits.shape[-1]).to(self.dtype)
+        hot = index.unsqueeze(-1) == torch.arange(self.logits.shape[-1], device=index.device)
+        return hot if self.dtype == torch.bool else hot.to(self.dtype)
 
     def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
         return self._one_hot(self._sample_index(sample_shape))
