@@ -285,23 +285,38 @@ def _collect(make_env, policy_fn, array_path: bool, monkeypatch, batches: int = 
 
 
 @pytest.mark.parametrize(
-    ("env_name", "kwargs", "with_policy"),
+    ("env_name", "kwargs", "with_policy", "reward_sum"),
     [
-        ("CartPole-v1", {}, False),
-        ("CartPole-v1", {}, True),
-        ("CartPole-v1", {"categorical_action_encoding": True}, False),
-        ("Pendulum-v1", {"max_episode_steps": 30}, False),
+        ("CartPole-v1", {}, False, False),
+        ("CartPole-v1", {}, True, False),
+        ("CartPole-v1", {"categorical_action_encoding": True}, False, False),
+        ("Pendulum-v1", {"max_episode_steps": 30}, False, False),
+        ("CartPole-v1", {}, False, True),
+        ("CartPole-v1", {}, True, True),
+        ("Pendulum-v1", {"max_episode_steps": 30}, False, True),
     ],
-    ids=["cartpole_random", "cartpole_policy", "cartpole_index_actions", "pendulum_random"],
+    ids=[
+        "cartpole_random",
+        "cartpole_policy",
+        "cartpole_index_actions",
+        "pendulum_random",
+        "cartpole_reward_sum_random",
+        "cartpole_reward_sum_policy",
+        "pendulum_reward_sum_random",
+    ],
 )
-def test_array_rollout_equals_step_by_step_loop(env_name, kwargs, with_policy, monkeypatch):
-    """GymWrapper.rollout_batch (the collector's fast path) gives exactly the batches, and
-    the next policy input, of the loop over step_and_maybe_reset: episodes end inside
-    these batches (CartPole falls, Pendulum is cut at 30 steps), so autoresets are covered."""
-    from rl_trainers.envs import GymEnv
+def test_array_rollout_equals_step_by_step_loop(
+    env_name, kwargs, with_policy, reward_sum, monkeypatch
+):
+    """GymWrapper.rollout_batch (the collector's fast path; with RewardSum replayed on the
+    batch by TransformedEnv.rollout_batch) gives exactly the batches, and the next policy
+    input, of the loop over step_and_maybe_reset: episodes end inside these batches
+    (CartPole falls, Pendulum is cut at 30 steps), so autoresets are covered."""
+    from rl_trainers.envs import GymEnv, RewardSum, TransformedEnv
 
     def make_env():
-        return GymEnv(env_name, num_envs=8, **kwargs)
+        env = GymEnv(env_name, num_envs=8, **kwargs)
+        return TransformedEnv(env, RewardSum()) if reward_sum else env
 
     policy_fn = _categorical_policy if with_policy else None
     fast, fast_next = _collect(make_env, policy_fn, True, monkeypatch)
@@ -320,9 +335,10 @@ def test_array_rollout_equals_step_by_step_loop(env_name, kwargs, with_policy, m
 
 def test_transformed_env_keeps_its_transforms():
     """A TransformedEnv forwards attributes to its base env; the collector must not take the
-    base env's array path and skip the transforms."""
-    from rl_trainers.envs import GymEnv, RewardSum, TransformedEnv
+    base env's array path and skip transforms that cannot follow it on whole batches."""
+    from rl_trainers.envs import GymEnv, RewardScaling, TransformedEnv
 
-    env = TransformedEnv(GymEnv("CartPole-v1", num_envs=4), RewardSum())
+    env = TransformedEnv(GymEnv("CartPole-v1", num_envs=4), RewardScaling(loc=0.0, scale=3.0))
+    assert env.rollout_batch(env.reset(), 10) is None
     batch = SyncDataCollector(env, frames_per_batch=40, total_frames=40).next()
-    assert ("next", "episode_reward") in batch.keys(True)
+    assert (batch["next", "reward"] == 3.0).all()

@@ -97,6 +97,27 @@ def test_batched_autoreset_never_mixes_episodes():
     assert n_done >= 2
 
 
+def test_sub_envs_finishing_together_are_reset_once():
+    """When every sub-env ends at the same step, a TransformedEnv's reset takes the
+    observations gymnasium's autoreset already made (no second reset of the vector env)."""
+    from rl_trainers.envs import RewardSum, TransformedEnv
+
+    env = TransformedEnv(GymEnv("Pendulum-v1", num_envs=3, max_episode_steps=4), RewardSum())
+    env.set_seed(0)
+    td = env.reset()
+    vector_env = env.base_env.env
+    calls = []
+    original_reset = vector_env.reset
+    vector_env.reset = lambda *a, **k: calls.append(1) or original_reset(*a, **k)
+    for step in range(8):
+        td.set("action", env.action_spec.rand())
+        transition, td = env.step_and_maybe_reset(td)
+        if step in (3, 7):
+            assert transition["next", "truncated"].all()
+            assert (td["episode_reward"] == 0).all() and not td["done"].any()
+    assert calls == []
+
+
 def test_batched_rollout_continues_across_resets():
     env = GymEnv("CartPole-v1", num_envs=4)
     env.set_seed(0)

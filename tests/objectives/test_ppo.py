@@ -6,9 +6,10 @@ from tensordict import TensorDict
 from tensordict.nn import InteractionType, set_interaction_type
 from torch import nn
 
-from rl_trainers.envs.specs import Composite, OneHot, Unbounded
+from rl_trainers.envs.specs import Categorical, Composite, OneHot, Unbounded
 from rl_trainers.modules import make_actor, make_value
 from rl_trainers.objectives import A2CLoss, ClipPPOLoss, KLPENPPOLoss, explained_variance
+from rl_trainers.objectives.ppo_head import ClipPPOCategoricalTerms
 
 
 class _FixedDist:
@@ -195,3 +196,84 @@ def test_diagnostics_off_leaves_the_loss_terms_unchanged():
     assert not diagnostics & set(without.keys())
     for key in ("loss_objective", "loss_critic"):
         torch.testing.assert_close(without[key], with_diag[key])
+
+
+def _off_policy_batch(spec, n: int = 64, seed: int = 0) -> TensorDict:
+    """A batch whose stored log-probabilities differ from the current policy's, so the
+    ratios spread over [0.5, 2]: some clipped above, some below, both advantage signs."""
+    gen = torch.Generator().manual_seed(seed)
+    index = torch.randint(0, 3, (n,), generator=gen)
+    action = torch.nn.functional.one_hot(index, 3).bool() if isinstance(spec, OneHot) else index
+    return TensorDict(
+        {
+            "observation": torch.randn(n, 4, generator=gen),
+            "action": action,
+            "sample_log_prob": torch.log(torch.rand(n, generator=gen) * 0.5 + 0.2),
+            "advantage": torch.randn(n, 1, generator=gen),
+            "value_target": torch.randn(n, 1, generator=gen) * 3,
+        },
+        batch_size=[n],
+    )
+
+
+@pytest.mark.parametrize("spec", [OneHot(3), Categorical(3)], ids=["one_hot", "index"])
+@pytest.mark.parametrize("loss_type", ["l2", "smooth_l1", "l1"])
+@pytest.mark.parametrize("entropy_bonus", [False, True])
+@pytest.mark.parametrize("diagnostics", [False, True])
+@pytest.mark.parametrize("normalize_advantage", [False, True])
+def test_categorical_clip_terms_match_the_op_by_op_graph(
+    spec, loss_type, entropy_bonus, diagnostics, normalize_advantage, monkeypatch
+):
+    """The one-node categorical path (ClipPPOCategoricalTerms) gives the op-by-op graph's
+    losses, diagnostics and parameter gradients."""
+    obs = Composite(observation=Unbounded(shape=(4,)))
+    torch.manual_seed(0)
+    actor, critic = make_actor(obs, spec), make_value(obs)
+
+    def run(fused: bool):
+        loss = ClipPPOLoss(
+            actor,
+            critic,
+            clip_epsilon=0.2,
+            entropy_bonus=entropy_bonus,
+            entropy_coef=0.05,
+            critic_coef=0.7,
+            loss_critic_type=loss_type,
+            normalize_advantage=normalize_advantage,
+        )
+        loss.diagnostics = diagnostics
+        with monkeypatch.context() as patch:
+            if not fused:
+                patch.setattr(ClipPPOLoss, "_categorical_terms", lambda *args: False)
+            out = loss(_off_policy_batch(spec))
+        params = list(loss.parameters())
+        total = sum(v for k, v in out.items() if k.startswith("loss_"))
+        return out, torch.autograd.grad(total, params)
+
+    calls = []
+    original = ClipPPOCategoricalTerms.apply
+    monkeypatch.setattr(
+        ClipPPOCategoricalTerms, "apply", lambda *a: calls.append(1) or original(*a)
+    )
+    fused_out, fused_grads = run(True)
+    assert calls, "the categorical path was not taken"
+    plain_out, plain_grads = run(False)
+    assert list(fused_out.keys()) == list(plain_out.keys())
+    for key in plain_out.keys():
+        torch.testing.assert_close(fused_out[key], plain_out[key], msg=key)
+    for a, b in zip(fused_grads, plain_grads, strict=True):
+        torch.testing.assert_close(a, b)
+    if diagnostics:
+        assert 0 < plain_out["clip_fraction"] < 1  # both clipped and unclipped samples
+
+
+def test_categorical_terms_fall_back_with_value_clipping():
+    obs = Composite(observation=Unbounded(shape=(4,)))
+    actor, critic = make_actor(obs, OneHot(3)), make_value(obs)
+    loss = ClipPPOLoss(actor, critic, clip_value=0.5)
+    td = _off_policy_batch(OneHot(3))
+    td["state_value"] = torch.zeros(64, 1)
+    dist = actor.get_dist(td.clone())
+    assert not loss._categorical_terms(td, dist, td["advantage"], {})
+    out = loss(td)
+    assert torch.isfinite(out["loss_critic"])

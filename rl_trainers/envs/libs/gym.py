@@ -389,17 +389,20 @@ class GymWrapper(EnvBase):
             m = tensordict.get("_reset", None)
             if m is not None:
                 mask = m.reshape(self.batch_size).numpy()
-                if mask.all():
-                    mask = None
         seed, self._pending_seed = self._pending_seed, None
-        if mask is not None and seed is None:
-            pending = self._autoreset_obs
-            if pending is not None and np.array_equal(mask, self._last_done):
-                # gymnasium already reset these sub-envs at the last step (SAME_STEP)
-                obs = pending
-            else:
-                raw, _ = self._env.reset(options={"reset_mask": mask.astype(np.bool_)})
-                obs = self._obs_conv(raw)
+        pending = self._autoreset_obs
+        if (
+            mask is not None
+            and seed is None
+            and pending is not None
+            and (np.array_equal(mask, self._last_done))
+        ):
+            # gymnasium already reset these sub-envs at the last step (SAME_STEP); also when
+            # all of them finished together, which must not reset them a second time
+            obs = pending
+        elif mask is not None and seed is None and not mask.all():
+            raw, _ = self._env.reset(options={"reset_mask": mask.astype(np.bool_)})
+            obs = self._obs_conv(raw)
         else:
             raw, _ = self._env.reset(seed=seed)
             obs = self._obs_conv(raw)

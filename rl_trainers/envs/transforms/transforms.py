@@ -16,6 +16,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
@@ -98,6 +99,21 @@ class Transform(nn.Module):
                 "must have the same length."
             )
         self.__dict__["_container"] = None
+
+    # --- whole batches (TransformedEnv.rollout_batch) -----------------------------------------
+    #: The transform can be replayed on a whole batch after the base env's array rollout
+    #: (:meth:`_batch_carry` then :meth:`_batch_step`), so the env keeps its fast path. Only
+    #: for transforms that leave the observation alone and whose outputs the policy does not
+    #: read (they are added to the batch afterwards).
+    batch_rollout = False
+
+    def _batch_carry(self, tensordict: TensorDictBase) -> Any:
+        """What this transform keeps in the policy input before a batch (its state)."""
+        raise NotImplementedError
+
+    def _batch_step(self, batch: TensorDictBase, carry: Any, next_input: TensorDictBase) -> None:
+        """Write this transform's entries into a ``[*B, T]`` batch and the next input."""
+        raise NotImplementedError
 
     # --- per-entry maths ---------------------------------------------------------------------
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
@@ -387,6 +403,40 @@ class TransformedEnv(EnvBase):
             next_td = more
         return self._transform._step(tensordict, next_td)
 
+    def rollout_batch(
+        self,
+        tensordict: TensorDictBase,
+        steps: int,
+        policy: Any = None,
+    ) -> tuple[TensorDictBase, TensorDictBase] | None:
+        """The base env's ``rollout_batch`` with the transforms replayed on the whole batch.
+
+        Only when every transform supports that (``Transform.batch_rollout``, e.g.
+        :class:`RewardSum`); otherwise None, and collectors step the env one step at a time.
+        The policy sees the inputs without the transforms' entries (the running return).
+        """
+        base_rollout = getattr(type(self.base_env), "rollout_batch", None)
+        transforms = (
+            list(self._transform.transforms)
+            if isinstance(self._transform, Compose)
+            else [self._transform]
+        )
+        if base_rollout is None or not all(t.batch_rollout for t in transforms):
+            return None
+        if type(tensordict) is not TensorDict:
+            return None
+        carries = [t._batch_carry(tensordict) for t in transforms]
+        if any(c is None for carry in carries for c in carry):
+            return None  # the input lacks a transform's entry: let the step loop report it
+        owned = [key for t in transforms for key in t.out_keys]
+        out = base_rollout(self.base_env, tensordict.exclude(*owned), steps, policy)
+        if out is None:
+            return None
+        batch, next_input = out
+        for transform, carry in zip(transforms, carries, strict=True):
+            transform._batch_step(batch, carry, next_input)
+        return batch, next_input
+
     def _has_inv(self) -> bool:
         ts = (
             self._transform.transforms
@@ -567,6 +617,38 @@ class RewardSum(Transform):
         for ok in self.out_keys:
             observation_spec[ok] = Unbounded(shape=(*bs, 1), device=observation_spec.device)
         return observation_spec
+
+    batch_rollout = True
+
+    def _batch_carry(self, tensordict: TensorDictBase) -> list[torch.Tensor | None]:
+        return [tensordict.get(ok, None) for ok in self.out_keys]
+
+    def _batch_step(
+        self, batch: TensorDictBase, carry: list[torch.Tensor], next_input: TensorDictBase
+    ) -> None:
+        nxt = batch.get("next")
+        done = nxt.get("done").numpy()
+        for ik, ok, start in zip(self.in_keys, self.out_keys, carry, strict=True):
+            running, totals, last = _episode_returns(start.numpy(), nxt.get(ik).numpy(), done)
+            batch.set(ok, torch.from_numpy(running))
+            nxt.set(ok, torch.from_numpy(totals))
+            next_input.set(ok, torch.from_numpy(last))
+
+
+def _episode_returns(start: np.ndarray, reward: np.ndarray, done: np.ndarray) -> tuple:
+    """RewardSum over a ``[*B, T, 1]`` batch, step by step as the transform adds them.
+
+    Returns the running return in each step's input, after each step, and after the batch
+    (what the next input carries: 0 where the last step ended an episode).
+    """
+    running, totals = np.empty_like(reward), np.empty_like(reward)
+    current = start.copy()
+    for t in range(reward.shape[-2]):
+        running[..., t, :] = current
+        total = current + reward[..., t, :]
+        totals[..., t, :] = total
+        current = np.where(done[..., t, :], np.zeros_like(total), total)
+    return running, totals, current
 
 
 class RewardScaling(Transform):
