@@ -208,42 +208,70 @@ class _FusedMLP(torch.autograd.Function):
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
-        acts, biases = ctx.acts, ctx.biases
         needs = ctx.needs_input_grad  # flags for (acts, biases, x, *params)
         n_params = len(needs) - 3
         saved = ctx.saved_tensors
         x, params, outs = saved[0], saved[1 : 1 + n_params], saved[1 + n_params :]
-        starts, j = [], 0  # index in params of each layer's weight
-        for has_bias in biases:
-            starts.append(j)
-            j += 2 if has_bias else 1
-        # the lowest layer whose parameters (or, for layer 0, input) need a gradient
-        lowest = 0 if needs[2] else len(acts)
-        for i, has_bias in enumerate(biases):
-            if needs[3 + starts[i]] or (has_bias and needs[4 + starts[i]]):
-                lowest = min(lowest, i)
-                break
-        grads: list[torch.Tensor | None] = [None] * len(needs)
-        for i in range(len(acts) - 1, lowest - 1, -1):
-            if acts[i] == _ACT_TANH:
-                grad = torch.ops.aten.tanh_backward(grad, outs[i])
-            elif acts[i] == _ACT_RELU:
-                grad = torch.ops.aten.threshold_backward(grad, outs[i], 0)
-            p = 3 + starts[i]
-            weight = params[starts[i]]
-            if needs[p]:
-                grads[p] = _weight_grad(grad, x if i == 0 else outs[i - 1], weight)
-            if biases[i] and needs[p + 1]:
-                grads[p + 1] = grad.sum(0)
-            if i > lowest:
-                grad = _input_grad(grad, weight)
-            elif i == 0 and needs[2]:
-                grads[2] = _input_grad(grad, weight)
-        return tuple(grads)
+        grad_x, grad_params = mlp_backward(
+            grad, x, ctx.acts, ctx.biases, params, outs, needs[2], needs[3:]
+        )
+        return (None, None, grad_x, *grad_params)
 
 
-def _fused_mlp(mlp: nn.Sequential, x: torch.Tensor) -> torch.Tensor | None:
-    """Runs ``mlp`` on ``x`` as one fused node, or returns None when it cannot be fused."""
+def mlp_backward(
+    grad: torch.Tensor,
+    x: torch.Tensor,
+    acts: tuple,
+    biases: tuple,
+    params: Sequence[torch.Tensor],
+    outs: Sequence[torch.Tensor],
+    needs_x: bool,
+    needs_params: Sequence[bool],
+) -> tuple[torch.Tensor | None, list[torch.Tensor | None]]:
+    """Gradients of a fused MLP's input and parameters from its output gradient ``grad``.
+
+    ``outs`` are the outputs :func:`_mlp_forward` saved; layers below the lowest one whose
+    parameters (or, for the first layer, input) need a gradient are skipped.
+    """
+    starts, j = [], 0  # index in params of each layer's weight
+    for has_bias in biases:
+        starts.append(j)
+        j += 2 if has_bias else 1
+    lowest = 0 if needs_x else len(acts)
+    for i, has_bias in enumerate(biases):
+        if needs_params[starts[i]] or (has_bias and needs_params[starts[i] + 1]):
+            lowest = min(lowest, i)
+            break
+    grads: list[torch.Tensor | None] = [None] * len(params)
+    grad_x = None
+    for i in range(len(acts) - 1, lowest - 1, -1):
+        if acts[i] == _ACT_TANH:
+            grad = torch.ops.aten.tanh_backward(grad, outs[i])
+        elif acts[i] == _ACT_RELU:
+            grad = torch.ops.aten.threshold_backward(grad, outs[i], 0)
+        p = starts[i]
+        weight = params[p]
+        if needs_params[p]:
+            grads[p] = _weight_grad(grad, x if i == 0 else outs[i - 1], weight)
+        if biases[i] and needs_params[p + 1]:
+            grads[p + 1] = grad.sum(0)
+        if i > lowest:
+            grad = _input_grad(grad, weight)
+        elif i == 0 and needs_x:
+            grad_x = _input_grad(grad, weight)
+    return grad_x, grads
+
+
+def fused_mlp_parts(mlp: nn.Sequential, x: torch.Tensor) -> tuple | None:
+    """``(acts, biases, params)`` of ``mlp`` for the fused maths on input ``x``, or None.
+
+    ``acts`` holds one activation code per layer, ``biases`` one has-bias flag per layer,
+    ``params`` the weights (and biases where present) in layer order: the arguments of
+    :func:`_mlp_forward` and :func:`mlp_backward`. None when ``mlp`` or ``x`` cannot take the
+    fused path (see :meth:`MLP.forward`).
+    """
+    if not (FUSE_MLP and _fusable_input(x)):
+        return None
     plan = _plan_for(mlp)
     if plan is None:
         return None
@@ -258,10 +286,19 @@ def _fused_mlp(mlp: nn.Sequential, x: torch.Tensor) -> torch.Tensor | None:
             params.append(bias)
     if x.shape[-1] != params[0].shape[-1]:
         return None  # let nn.Linear raise its usual shape error
+    return acts, tuple(biases), params
+
+
+def _fused_mlp(mlp: nn.Sequential, x: torch.Tensor) -> torch.Tensor | None:
+    """Runs ``mlp`` on ``x`` as one fused node, or returns None when it cannot be fused."""
+    parts = fused_mlp_parts(mlp, x)
+    if parts is None:
+        return None
+    acts, biases, params = parts
     lead = x.shape[:-1]
     x2 = x if x.dim() == 2 else x.reshape(-1, x.shape[-1])
     if torch.is_grad_enabled() and (x.requires_grad or any(p.requires_grad for p in params)):
-        out = _FusedMLP.apply(acts, tuple(biases), x2, *params)
+        out = _FusedMLP.apply(acts, biases, x2, *params)
     else:
         out = _mlp_forward(x2, acts, biases, params, None)
     return out if x.dim() == 2 else out.reshape(*lead, out.shape[-1])
@@ -373,7 +410,7 @@ class MLP(nn.Sequential):
         else runs layer by layer. ``models.FUSE_MLP = False`` turns the fused path off.
         """
         x = inputs[0] if len(inputs) == 1 else torch.cat(inputs, dim=-1)
-        out = _fused_mlp(self, x) if FUSE_MLP and _fusable_input(x) else None
+        out = _fused_mlp(self, x)
         if out is not None:
             x = out
         else:

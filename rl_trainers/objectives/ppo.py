@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import torch
 from tensordict import TensorDict, TensorDictBase
+from tensordict.nn import TensorDictModule
 from torch import nn
 
+from rl_trainers.modules.actors import ProbabilisticActor
 from rl_trainers.modules.distributions import Categorical, OneHotCategorical
+from rl_trainers.modules.models import MLP, fused_mlp_parts
 from rl_trainers.objectives.common import (
     LossModule,
     ValueEstimators,
@@ -24,7 +27,11 @@ from rl_trainers.objectives.common import (
     distance_loss,
     explained_variance,
 )
-from rl_trainers.objectives.ppo_head import ClipPPOCategoricalTerms
+from rl_trainers.objectives.ppo_head import (
+    ActorCriticClipPPOTerms,
+    ClipPPOCategoricalTerms,
+    ClipPPOSettings,
+)
 
 __all__ = ["PPOLoss", "ClipPPOLoss", "KLPENPPOLoss", "A2CLoss", "ReinforceLoss"]
 
@@ -198,6 +205,8 @@ class ClipPPOLoss(PPOLoss):
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         adv = self._advantage(tensordict)
         out: dict = {}
+        if self._actor_critic_terms(tensordict, adv, out):
+            return TensorDict._new_unsafe(out, batch_size=torch.Size([]))
         dist = self.actor_network.get_dist(tensordict)
         if type(dist) in (Categorical, OneHotCategorical) and self._categorical_terms(
             tensordict, dist, adv, out
@@ -213,12 +222,58 @@ class ClipPPOLoss(PPOLoss):
         self._entropy(dist, out)
         return self._finish(tensordict, out)
 
+    def _terms_settings(self) -> ClipPPOSettings:
+        entropy_coef = float(self.entropy_coef) if self.entropy_bonus else None
+        return ClipPPOSettings(
+            self.clip_epsilon, float(self.critic_coef), entropy_coef, self.loss_critic_type
+        )
+
+    def _action_index(self, td: TensorDictBase, one_hot: bool, n: int) -> torch.Tensor:
+        action = td.get(self.action_key)
+        if one_hot:
+            action = (action.to(torch.uint8) if action.dtype == torch.bool else action).argmax(-1)
+        return action.reshape(n).long()
+
+    def _actor_critic_terms(self, td: TensorDictBase, adv: torch.Tensor, out: dict) -> bool:
+        """Both networks and the loss terms as one autograd node
+        (:class:`ActorCriticClipPPOTerms`) when the actor is categorical over a plain MLP's
+        logits and the critic a plain MLP on the same input; False, writing nothing,
+        otherwise."""
+        nets = _categorical_mlp_actor_critic(self.actor_network, self.critic_network)
+        if nets is None or self.clip_value is not None:
+            return False
+        actor_mlp, critic_mlp, key = nets
+        x = td.get(key)
+        actor_parts, critic_parts = fused_mlp_parts(actor_mlp, x), fused_mlp_parts(critic_mlp, x)
+        target = td.get(self.value_target_key)
+        n = x[..., 0].numel()
+        if actor_parts is None or critic_parts is None or adv.requires_grad:
+            return False
+        if not adv.numel() == target.numel() == n:
+            return False
+        (actor_acts, actor_biases, actor_params) = actor_parts
+        (critic_acts, critic_biases, critic_params) = critic_parts
+        one_hot = self.actor_network.distribution_class is OneHotCategorical
+        *terms, value = ActorCriticClipPPOTerms.apply(
+            ((actor_acts, actor_biases, len(actor_params)), (critic_acts, critic_biases)),
+            self._terms_settings(),
+            x.reshape(n, -1),
+            self._action_index(td, one_hot, n),
+            td.get(self.log_prob_key).reshape(n),
+            adv.reshape(n, 1),
+            target.reshape(n, 1),
+            *actor_params,
+            *critic_params,
+        )
+        self._write_terms(out, terms, value, target)
+        return True
+
     def _categorical_terms(
         self, td: TensorDictBase, dist: Categorical, adv: torch.Tensor, out: dict
     ) -> bool:
-        """The loss terms of a categorical policy through :class:`ClipPPOCategoricalTerms`
-        (one autograd node instead of ~25); False, writing nothing, where it does not apply
-        (no critic, value clipping, unusual shapes)."""
+        """The loss terms of a categorical policy, after its network, through
+        :class:`ClipPPOCategoricalTerms` (one autograd node instead of ~25); False, writing
+        nothing, where it does not apply (no critic, value clipping, unusual shapes)."""
         if self.critic_network is None or self.clip_value is not None:
             return False
         logits = dist.logits
@@ -227,40 +282,63 @@ class ClipPPOLoss(PPOLoss):
         value = call_tensor_module(self.critic_network, td, self.value_key)
         if not (adv.numel() == value.numel() == target.numel() == n) or adv.requires_grad:
             return False
-        action = td.get(self.action_key)
-        if isinstance(dist, OneHotCategorical):
-            action = (action.to(torch.uint8) if action.dtype == torch.bool else action).argmax(-1)
-        eps = self.clip_epsilon
-        loss_objective, loss_critic, loss_entropy, entropy, log_weight = (
-            ClipPPOCategoricalTerms.apply(
-                logits.reshape(n, -1),
-                value.reshape(n, 1),
-                action.reshape(n).long(),
-                td.get(self.log_prob_key).reshape(n),
-                adv.reshape(n, 1),
-                target.reshape(n, 1),
-                eps,
-                float(self.critic_coef),
-                float(self.entropy_coef) if self.entropy_bonus else None,
-                self.loss_critic_type,
-            )
+        terms = ClipPPOCategoricalTerms.apply(
+            logits.reshape(n, -1),
+            value.reshape(n, 1),
+            self._action_index(td, isinstance(dist, OneHotCategorical), n),
+            td.get(self.log_prob_key).reshape(n),
+            adv.reshape(n, 1),
+            target.reshape(n, 1),
+            self._terms_settings(),
         )
-        # the entries and their order of the op-by-op path
+        self._write_terms(out, terms, value, target)
+        return True
+
+    def _write_terms(self, out: dict, terms, value: torch.Tensor, target: torch.Tensor) -> None:
+        """The entries, in the order of the op-by-op path, from the one-node outputs."""
+        loss_objective, loss_critic, loss_entropy, entropy, log_weight = terms
         if self.diagnostics:
             ratio = log_weight.exp()
             out["kl_approx"] = ((ratio - 1) - log_weight).mean()
         out["loss_objective"] = loss_objective
         if self.diagnostics:
-            out["clip_fraction"] = ((ratio - 1).abs() > eps).float().mean()
+            out["clip_fraction"] = ((ratio - 1).abs() > self.clip_epsilon).float().mean()
         if self.entropy_bonus:
             out["entropy"] = entropy
             out["loss_entropy"] = loss_entropy
         elif self.diagnostics:
             out["entropy"] = entropy
         if self.diagnostics:
-            out["explained_variance"] = explained_variance(target.detach(), value.detach())
+            value = value.detach().reshape(target.shape)
+            out["explained_variance"] = explained_variance(target.detach(), value)
         out["loss_critic"] = loss_critic
-        return True
+
+
+def _categorical_mlp_actor_critic(actor: nn.Module, critic: nn.Module | None) -> tuple | None:
+    """``(actor MLP, critic MLP, input key)`` when the actor is a categorical
+    ProbabilisticActor over the logits of a plain MLP and the critic a one-output MLP on the
+    same single input, both wrapped by plain TensorDictModules; else None."""
+    module = getattr(actor, "module", None)
+    if type(actor) is not ProbabilisticActor or type(module) is not TensorDictModule:
+        return None
+    if actor.distribution_class not in (Categorical, OneHotCategorical):
+        return None
+    if list(actor._dist_keys) != ["logits"] or list(module.out_keys) != actor._param_keys:
+        return None
+    if not isinstance(critic, TensorDictModule) or type(critic).forward is not (
+        TensorDictModule.forward
+    ):
+        return None
+    if len(module.in_keys) != 1 or list(critic.in_keys) != list(module.in_keys):
+        return None
+    actor_mlp, critic_mlp = module.module, critic.module
+    for mlp in (actor_mlp, critic_mlp):
+        if not isinstance(mlp, MLP) or mlp.out_shape is not None:
+            return None
+    linears = [m for m in critic_mlp if type(m) is nn.Linear]
+    if len(critic.out_keys) != 1 or not linears or linears[-1].out_features != 1:
+        return None
+    return actor_mlp, critic_mlp, module.in_keys[0]
 
 
 class KLPENPPOLoss(PPOLoss):

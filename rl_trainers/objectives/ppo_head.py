@@ -21,9 +21,13 @@ without value clipping; results match the op-by-op graph to float rounding (test
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 
-__all__ = ["ClipPPOCategoricalTerms"]
+from rl_trainers.modules.models import _mlp_forward, mlp_backward
+
+__all__ = ["ActorCriticClipPPOTerms", "ClipPPOCategoricalTerms", "ClipPPOSettings"]
 
 
 def _critic_distance(diff: torch.Tensor, loss_type: str) -> torch.Tensor:
@@ -43,69 +47,143 @@ def _critic_distance_grad(diff: torch.Tensor, loss_type: str) -> torch.Tensor:
     return diff.clamp(-1.0, 1.0)
 
 
+class ClipPPOSettings(NamedTuple):
+    """The loss's coefficients, as the one-node functions take them."""
+
+    eps: float
+    critic_coef: float
+    entropy_coef: float | None  # None: no entropy bonus
+    loss_type: str
+
+
+def _terms_forward(logits, value, index, old_log_prob, advantage, target, settings: ClipPPOSettings):
+    """The loss terms, and what :func:`_terms_backward` needs."""
+    log_p = torch.log_softmax(logits, -1)
+    index = index.unsqueeze(-1)
+    log_weight = log_p.gather(-1, index) - old_log_prob.unsqueeze(-1)
+    ratio = log_weight.exp()
+    unclipped = ratio * advantage
+    eps = settings.eps
+    clipped = ratio.clamp(1.0 - eps, 1.0 + eps) * advantage
+    take_unclipped = unclipped <= clipped
+    loss_objective = -torch.where(take_unclipped, unclipped, clipped).mean()
+    diff = value - target
+    loss_critic = _critic_distance(diff, settings.loss_type).mean() * settings.critic_coef
+    p = log_p.exp()
+    entropy = -(p * log_p).sum(-1, keepdim=True)
+    mean_entropy = entropy.mean()
+    if settings.entropy_coef is None:
+        loss_entropy = torch.zeros((), dtype=logits.dtype)
+    else:
+        loss_entropy = -settings.entropy_coef * mean_entropy
+    outputs = (loss_objective, loss_critic, loss_entropy, mean_entropy, log_weight)
+    saved = (p, log_p, index, ratio, take_unclipped, advantage, diff, entropy)
+    return outputs, saved
+
+
+def _terms_backward(saved, settings: ClipPPOSettings, g_objective, g_critic, g_entropy):
+    """Gradients of the logits and the value (see the module docstring)."""
+    p, log_p, index, ratio, take_unclipped, advantage, diff, entropy = saved
+    n = p.shape[0]
+    # d loss / d log pi(a), per sample: [N, 1]
+    d_log_pa = torch.where(take_unclipped, ratio * advantage, 0.0) * (-g_objective / n)
+    grad_logits = p * -d_log_pa
+    if settings.entropy_coef is not None:
+        # loss_entropy = -c * mean(H): d / d logits = (c / n) * p * (log p + H)
+        grad_logits += p * (log_p + entropy) * (g_entropy * settings.entropy_coef / n)
+    grad_logits.scatter_add_(-1, index, d_log_pa)
+    grad_value = _critic_distance_grad(diff, settings.loss_type)
+    grad_value *= g_critic * settings.critic_coef / n
+    return grad_logits, grad_value
+
+
 class ClipPPOCategoricalTerms(torch.autograd.Function):
-    """``apply(logits, value, index, old_log_prob, advantage, target, eps, critic_coef,
-    entropy_coef, loss_type)`` -> ``(loss_objective, loss_critic, loss_entropy, entropy,
-    log_weight)``.
+    """``apply(logits, value, index, old_log_prob, advantage, target, settings)`` ->
+    ``(loss_objective, loss_critic, loss_entropy, entropy, log_weight)``.
 
     Shapes: ``logits [N, K]``, ``index [N]`` (int64), ``old_log_prob [N]``, ``advantage``,
-    ``value`` and ``target`` ``[N, 1]``. ``entropy_coef=None`` means no entropy bonus
-    (``loss_entropy`` is then a zero without gradient). ``entropy`` (the mean entropy) and
-    ``log_weight`` (``[N, 1]`` log-ratios, for diagnostics) carry no gradient. Not twice
-    differentiable.
+    ``value`` and ``target`` ``[N, 1]``; ``settings`` a :class:`ClipPPOSettings`
+    (``entropy_coef=None``: no entropy bonus, ``loss_entropy`` is then a zero without
+    gradient). ``entropy`` (the mean entropy) and ``log_weight`` (``[N, 1]`` log-ratios, for
+    diagnostics) carry no gradient. Not twice differentiable.
     """
 
     @staticmethod
-    def forward(  # noqa: PLR0913 - the loss's inputs and settings, in one call
-        ctx,
-        logits: torch.Tensor,
-        value: torch.Tensor,
-        index: torch.Tensor,
-        old_log_prob: torch.Tensor,
-        advantage: torch.Tensor,
-        target: torch.Tensor,
-        eps: float,
-        critic_coef: float,
-        entropy_coef: float | None,
-        loss_type: str,
-    ):
-        n = logits.shape[0]
-        log_p = torch.log_softmax(logits, -1)
-        index = index.unsqueeze(-1)
-        log_weight = log_p.gather(-1, index) - old_log_prob.unsqueeze(-1)
-        ratio = log_weight.exp()
-        unclipped = ratio * advantage
-        clipped = ratio.clamp(1.0 - eps, 1.0 + eps) * advantage
-        take_unclipped = unclipped <= clipped
-        loss_objective = -torch.where(take_unclipped, unclipped, clipped).mean()
-        diff = value - target
-        loss_critic = _critic_distance(diff, loss_type).mean() * critic_coef
-        p = log_p.exp()
-        entropy = -(p * log_p).sum(-1, keepdim=True)
-        mean_entropy = entropy.mean()
-        if entropy_coef is None:
-            loss_entropy = torch.zeros((), dtype=logits.dtype)
-        else:
-            loss_entropy = -entropy_coef * mean_entropy
-        ctx.save_for_backward(p, log_p, index, ratio, take_unclipped, advantage, diff, entropy)
-        ctx.settings = (n, critic_coef, entropy_coef, loss_type)
-        ctx.mark_non_differentiable(mean_entropy, log_weight)
-        return loss_objective, loss_critic, loss_entropy, mean_entropy, log_weight
+    def forward(ctx, logits, value, index, old_log_prob, advantage, target, settings):
+        outputs, saved = _terms_forward(
+            logits, value, index, old_log_prob, advantage, target, settings
+        )
+        ctx.save_for_backward(*saved)
+        ctx.settings = settings
+        ctx.mark_non_differentiable(outputs[3], outputs[4])
+        return outputs
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, g_objective, g_critic, g_entropy, _g_mean_entropy, _g_log_weight):
-        p, log_p, index, ratio, take_unclipped, advantage, diff, entropy = ctx.saved_tensors
-        n, critic_coef, entropy_coef, loss_type = ctx.settings
-        grad_logits = grad_value = None
-        if ctx.needs_input_grad[0]:
-            # d loss / d log pi(a), per sample: [N, 1]
-            d_log_pa = torch.where(take_unclipped, ratio * advantage, 0.0) * (-g_objective / n)
-            grad_logits = p * -d_log_pa
-            if entropy_coef is not None:
-                # loss_entropy = -c * mean(H): d / d logits = (c / n) * p * (log p + H)
-                grad_logits += p * (log_p + entropy) * (g_entropy * entropy_coef / n)
-            grad_logits.scatter_add_(-1, index, d_log_pa)
-        if ctx.needs_input_grad[1]:
-            grad_value = _critic_distance_grad(diff, loss_type) * (g_critic * critic_coef / n)
-        return grad_logits, grad_value, None, None, None, None, None, None, None, None
+        grad_logits, grad_value = _terms_backward(
+            ctx.saved_tensors, ctx.settings, g_objective, g_critic, g_entropy
+        )
+        return grad_logits, grad_value, None, None, None, None, None
+
+
+class ActorCriticClipPPOTerms(torch.autograd.Function):
+    """The actor and critic MLPs on a shared input and the terms above, as one node.
+
+    ``apply(nets, settings, x, index, old_log_prob, advantage, target, *params)`` with
+    ``nets = ((actor_acts, actor_biases, n_actor_params), (critic_acts, critic_biases))`` as
+    :func:`~rl_trainers.modules.models.fused_mlp_parts` gives them and ``params`` the
+    actor's parameters then the critic's. Same outputs as :class:`ClipPPOCategoricalTerms`
+    plus the value ``[N, 1]`` (no gradient; for diagnostics).
+    """
+
+    @staticmethod
+    def forward(ctx, nets, settings, x, index, old_log_prob, advantage, target, *params):
+        (actor_acts, actor_biases, n_actor), (critic_acts, critic_biases) = nets
+        actor_outs: list[torch.Tensor] = []
+        critic_outs: list[torch.Tensor] = []
+        logits = _mlp_forward(x, actor_acts, actor_biases, params[:n_actor], actor_outs)
+        value = _mlp_forward(x, critic_acts, critic_biases, params[n_actor:], critic_outs)
+        outputs, saved = _terms_forward(
+            logits, value, index, old_log_prob, advantage, target, settings
+        )
+        ctx.save_for_backward(x, *params, *actor_outs, *critic_outs, *saved)
+        ctx.layout = (nets, len(params), len(actor_outs), len(critic_outs))
+        ctx.settings = settings
+        ctx.mark_non_differentiable(outputs[3], outputs[4], value)
+        return (*outputs, value)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g_objective, g_critic, g_entropy, _g_entropy, _g_log_weight, _g_value):
+        nets, n_params, n_actor_outs, n_critic_outs = ctx.layout
+        (actor_acts, actor_biases, n_actor), (critic_acts, critic_biases) = nets
+        x, *rest = ctx.saved_tensors
+        params, rest = rest[:n_params], rest[n_params:]
+        actor_outs, rest = rest[:n_actor_outs], rest[n_actor_outs:]
+        critic_outs, head = rest[:n_critic_outs], rest[n_critic_outs:]
+        grad_logits, grad_value = _terms_backward(
+            head, ctx.settings, g_objective, g_critic, g_entropy
+        )
+        needs = ctx.needs_input_grad[7:]
+        _, actor_grads = mlp_backward(
+            grad_logits,
+            x,
+            actor_acts,
+            actor_biases,
+            params[:n_actor],
+            actor_outs,
+            False,
+            needs[:n_actor],
+        )
+        _, critic_grads = mlp_backward(
+            grad_value,
+            x,
+            critic_acts,
+            critic_biases,
+            params[n_actor:],
+            critic_outs,
+            False,
+            needs[n_actor:],
+        )
+        return (None,) * 7 + (*actor_grads, *critic_grads)

@@ -9,7 +9,7 @@ from torch import nn
 from rl_trainers.envs.specs import Categorical, Composite, OneHot, Unbounded
 from rl_trainers.modules import make_actor, make_value
 from rl_trainers.objectives import A2CLoss, ClipPPOLoss, KLPENPPOLoss, explained_variance
-from rl_trainers.objectives.ppo_head import ClipPPOCategoricalTerms
+from rl_trainers.objectives.ppo_head import ActorCriticClipPPOTerms, ClipPPOCategoricalTerms
 
 
 class _FixedDist:
@@ -216,19 +216,22 @@ def _off_policy_batch(spec, n: int = 64, seed: int = 0) -> TensorDict:
     )
 
 
+@pytest.mark.parametrize("path", ["networks_and_terms", "terms"])
 @pytest.mark.parametrize("spec", [OneHot(3), Categorical(3)], ids=["one_hot", "index"])
 @pytest.mark.parametrize("loss_type", ["l2", "smooth_l1", "l1"])
 @pytest.mark.parametrize("entropy_bonus", [False, True])
 @pytest.mark.parametrize("diagnostics", [False, True])
 @pytest.mark.parametrize("normalize_advantage", [False, True])
 def test_categorical_clip_terms_match_the_op_by_op_graph(
-    spec, loss_type, entropy_bonus, diagnostics, normalize_advantage, monkeypatch
+    path, spec, loss_type, entropy_bonus, diagnostics, normalize_advantage, monkeypatch
 ):
-    """The one-node categorical path (ClipPPOCategoricalTerms) gives the op-by-op graph's
-    losses, diagnostics and parameter gradients."""
+    """The one-node categorical paths (ActorCriticClipPPOTerms with both MLPs,
+    ClipPPOCategoricalTerms after them) give the op-by-op graph's losses, diagnostics and
+    parameter gradients."""
     obs = Composite(observation=Unbounded(shape=(4,)))
     torch.manual_seed(0)
     actor, critic = make_actor(obs, spec), make_value(obs)
+    one_node = {"networks_and_terms": ActorCriticClipPPOTerms, "terms": ClipPPOCategoricalTerms}
 
     def run(fused: bool):
         loss = ClipPPOLoss(
@@ -243,20 +246,20 @@ def test_categorical_clip_terms_match_the_op_by_op_graph(
         )
         loss.diagnostics = diagnostics
         with monkeypatch.context() as patch:
+            if not fused or path == "terms":
+                patch.setattr(ClipPPOLoss, "_actor_critic_terms", lambda *args: False)
             if not fused:
                 patch.setattr(ClipPPOLoss, "_categorical_terms", lambda *args: False)
+            calls = []
+            original = one_node[path].apply
+            patch.setattr(one_node[path], "apply", lambda *a: calls.append(1) or original(*a))
             out = loss(_off_policy_batch(spec))
+        assert bool(calls) == fused, "the expected path was not taken"
         params = list(loss.parameters())
         total = sum(v for k, v in out.items() if k.startswith("loss_"))
         return out, torch.autograd.grad(total, params)
 
-    calls = []
-    original = ClipPPOCategoricalTerms.apply
-    monkeypatch.setattr(
-        ClipPPOCategoricalTerms, "apply", lambda *a: calls.append(1) or original(*a)
-    )
     fused_out, fused_grads = run(True)
-    assert calls, "the categorical path was not taken"
     plain_out, plain_grads = run(False)
     assert list(fused_out.keys()) == list(plain_out.keys())
     for key in plain_out.keys():
@@ -265,6 +268,21 @@ def test_categorical_clip_terms_match_the_op_by_op_graph(
         torch.testing.assert_close(a, b)
     if diagnostics:
         assert 0 < plain_out["clip_fraction"] < 1  # both clipped and unclipped samples
+
+
+def test_one_node_path_needs_plain_mlps_on_one_input():
+    """A critic reading other keys than the actor, or a non-MLP network, keeps the actor and
+    critic as separate calls (their own autograd nodes)."""
+    from rl_trainers.objectives.ppo import _categorical_mlp_actor_critic
+
+    obs = Composite(observation=Unbounded(shape=(4,)), extra=Unbounded(shape=(2,)))
+    actor = make_actor(obs, OneHot(3))
+    assert _categorical_mlp_actor_critic(actor, make_value(obs)) is not None
+    other_input = make_value(obs, in_key="extra")
+    assert _categorical_mlp_actor_critic(actor, other_input) is None
+    critic = make_value(obs)
+    critic.module = nn.Sequential(*critic.module)  # not an MLP any more
+    assert _categorical_mlp_actor_critic(actor, critic) is None
 
 
 def test_categorical_terms_fall_back_with_value_clipping():
