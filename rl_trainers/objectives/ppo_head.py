@@ -56,7 +56,9 @@ class ClipPPOSettings(NamedTuple):
     loss_type: str
 
 
-def _terms_forward(logits, value, index, old_log_prob, advantage, target, settings: ClipPPOSettings):
+def _terms_forward(
+    logits, value, index, old_log_prob, advantage, target, settings: ClipPPOSettings
+):
     """The loss terms, and what :func:`_terms_backward` needs."""
     log_p = torch.log_softmax(logits, -1)
     index = index.unsqueeze(-1)
