@@ -283,6 +283,9 @@ def test_one_node_path_needs_plain_mlps_on_one_input():
     critic = make_value(obs)
     critic.module = nn.Sequential(*critic.module)  # not an MLP any more
     assert _categorical_mlp_actor_critic(actor, critic) is None
+    hooked = make_value(obs)
+    hooked.module.register_forward_hook(lambda *args: None)  # must see every call
+    assert _categorical_mlp_actor_critic(actor, hooked) is None
 
 
 def test_categorical_terms_fall_back_with_value_clipping():
