@@ -391,12 +391,8 @@ class GymWrapper(EnvBase):
                 mask = m.reshape(self.batch_size).numpy()
         seed, self._pending_seed = self._pending_seed, None
         pending = self._autoreset_obs
-        if (
-            mask is not None
-            and seed is None
-            and pending is not None
-            and (np.array_equal(mask, self._last_done))
-        ):
+        reuse = mask is not None and seed is None and pending is not None
+        if reuse and np.array_equal(mask, self._last_done):
             # gymnasium already reset these sub-envs at the last step (SAME_STEP); also when
             # all of them finished together, which must not reset them a second time
             obs = pending
