@@ -287,9 +287,14 @@ class OneHotCategorical(Categorical):
     def log_prob(self, value: torch.Tensor) -> torch.Tensor:
         # the hot index, not a product with the one-hot vector: a masked action (-inf logit)
         # would turn that product into nan
-        if value.dtype == torch.bool:
-            value = value.to(torch.uint8)  # argmax has no bool kernel
-        return self._index_log_prob(value.argmax(-1))
+        return self._index_log_prob(one_hot_index(value))
+
+
+def one_hot_index(value: torch.Tensor) -> torch.Tensor:
+    """The index of the hot entry of one-hot vectors ``[*B, n]`` (bool, int or float)."""
+    if value.dtype == torch.bool:
+        value = value.to(torch.uint8)  # argmax has no bool kernel
+    return value.argmax(-1)
 
 
 class Delta:

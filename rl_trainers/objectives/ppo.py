@@ -17,7 +17,7 @@ from tensordict.nn import TensorDictModule
 from torch import nn
 
 from rl_trainers.modules.actors import ProbabilisticActor
-from rl_trainers.modules.distributions import Categorical, OneHotCategorical
+from rl_trainers.modules.distributions import Categorical, OneHotCategorical, one_hot_index
 from rl_trainers.modules.models import MLP, fused_mlp_parts
 from rl_trainers.objectives.common import (
     LossModule,
@@ -230,9 +230,7 @@ class ClipPPOLoss(PPOLoss):
 
     def _action_index(self, td: TensorDictBase, one_hot: bool, n: int) -> torch.Tensor:
         action = td.get(self.action_key)
-        if one_hot:
-            action = (action.to(torch.uint8) if action.dtype == torch.bool else action).argmax(-1)
-        return action.reshape(n).long()
+        return (one_hot_index(action) if one_hot else action).reshape(n).long()
 
     def _actor_critic_terms(self, td: TensorDictBase, adv: torch.Tensor, out: dict) -> bool:
         """Both networks and the loss terms as one autograd node
