@@ -416,11 +416,7 @@ class TransformedEnv(EnvBase):
         The policy sees the inputs without the transforms' entries (the running return).
         """
         base_rollout = getattr(type(self.base_env), "rollout_batch", None)
-        transforms = (
-            list(self._transform.transforms)
-            if isinstance(self._transform, Compose)
-            else [self._transform]
-        )
+        transforms = self._transform_list()
         if base_rollout is None or not all(t.batch_rollout for t in transforms):
             return None
         if type(tensordict) is not TensorDict:
@@ -437,13 +433,14 @@ class TransformedEnv(EnvBase):
             transform._batch_step(batch, carry, next_input)
         return batch, next_input
 
+    def _transform_list(self) -> list[Transform]:
+        """The transforms, in order (a Compose's members, or the single transform)."""
+        if isinstance(self._transform, Compose):
+            return list(self._transform.transforms)
+        return [self._transform]
+
     def _has_inv(self) -> bool:
-        ts = (
-            self._transform.transforms
-            if isinstance(self._transform, Compose)
-            else [self._transform]
-        )
-        return any(t.in_keys_inv for t in ts)
+        return any(t.in_keys_inv for t in self._transform_list())
 
     def _reset(self, tensordict: TensorDictBase | None) -> TensorDictBase:
         out = self.base_env.reset(tensordict)
