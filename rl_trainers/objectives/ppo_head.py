@@ -26,20 +26,13 @@ from typing import NamedTuple
 import torch
 
 from rl_trainers.modules.models import _mlp_forward, mlp_backward
+from rl_trainers.objectives.common import distance_loss
 
 __all__ = ["ActorCriticClipPPOTerms", "ClipPPOCategoricalTerms", "ClipPPOSettings"]
 
 
-def _critic_distance(diff: torch.Tensor, loss_type: str) -> torch.Tensor:
-    if loss_type == "l2":
-        return diff.square()
-    if loss_type == "l1":
-        return diff.abs()
-    abs_diff = diff.abs()  # smooth_l1, beta 1
-    return torch.where(abs_diff < 1.0, 0.5 * diff.square(), abs_diff - 0.5)
-
-
 def _critic_distance_grad(diff: torch.Tensor, loss_type: str) -> torch.Tensor:
+    """Derivative of :func:`~rl_trainers.objectives.common.distance_loss` in ``diff``."""
     if loss_type == "l2":
         return 2.0 * diff
     if loss_type == "l1":
@@ -70,7 +63,8 @@ def _terms_forward(
     take_unclipped = unclipped <= clipped
     loss_objective = -torch.where(take_unclipped, unclipped, clipped).mean()
     diff = value - target
-    loss_critic = _critic_distance(diff, settings.loss_type).mean() * settings.critic_coef
+    distance = distance_loss(value, target, settings.loss_type)
+    loss_critic = distance.mean() * settings.critic_coef
     p = log_p.exp()
     entropy = -(p * log_p).sum(-1, keepdim=True)
     mean_entropy = entropy.mean()
