@@ -182,6 +182,7 @@ class TensorStorage(Storage):
         self.device = torch.device(device)
         self._storage: TensorDictBase | torch.Tensor | None = storage
         self._layout: tuple[Any, list] | None = None
+        self._leaf_keys: tuple[Any, set] | None = None
 
     @property
     def initialized(self) -> bool:
@@ -223,12 +224,42 @@ class TensorStorage(Storage):
                     f"data of batch size {tuple(data.batch_size)} does not fit a storage of "
                     f"item shape {tuple(stored_shape)}"
                 )
+            self._add_new_leaves(data)
         if index.numel() == 1 or bool((index[1:] - index[:-1] == 1).all()):
             start = int(index[0])
             self._storage[start : start + index.numel()] = data
         else:
             self._storage[index] = data
         self._note_write(index)
+
+    def _add_new_leaves(self, data: TensorDictBase) -> None:
+        """Add the leaves ``data`` has and the storage lacks, e.g. a policy's outputs that
+        appear once it takes over from random actions. Rows written before read zeros there;
+        the rest stays unallocated memory until written, like the first leaves."""
+        storage = self._storage
+        if self._leaf_keys is None or self._leaf_keys[0] is not storage:
+            self._leaf_keys = (storage, set(storage.keys(True, True)))
+        stored = self._leaf_keys[1]
+        new_keys = [key for key in data.keys(True, True) if key not in stored]
+        if not new_keys:
+            return
+        locked = storage.is_locked
+        storage.unlock_()
+        for key in new_keys:
+            leaf = data.get(key)
+            column = torch.empty(
+                (self.max_size, *leaf.shape[1:]), dtype=leaf.dtype, device=self.device
+            )
+            column[: self._len].zero_()
+            storage.set(key, column)
+        self._stored_new_leaves()
+        if locked:
+            storage.lock_()
+        self._leaf_keys = None
+        self._layout = None
+
+    def _stored_new_leaves(self) -> None:
+        """Called after :meth:`_add_new_leaves` added columns (subclasses persist them)."""
 
     def get(self, index: torch.Tensor) -> TensorDictBase | torch.Tensor:
         storage = self._storage
@@ -280,6 +311,8 @@ class TensorStorage(Storage):
             if length:
                 if self._storage is None:
                     self._storage = self._allocate(data)
+                elif isinstance(data, TensorDictBase):
+                    self._add_new_leaves(data)
                 self._storage[:length] = data
         self._len = length
         self._last_cursor = int(state_dict["last_cursor"])
@@ -386,6 +419,11 @@ class LazyMemmapStorage(TensorStorage):
     def set(self, index: torch.Tensor, data: TensorDictBase | torch.Tensor) -> None:
         super().set(index, data)
         self._write_meta()
+
+    def _stored_new_leaves(self) -> None:
+        # memory-map the new columns next to the others and rewrite tensordict's metadata,
+        # so a storage reopened over scratch_dir sees them (mapped leaves are kept as they are)
+        self._storage.memmap_(prefix=self.scratch_dir / "data", existsok=True)
 
     def empty(self) -> None:
         super().empty()

@@ -46,6 +46,15 @@ def test_sac_env_recipe(tiny_config, env, tmp_path):
     _check_summary(tmp_path, 200)
 
 
+def test_sac_on_disk_buffer(tiny_config, tmp_path):
+    """The policy's outputs join the stored batches after the random warm-up frames."""
+    scratch = tmp_path / "buffer"
+    overrides = ["replay_buffer.storage=lazy_memmap", f"replay_buffer.scratch_dir={scratch}"]
+    run(tiny_config("sac", overrides), output_dir=tmp_path / "run")
+    _check_summary(tmp_path / "run", 200)
+    assert (scratch / "data" / "sample_log_prob.memmap").exists()
+
+
 @pytest.mark.parametrize("algorithm", ["ppo", "sac"])
 def test_pixel_recipe(tiny_config, algorithm, tmp_path):
     """``env.from_pixels=true network=convnet``: PPO on CartPole, SAC on Pendulum frames."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -289,3 +291,42 @@ def test_prefetch_and_transform():
     for _ in range(5):
         batch = rb.sample()
         assert torch.equal(batch["doubled"], batch["id"] * 2)
+
+
+@pytest.mark.parametrize("storage_cls", [LazyTensorStorage, LazyMemmapStorage])
+def test_keys_that_appear_after_the_first_write(storage_cls, tmp_path):
+    """A policy's outputs join the batches once it replaces random actions (SAC's warm-up):
+    the storage grows those columns, earlier rows read zeros there, sampling returns them."""
+    kwargs = {"scratch_dir": tmp_path / "mm"} if storage_cls is LazyMemmapStorage else {}
+    rb = TensorDictReplayBuffer(storage=storage_cls(10, **kwargs), batch_size=4)
+    rb.extend(make_batch(3))
+    assert "loc" not in rb.sample().keys()  # the first read caches the storage's layout
+    later = make_batch(2, start=3)
+    later["loc"] = torch.full((2, 2), 7.0)
+    later["next", "log_prob"] = torch.full((2,), -1.0)
+    rb.extend(later)
+    rows = rb.storage.get(torch.arange(5))
+    assert rows["loc"].tolist() == [[0.0, 0.0]] * 3 + [[7.0, 7.0]] * 2
+    assert rows["next", "log_prob"].tolist() == [0.0] * 3 + [-1.0] * 2
+    assert torch.equal(rows["id"], torch.arange(5))
+    assert {"loc", ("next", "log_prob")} <= set(rb.sample().keys(True, True))
+    if storage_cls is LazyMemmapStorage:
+        reopened = LazyMemmapStorage(10, scratch_dir=tmp_path / "mm", existsok=True)
+        _assert_td_equal(reopened.get(torch.arange(5)), rows)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_new_column_costs_memory_only_where_written():
+    def rss_mib() -> float:
+        with open("/proc/self/status") as status:
+            line = next(ln for ln in status if ln.startswith("VmRSS"))
+        return int(line.split()[1]) / 1024
+
+    rb = TensorDictReplayBuffer(storage=LazyTensorStorage(4_000_000), batch_size=4)
+    rb.extend(make_batch(100))
+    later = make_batch(1, start=100)
+    later["loc"] = torch.ones(1, 4)  # a 64 MB column at full capacity
+    before = rss_mib()
+    rb.extend(later)
+    assert rss_mib() - before < 16
+    assert rb.storage.get(torch.arange(99, 101))["loc"].tolist() == [[0.0] * 4, [1.0] * 4]
