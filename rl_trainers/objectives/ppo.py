@@ -36,6 +36,33 @@ from rl_trainers.objectives.ppo_head import (
 __all__ = ["PPOLoss", "ClipPPOLoss", "KLPENPPOLoss", "A2CLoss", "ReinforceLoss"]
 
 
+class _DerivedInputs:
+    """Tensors derived from batch entries, recomputed only when an entry changes.
+
+    PPO's epochs read the same batch again and again (with one minibatch per epoch, the very
+    same tensors), so normalised advantages and action indices are computed once per batch
+    rather than once per step. An entry counts as changed when the batch holds another
+    tensor or the same tensor was modified in place (its version counter moved).
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[torch.Tensor, int, torch.Tensor]] = {}
+
+    def get(self, name: str, source: torch.Tensor, derive) -> torch.Tensor:
+        if source.requires_grad or torch.compiler.is_compiling():
+            return derive(source)
+        hit = self._entries.get(name)
+        if hit is not None and hit[0] is source and hit[1] == source._version:
+            return hit[2]
+        value = derive(source)
+        self._entries[name] = (source, source._version, value)
+        return value
+
+
+def _normalized(adv: torch.Tensor) -> torch.Tensor:
+    return (adv - adv.mean()) / adv.std().clamp_min(1e-8)
+
+
 class _ActorCriticLoss(LossModule):
     """Shared plumbing: advantage retrieval, critic loss, entropy bonus."""
 
@@ -81,6 +108,7 @@ class _ActorCriticLoss(LossModule):
         self.action_key = action_key
         if gamma is not None:
             self.gamma = float(gamma)
+        self._derived = _DerivedInputs()
 
     def _estimator_network(self):
         return self.critic_network
@@ -107,7 +135,7 @@ class _ActorCriticLoss(LossModule):
                 self.value_estimator(td)
             adv = td.get(self.advantage_key)
         if self.normalize_advantage and adv.numel() > 1:
-            adv = (adv - adv.mean()) / adv.std().clamp_min(1e-8)
+            adv = self._derived.get("normalized_advantage", adv, _normalized)
         return adv
 
     def _log_prob_and_dist(self, td: TensorDictBase):
@@ -230,7 +258,9 @@ class ClipPPOLoss(PPOLoss):
 
     def _action_index(self, td: TensorDictBase, one_hot: bool, n: int) -> torch.Tensor:
         action = td.get(self.action_key)
-        return (one_hot_index(action) if one_hot else action).reshape(n).long()
+        if not one_hot:
+            return action.reshape(n).long()
+        return self._derived.get("action_index", action, lambda a: one_hot_index(a).reshape(n))
 
     def _actor_critic_terms(self, td: TensorDictBase, adv: torch.Tensor, out: dict) -> bool:
         """Both networks and the loss terms as one autograd node

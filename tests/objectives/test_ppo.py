@@ -298,3 +298,30 @@ def test_categorical_terms_fall_back_with_value_clipping():
     assert not loss._categorical_terms(td, dist, td["advantage"], {})
     out = loss(td)
     assert torch.isfinite(out["loss_critic"])
+
+
+@pytest.mark.parametrize("cls", [ClipPPOLoss, A2CLoss])
+def test_reused_batch_entries_changed_in_place_or_replaced_are_seen(cls):
+    """Epochs reuse the batch's tensors (derived inputs are cached across steps); an
+    advantage or action changed in place, or replaced, must give the loss a fresh module
+    computes on the same data."""
+    obs = Composite(observation=Unbounded(shape=(4,)))
+    torch.manual_seed(0)
+    actor, critic = make_actor(obs, OneHot(3)), make_value(obs)
+    loss = cls(actor, critic, normalize_advantage=True)
+    td = _off_policy_batch(OneHot(3))
+
+    def assert_like_a_fresh_module():
+        out = loss(td)
+        fresh = cls(actor, critic, normalize_advantage=True)(td)
+        for key in ("loss_objective", "loss_critic"):
+            assert torch.equal(out[key], fresh[key]), key
+
+    assert_like_a_fresh_module()
+    assert_like_a_fresh_module()  # unchanged batch: the cached values
+    td["advantage"].mul_(-3.0).add_(1.0)
+    assert_like_a_fresh_module()
+    td["action"] = td["action"].roll(1, dims=-1)  # a new tensor, other actions
+    assert_like_a_fresh_module()
+    td["action"].copy_(td["action"].roll(1, dims=-1))
+    assert_like_a_fresh_module()

@@ -57,6 +57,29 @@ def test_bitwise_equal_to_torch_step(make) -> None:
             assert torch.equal(tensor, lean_state["state"][key][name]), (key, name)
 
 
+def test_state_saved_and_loaded_mid_run_continues_like_torch(tmp_path) -> None:
+    """Step counters stay per parameter through a checkpoint, a load into a fresh optimizer
+    and steps taken by ``optimizer.step()`` in between."""
+    reference, lean = _net(), _net()
+    ref_opt = torch.optim.Adam(reference.parameters(), lr=1e-2, fused=True)
+    lean_opt = torch.optim.Adam(lean.parameters(), lr=1e-2, fused=True)
+    for steps in (3, 2, 2):
+        _train(reference, ref_opt, lambda o: o.step(), steps=steps)
+    _train(lean, lean_opt, optimizer_step, steps=3)
+    torch.save(lean_opt.state_dict(), tmp_path / "opt.pt")
+    lean_opt = torch.optim.Adam(lean.parameters(), lr=1e-2, fused=True)
+    lean_opt.load_state_dict(torch.load(tmp_path / "opt.pt"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the scheduler sees the resumed optimizer's steps
+        _train(lean, lean_opt, optimizer_step, steps=2)
+    _train(lean, lean_opt, lambda o: o.step(), steps=2)
+    for a, b in zip(reference.parameters(), lean.parameters(), strict=True):
+        assert torch.equal(a, b)
+    ref_steps = [s["step"].item() for s in ref_opt.state.values()]
+    lean_steps = [s["step"].item() for s in lean_opt.state.values()]
+    assert ref_steps == lean_steps == [7.0] * 4
+
+
 def test_first_step_and_unsupported_cases_fall_back() -> None:
     net = _net()
     opt = torch.optim.Adam(net.parameters(), lr=1e-2, fused=True)
