@@ -279,8 +279,11 @@ def fused_mlp_parts(mlp: nn.Sequential, x: torch.Tensor) -> tuple | None:
     params: list[torch.Tensor] = []
     biases: list[bool] = []
     for lin in linears:
-        params.append(lin.weight)
-        bias = lin.bias
+        registered = lin._parameters  # what lin.weight / lin.bias read, without __getattr__
+        if registered.get("weight") is None:
+            return None  # weight replaced by a plain attribute: nn.Linear's own forward
+        params.append(registered["weight"])
+        bias = registered.get("bias")
         biases.append(bias is not None)
         if bias is not None:
             params.append(bias)
