@@ -159,7 +159,7 @@ class ReplayBuffer:
         elif isinstance(data, list):
             data = torch.stack(data) if isinstance(data[0], torch.Tensor) else data
             if isinstance(data, list) and isinstance(data[0], TensorDictBase):
-                data = torch.stack(data)
+                data = _stack_items(data)
         info["index"] = index
         if self._transform is not None:
             data = self._transform(data)
@@ -299,3 +299,27 @@ class TensorDictReplayBuffer(ReplayBuffer):
                 f"(keys: {list(data.keys())})"
             )
         self.update_priority(data.get("index"), priority.detach())
+
+
+def _stack_items(items: list[TensorDictBase]) -> TensorDictBase:
+    """Stack TensorDict items; entries some items lack read zeros there (as in tensor
+    storages), e.g. a policy's outputs next to the random warm-up steps that had none."""
+    try:
+        return torch.stack(items)
+    except (KeyError, RuntimeError):
+        keys = [set(item.keys(True, True)) for item in items]
+        if all(k == keys[0] for k in keys):
+            raise
+    templates = {}
+    for item, item_keys in zip(items, keys):
+        for key in item_keys:
+            templates.setdefault(key, item.get(key))
+    filled = []
+    for item, item_keys in zip(items, keys):
+        missing = [key for key in templates if key not in item_keys]
+        if missing:
+            item = item.clone(False)
+            for key in missing:
+                item.set(key, torch.zeros_like(templates[key]))
+        filled.append(item)
+    return torch.stack(filled)

@@ -55,6 +55,13 @@ def test_sac_on_disk_buffer(tiny_config, tmp_path):
     assert (scratch / "data" / "sample_log_prob.memmap").exists()
 
 
+def test_sac_on_a_list_buffer(tiny_config, tmp_path):
+    """Samples mix warm-up steps (random actions) and policy steps (more entries)."""
+    overrides = ["replay_buffer.storage=list", "replay_buffer.sampler=prioritized"]
+    run(tiny_config("sac", overrides), output_dir=tmp_path)
+    _check_summary(tmp_path, 200)
+
+
 @pytest.mark.parametrize("algorithm", ["ppo", "sac"])
 def test_pixel_recipe(tiny_config, algorithm, tmp_path):
     """``env.from_pixels=true network=convnet``: PPO on CartPole, SAC on Pendulum frames."""

@@ -330,3 +330,20 @@ def test_new_column_costs_memory_only_where_written():
     rb.extend(later)
     assert rss_mib() - before < 16
     assert rb.storage.get(torch.arange(99, 101))["loc"].tolist() == [[0.0] * 4, [1.0] * 4]
+
+
+def test_list_storage_samples_items_with_and_without_policy_outputs():
+    """Items stored before a policy took over lack its outputs: they read zeros there."""
+    rb = TensorDictReplayBuffer(
+        storage=ListStorage(10), sampler=SamplerWithoutReplacement(), batch_size=4
+    )
+    rb.extend(make_batch(2))
+    later = make_batch(2, start=2)
+    later["loc"] = torch.full((2, 2), 7.0)
+    later["next", "log_prob"] = torch.full((2,), -1.0)
+    rb.extend(later)
+    rows = rb.sample(4)
+    assert rows.batch_size == torch.Size([4])
+    expected = torch.where(rows["id"] >= 2, 7.0, 0.0)
+    assert torch.equal(rows["loc"], expected.unsqueeze(-1).expand(4, 2))
+    assert torch.equal(rows["next", "log_prob"], torch.where(rows["id"] >= 2, -1.0, 0.0))
