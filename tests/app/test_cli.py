@@ -100,6 +100,10 @@ def test_multirun_sweep_lands_each_run_in_its_own_directory(tmp_path):
         ),
         (["env.from_pixels=true"], ["env.from_pixels=True", "network=convnet"]),
         (["network=mlpp"], ["mlpp", "convnet"]),
+        (
+            ["model.policy.return_log_prob=false"],
+            ["model.policy.return_log_prob=False", "log-probability"],
+        ),
     ],
 )
 def test_bad_input_gives_a_short_message(args, expected, tmp_path):

@@ -49,6 +49,12 @@ def validate_config(cfg: DictConfig) -> None:
                 cfg.trainer.minibatch_size,
                 f"at most collector.frames_per_batch ({frames})",
             )
+        if not cfg.model.policy.get("return_log_prob", True):
+            raise ConfigError(
+                "model.policy.return_log_prob",
+                False,
+                "must be true, PPO's probability ratio needs the log-probability of each collected action",
+            )
     if cfg.algorithm == "sac":
         _positive(cfg, "replay_buffer.size")
         _positive(cfg, "replay_buffer.batch_size")
