@@ -17,6 +17,7 @@ from tensordict import TensorDictBase
 from rl_trainers.data.samplers import RandomSampler, Sampler
 from rl_trainers.data.storages import ListStorage, Storage, TensorStorage
 from rl_trainers.data.writers import RoundRobinWriter, Writer
+from rl_trainers.envs.utils import flatten_batch
 
 __all__ = ["ReplayBuffer", "TensorDictReplayBuffer"]
 
@@ -114,7 +115,7 @@ class ReplayBuffer:
             if any(k in data.keys() for k in _RESERVED_KEYS):
                 data = data.exclude(*_RESERVED_KEYS)
             if data.batch_dims > 1:
-                data = data.reshape(-1)
+                data = flatten_batch(data)
             return data
         if isinstance(data, torch.Tensor):
             if isinstance(self._storage, TensorStorage) and data.ndim == 0:

@@ -26,6 +26,7 @@ __all__ = [
     "check_env_specs",
     "new_td",
     "stack_steps",
+    "flatten_batch",
     "fast_set",
     "DONE_KEYS",
 ]
@@ -84,6 +85,28 @@ def stack_steps(steps: list[TensorDictBase], dim: int) -> TensorDictBase:
     batch_size = list(first.batch_size)
     batch_size.insert(dim, len(steps))
     return new_td(entries, torch.Size(batch_size), first.device)
+
+
+def flatten_batch(tensordict: TensorDictBase) -> TensorDictBase:
+    """``tensordict.reshape(-1)``: the batch dimensions merged into one.
+
+    Plain TensorDicts are reshaped entry by entry from their underlying dicts (several times
+    faster for the one-step batches of off-policy collection); anything else goes through
+    tensordict's ``reshape``.
+    """
+    if type(tensordict) is not TensorDict:
+        return tensordict.reshape(-1)
+    dims = tensordict.batch_dims
+    n = tensordict.batch_size.numel()
+    entries: dict[str, Any] = {}
+    for key, value in tensordict._tensordict.items():
+        if type(value) is TensorDict and value.batch_dims == dims:
+            entries[key] = flatten_batch(value)
+        elif type(value) is torch.Tensor:
+            entries[key] = value.reshape(n, *value.shape[dims:])
+        else:
+            return tensordict.reshape(-1)
+    return new_td(entries, torch.Size([n]), tensordict.device)
 
 
 def step_mdp(

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase, pad
 
+from rl_trainers.envs.utils import flatten_batch
 from rl_trainers.trainers.trainer import Trainer, TrainerHookBase
 
 __all__ = ["ReplayBufferTrainer"]
@@ -68,7 +69,7 @@ class ReplayBufferTrainer(TrainerHookBase):
         """Store ``batch`` in the buffer (the batch itself is passed on unchanged)."""
         if self.flatten_tensordicts:
             mask = batch.get(("collector", "mask"), None)
-            batch = batch[mask] if mask is not None else batch.reshape(-1)
+            batch = batch[mask] if mask is not None else flatten_batch(batch)
         elif self.max_dims is not None:
             batch = self._pad(batch)
         if self.memmap:
