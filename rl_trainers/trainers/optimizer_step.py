@@ -75,8 +75,9 @@ def _lean_fused_adam_step(optimizer: torch.optim.Optimizer) -> bool:
 
 
 def _step_counters(optimizer: torch.optim.Optimizer, index: int, states: list) -> tuple:
-    """``(counters, steps)``: the group's per-parameter ``step`` tensors and one tensor
-    they are all views of, made so (values kept) the first time or after a state load."""
+    """``(counters, steps)``: one tensor holding the group's step counts and the
+    parameters' ``step`` tensors, views of it; set up (values kept) on the first lean step
+    and again whenever a state load or user code replaced a ``step`` tensor."""
     steps = [s["step"] for s in states]
     cache = optimizer.__dict__.setdefault("_lean_step_counters", {})
     hit = cache.get(index)
@@ -91,9 +92,9 @@ def _step_counters(optimizer: torch.optim.Optimizer, index: int, states: list) -
     return cache[index]
 
 
-def _fused_step(group: dict, params: list, grads: list, states: list, counters: tuple) -> None:
+def _fused_step(group: dict, params: list, grads: list, states: list, step_counters: tuple) -> None:
     """What torch's ``_fused_adam`` does for one device and dtype."""
-    counters, steps = counters
+    counters, steps = step_counters
     counters.add_(1)
     kernel = torch._fused_adamw_ if group.get("decoupled_weight_decay") else torch._fused_adam_
     kernel(
