@@ -6,7 +6,7 @@ import json
 import os
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -98,6 +98,37 @@ class ReplayBuffer:
     def __len__(self) -> int:
         return len(self._storage)
 
+    def __getitem__(self, index: int | slice | Sequence[int] | torch.Tensor) -> Any:
+        """The items stored at ``index`` (storage positions ``0 .. len(self) - 1``; negative
+        ones count from the end), through the buffer's transform as samples are: a read, no
+        sampling, so samplers and priorities are untouched. ``rb[3]`` is one item,
+        ``rb[:10]`` or ``rb[[0, 5]]`` a batch of them."""
+        n = len(self)
+        if isinstance(index, slice):
+            positions = torch.arange(n)[index]
+        else:
+            positions = torch.as_tensor(index, dtype=torch.long)
+        single = positions.dim() == 0
+        positions = positions.reshape(-1)
+        positions = torch.where(positions < 0, positions + n, positions)
+        if bool(((positions < 0) | (positions >= n)).any()):
+            raise IndexError(f"index {index!r} is out of range for a buffer of {n} items")
+        with self._lock:
+            data = self._storage.get(positions)
+        if isinstance(data, list):
+            data = data[0] if single else self._collate(data)
+            if single and isinstance(data, TensorDictBase) and self._transform is not None:
+                data = data.clone(False)  # a transform must not edit the stored item
+        elif single:
+            data = data[0]
+        return data if self._transform is None else self._transform(data)
+
+    def append_transform(self, transform: Callable[[Any], Any]) -> ReplayBuffer:
+        """Apply ``transform`` to every sampled batch, after the transforms already set."""
+        previous = self._transform
+        self._transform = transform if previous is None else _Chain(previous, transform)
+        return self
+
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(storage={type(self._storage).__name__}"
@@ -155,16 +186,21 @@ class ReplayBuffer:
         with self._lock:
             index, info = self._sampler.sample(len(self._storage), batch_size)
             data = self._storage.get(index)
-        if self._collate_fn is not None:
-            data = self._collate_fn(data)
-        elif isinstance(data, list):
-            data = torch.stack(data) if isinstance(data[0], torch.Tensor) else data
-            if isinstance(data, list) and isinstance(data[0], TensorDictBase):
-                data = _stack_items(data)
+        data = self._collate(data)
         info["index"] = index
         if self._transform is not None:
             data = self._transform(data)
         return data, info
+
+    def _collate(self, data: Any) -> Any:
+        if self._collate_fn is not None:
+            return self._collate_fn(data)
+        if isinstance(data, list) and data:
+            if isinstance(data[0], torch.Tensor):
+                return torch.stack(data)
+            if isinstance(data[0], TensorDictBase):
+                return _stack_items(data)
+        return data
 
     def sample(self, batch_size: int | None = None, return_info: bool = False) -> Any:
         """Draw a batch.
@@ -324,3 +360,13 @@ def _stack_items(items: list[TensorDictBase]) -> TensorDictBase:
                 item.set(key, torch.zeros_like(templates[key]))
         filled.append(item)
     return torch.stack(filled)
+
+
+class _Chain:
+    """``second(first(data))``: transforms appended one after the other."""
+
+    def __init__(self, first: Callable[[Any], Any], second: Callable[[Any], Any]) -> None:
+        self.first, self.second = first, second
+
+    def __call__(self, data: Any) -> Any:
+        return self.second(self.first(data))

@@ -347,3 +347,31 @@ def test_list_storage_samples_items_with_and_without_policy_outputs():
     expected = torch.where(rows["id"] >= 2, 7.0, 0.0)
     assert torch.equal(rows["loc"], expected.unsqueeze(-1).expand(4, 2))
     assert torch.equal(rows["next", "log_prob"], torch.where(rows["id"] >= 2, -1.0, 0.0))
+
+
+@pytest.mark.parametrize("storage_cls", [LazyTensorStorage, LazyMemmapStorage, ListStorage])
+def test_indexing_reads_stored_items(storage_cls):
+    """``rb[i]``, ``rb[a:b]``, ``rb[[i, j]]`` read storage positions, as in torchrl."""
+    rb = TensorDictReplayBuffer(storage=storage_cls(8), batch_size=2)
+    rb.extend(make_batch(6))
+    assert rb[2]["id"].item() == 2
+    assert rb[-1]["id"].item() == 5
+    assert rb[1:4]["id"].tolist() == [1, 2, 3]
+    assert rb[[5, 0]]["id"].tolist() == [5, 0]
+    assert rb[torch.tensor([3])]["next", "observation"].tolist() == [[4.0, 4.0, 4.0]]
+    with pytest.raises(IndexError, match="out of range for a buffer of 6 items"):
+        rb[6]
+    rb.extend(make_batch(4, start=6))  # wraps: positions 0 and 1 now hold ids 8 and 9
+    assert rb[:3]["id"].tolist() == [8, 9, 2]
+
+
+@pytest.mark.parametrize("storage_cls", [LazyTensorStorage, ListStorage])
+def test_appended_transforms_apply_in_order_to_samples(storage_cls):
+    rb = TensorDictReplayBuffer(storage=storage_cls(8), batch_size=4)
+    rb.extend(make_batch(8))
+    rb.append_transform(lambda td: td.set("scaled", td["id"] * 10))
+    assert rb.append_transform(lambda td: td.set("scaled", td["scaled"] + 1)) is rb
+    batch = rb.sample()
+    assert torch.equal(batch["scaled"], batch["id"] * 10 + 1)
+    assert rb[3]["scaled"].item() == 31  # reading stored items goes through it too (torchrl)
+    assert "scaled" not in rb.storage.get(torch.tensor([3]))[0].keys()  # stored item intact
