@@ -124,7 +124,8 @@ class ReplayBuffer:
         return data if self._transform is None else self._transform(data)
 
     def append_transform(self, transform: Callable[[Any], Any]) -> ReplayBuffer:
-        """Apply ``transform`` to every sampled batch, after the transforms already set."""
+        """Apply ``transform`` to what the buffer hands out (samples and ``rb[index]``), after
+        the transforms already set."""
         previous = self._transform
         self._transform = transform if previous is None else _Chain(previous, transform)
         return self
