@@ -131,10 +131,20 @@ def _plan_for(mlp: nn.Sequential) -> tuple | None:
         mlp.__dict__["_fused_plan_cache"] = (modules, plan)
     if plan is None or any(_GLOBAL_HOOKS):
         return None
-    for m in modules:
-        if m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or m._backward_pre_hooks:
-            return None  # a hook (spectral/weight norm, user hooks) must see every layer
+    if any(has_hooks(m) for m in modules):
+        return None  # a hook (spectral/weight norm, user hooks) must see every layer
     return plan
+
+
+def has_hooks(module: nn.Module) -> bool:
+    """Whether ``module`` itself has forward or backward hooks (a fused path that skips
+    calling it must then decline)."""
+    return bool(
+        module._forward_hooks
+        or module._forward_pre_hooks
+        or module._backward_hooks
+        or module._backward_pre_hooks
+    )
 
 
 def _activate_(y: torch.Tensor, act: int) -> torch.Tensor:

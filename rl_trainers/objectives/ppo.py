@@ -18,7 +18,7 @@ from torch import nn
 
 from rl_trainers.modules.actors import ProbabilisticActor
 from rl_trainers.modules.distributions import Categorical, OneHotCategorical, one_hot_index
-from rl_trainers.modules.models import MLP, fused_mlp_parts
+from rl_trainers.modules.models import MLP, fused_mlp_parts, has_hooks
 from rl_trainers.objectives.common import (
     LossModule,
     ValueEstimators,
@@ -342,15 +342,6 @@ class ClipPPOLoss(PPOLoss):
         out["loss_critic"] = loss_critic
 
 
-def _has_hooks(module: nn.Module) -> bool:
-    return bool(
-        module._forward_hooks
-        or module._forward_pre_hooks
-        or module._backward_hooks
-        or module._backward_pre_hooks
-    )
-
-
 def _categorical_mlp_actor_critic(actor: nn.Module, critic: nn.Module | None) -> tuple | None:
     """``(actor MLP, critic MLP, input key)`` when the actor is a categorical
     ProbabilisticActor over the logits of a plain MLP and the critic a one-output MLP on the
@@ -372,7 +363,7 @@ def _categorical_mlp_actor_critic(actor: nn.Module, critic: nn.Module | None) ->
     for mlp in (actor_mlp, critic_mlp):
         if not isinstance(mlp, MLP) or mlp.out_shape is not None:
             return None
-    if any(_has_hooks(m) for m in (actor, module, critic, actor_mlp, critic_mlp)):
+    if any(has_hooks(m) for m in (actor, module, critic, actor_mlp, critic_mlp)):
         return None  # the modules are not called on this path: a hook must see its call
     linears = [m for m in critic_mlp if type(m) is nn.Linear]
     if len(critic.out_keys) != 1 or not linears or linears[-1].out_features != 1:
