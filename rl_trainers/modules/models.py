@@ -157,6 +157,14 @@ def _activate_(y: torch.Tensor, act: int) -> torch.Tensor:
     return y
 
 
+def activation_backward(grad: torch.Tensor, out: torch.Tensor, act: int) -> torch.Tensor:
+    """The gradient before a tanh or ReLU activation, from the gradient after it and the
+    activated output."""
+    if act == _ACT_TANH:
+        return torch.ops.aten.tanh_backward(grad, out)
+    return torch.ops.aten.threshold_backward(grad, out, 0)
+
+
 def _affine(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     if bias is None:
         return x.mm(weight.t())
@@ -228,6 +236,24 @@ class _FusedMLP(torch.autograd.Function):
         return (None, None, grad_x, *grad_params)
 
 
+def backward_plan(
+    biases: tuple, needs_x: bool, needs_params: Sequence[bool]
+) -> tuple[list[int], int]:
+    """``(starts, lowest)`` for a hand-written MLP backward: the index in the parameter list
+    of each layer's weight, and the lowest layer the backward must reach (the first layer
+    whose parameters need a gradient, or 0 when the input does; ``len(biases)``: none)."""
+    starts, j = [], 0
+    for has_bias in biases:
+        starts.append(j)
+        j += 2 if has_bias else 1
+    lowest = 0 if needs_x else len(biases)
+    for i, has_bias in enumerate(biases):
+        if needs_params[starts[i]] or (has_bias and needs_params[starts[i] + 1]):
+            lowest = min(lowest, i)
+            break
+    return starts, lowest
+
+
 def mlp_backward(
     grad: torch.Tensor,
     x: torch.Tensor,
@@ -243,22 +269,12 @@ def mlp_backward(
     ``outs`` are the outputs :func:`_mlp_forward` saved; layers below the lowest one whose
     parameters (or, for the first layer, input) need a gradient are skipped.
     """
-    starts, j = [], 0  # index in params of each layer's weight
-    for has_bias in biases:
-        starts.append(j)
-        j += 2 if has_bias else 1
-    lowest = 0 if needs_x else len(acts)
-    for i, has_bias in enumerate(biases):
-        if needs_params[starts[i]] or (has_bias and needs_params[starts[i] + 1]):
-            lowest = min(lowest, i)
-            break
+    starts, lowest = backward_plan(biases, needs_x, needs_params)
     grads: list[torch.Tensor | None] = [None] * len(params)
     grad_x = None
     for i in range(len(acts) - 1, lowest - 1, -1):
-        if acts[i] == _ACT_TANH:
-            grad = torch.ops.aten.tanh_backward(grad, outs[i])
-        elif acts[i] == _ACT_RELU:
-            grad = torch.ops.aten.threshold_backward(grad, outs[i], 0)
+        if acts[i] != _ACT_NONE:
+            grad = activation_backward(grad, outs[i], acts[i])
         p = starts[i]
         weight = params[p]
         if needs_params[p]:

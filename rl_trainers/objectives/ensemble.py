@@ -4,6 +4,12 @@ Plain MLPs (Linear layers and elementwise activations) run as one ``matmul``/``b
 layer over a leading ``[num]`` dim; any other network falls back to
 ``torch.func.vmap(functional_call)``. Parameters live stacked on this module, so a buffer
 copy of it (:func:`~rl_trainers.objectives.common.buffer_copy`) is a ready target network.
+
+On CPU, ReLU/tanh MLPs run as one autograd node (:class:`_EnsembleMLP`) that keeps the
+activations feature-major (``[num, features, batch]``). A critic's narrow ends (an input of
+obs + action, a single output) then become products MKL computes fast: for SAC on Pendulum
+(input 4, output 1, batch 256) its first layer's product takes ~20 us instead of ~30-120,
+the output layer's ~7 instead of ~50, and the matching gradients likewise.
 """
 
 from __future__ import annotations
@@ -14,6 +20,17 @@ import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
+from rl_trainers.modules import models
+from rl_trainers.modules.models import (
+    _ACT_CODES,
+    _ACT_NONE,
+    _GLOBAL_HOOKS,
+    _activate_,
+    _fusable_input,
+    activation_backward,
+    backward_plan,
+    has_hooks,
+)
 from rl_trainers.objectives.common import _has_uninitialized
 
 __all__ = ["CriticEnsemble"]
@@ -53,6 +70,106 @@ def _reinit(module: nn.Module) -> None:
     for sub in module.modules():
         if hasattr(sub, "reset_parameters"):
             sub.reset_parameters()
+
+
+def _ensemble_forward(x, acts, biases, params, saved: list | None) -> torch.Tensor:
+    """``num`` MLPs on a shared 2-D input ``x [N, in]``; returns ``[num, out, N]``.
+
+    ``params`` are the stacked weights ``[num, out, in]`` (and biases ``[num, out]``) in layer
+    order. Appends to ``saved`` the (activated) outputs the backward needs.
+    """
+    h = None
+    j = 0
+    last = len(acts) - 1
+    for i, (act, has_bias) in enumerate(zip(acts, biases, strict=True)):
+        weight = params[j]
+        bias = params[j + 1] if has_bias else None
+        j += 2 if has_bias else 1
+        num, out_f, in_f = weight.shape
+        if h is None:  # the first layer: one product for all copies
+            flat = weight.reshape(num * out_f, in_f)
+            if bias is None:
+                y = flat.mm(x.t())
+            else:
+                y = torch.addmm(bias.reshape(num * out_f, 1), flat, x.t())
+            y = y.view(num, out_f, -1)
+        elif bias is None:
+            y = torch.bmm(weight, h)
+        else:
+            y = torch.baddbmm(bias.unsqueeze(-1), weight, h)
+        h = _activate_(y, act)
+        if saved is not None and (i < last or act != _ACT_NONE):
+            saved.append(h)
+    return h
+
+
+def _ensemble_backward(grad, x, acts, biases, params, outs, needs_x, needs_params):
+    """Gradients of ``x`` and ``params`` from the output gradient ``grad [num, out, N]``."""
+    starts, lowest = backward_plan(biases, needs_x, needs_params)
+    grads: list[torch.Tensor | None] = [None] * len(params)
+    grad_x = None
+    for i in range(len(acts) - 1, lowest - 1, -1):
+        if acts[i] != _ACT_NONE:
+            grad = activation_backward(grad, outs[i], acts[i])
+        p = starts[i]
+        weight = params[p]
+        num, out_f, in_f = weight.shape
+        if biases[i] and needs_params[p + 1]:
+            grads[p + 1] = grad.sum(-1)
+        if i == 0:
+            flat_grad = grad.reshape(num * out_f, -1)  # [num * out, N]
+            if needs_params[p]:  # [in, num * out] is the fast product for a narrow input
+                grads[p] = x.t().mm(flat_grad.t()).t().reshape(num, out_f, in_f)
+            if needs_x:
+                grad_x = weight.reshape(num * out_f, in_f).t().mm(flat_grad).t()
+            continue
+        if needs_params[p]:
+            grads[p] = torch.bmm(grad, outs[i - 1].transpose(1, 2))
+        if i > lowest:
+            if out_f == 1:  # an outer product: a broadcast multiply beats bmm
+                grad = weight.transpose(1, 2) * grad
+            else:
+                grad = torch.bmm(weight.transpose(1, 2), grad)
+    return grad_x, grads
+
+
+class _EnsembleMLP(torch.autograd.Function):
+    """``apply(acts, biases, x, *params)`` -> ``[num, out, N]``: :func:`_ensemble_forward`
+    with the hand-written :func:`_ensemble_backward`. Not twice differentiable."""
+
+    @staticmethod
+    def forward(ctx, acts, biases, x, *params):
+        saved: list[torch.Tensor] = []
+        out = _ensemble_forward(x, acts, biases, params, saved)
+        ctx.acts, ctx.biases = acts, biases
+        ctx.save_for_backward(x, *params, *saved)
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        needs = ctx.needs_input_grad  # flags for (acts, biases, x, *params)
+        n_params = len(needs) - 3
+        saved = ctx.saved_tensors
+        x, params, outs = saved[0], saved[1 : 1 + n_params], saved[1 + n_params :]
+        grad_x, grads = _ensemble_backward(
+            grad.contiguous(), x, ctx.acts, ctx.biases, params, outs, needs[2], needs[3:]
+        )
+        return (None, None, grad_x, *grads)
+
+
+def _fused_acts(plan: list, acts: nn.ModuleList) -> tuple[int, ...] | None:
+    """One activation code per linear layer of ``plan``, or None if an activation is not
+    ReLU/tanh or two follow each other."""
+    codes: list[int] = []
+    for kind, i, _ in plan:
+        if kind == "linear":
+            codes.append(_ACT_NONE)
+        elif type(acts[i]) in _ACT_CODES and codes and codes[-1] == _ACT_NONE:
+            codes[-1] = _ACT_CODES[type(acts[i])]
+        else:
+            return None
+    return tuple(codes)
 
 
 class CriticEnsemble(nn.Module):
@@ -99,6 +216,8 @@ class CriticEnsemble(nn.Module):
                     acts.append(layer)
                     self._plan.append(("act", len(acts) - 1, None))
             self.acts = acts
+            self._act_codes = _fused_acts(self._plan, acts)
+            self._has_bias = tuple(b for kind, _, b in self._plan if kind == "linear")
         else:
             params, buffers = stack_module_state(copies)
             self._names = list(params)
@@ -124,12 +243,37 @@ class CriticEnsemble(nn.Module):
 
         return vmap(call, in_dims=(0, 0), randomness="different")(params, buffers)
 
+    def _fused_params(self, x: torch.Tensor, detach: bool) -> list[torch.Tensor] | None:
+        """The parameters for :class:`_EnsembleMLP`, or None when it cannot run."""
+        if not (models.FUSE_MLP and self._act_codes is not None and _fusable_input(x)):
+            return None
+        if any(_GLOBAL_HOOKS) or any(has_hooks(a) for a in self.acts):
+            return None
+        params = []
+        for i, has_bias in enumerate(self._has_bias):
+            params.append(getattr(self, f"weight{i}"))
+            if has_bias:
+                params.append(getattr(self, f"bias{i}"))
+        if any(p.dtype != x.dtype or p.device != x.device for p in params):
+            return None
+        return [p.detach() for p in params] if detach else params
+
     def _fast_forward(self, inputs, detach: bool) -> torch.Tensor:
         x = inputs[0] if len(inputs) == 1 else torch.cat(inputs, dim=-1)
-        shared = True  # x has no leading [num] dim yet
         batch = x.shape[:-1]
         x = x.reshape(-1, x.shape[-1])
         n = self.num
+        params = self._fused_params(x, detach)
+        if params is not None:
+            acts, biases = self._act_codes, self._has_bias
+            if torch.is_grad_enabled() and (
+                x.requires_grad or any(p.requires_grad for p in params)
+            ):
+                out = _EnsembleMLP.apply(acts, biases, x, *params)
+            else:
+                out = _ensemble_forward(x, acts, biases, params, None)
+            return out.transpose(1, 2).reshape(n, *batch, out.shape[1])
+        shared = True  # x has no leading [num] dim yet
         for kind, i, has_bias in self._plan:
             if kind == "act":
                 x = self.acts[i](x)

@@ -316,3 +316,78 @@ def test_fuse_flag_turns_the_fused_path_off(monkeypatch):
     assert _uses_fused_node(mlp, x)
     monkeypatch.setattr(models, "FUSE_MLP", False)
     assert not _uses_fused_node(mlp, x)
+
+
+# ------------------------------------------------------------------------------------------
+# CriticEnsemble's fused node (_EnsembleMLP): feature-major products, same results
+# ------------------------------------------------------------------------------------------
+
+
+def _ensemble_roles(ens, obs, act, fuse, monkeypatch):
+    """Outputs and gradients of the three ways SAC/TD3 call critics: with gradients for the
+    parameters, with detached parameters (gradient for the action only), without grad."""
+    monkeypatch.setattr(models, "FUSE_MLP", fuse)
+    act = act.detach().clone().requires_grad_()
+    for p in ens.parameters():
+        p.grad = None
+    q_data = ens(obs, act)
+    q_actor = ens(obs, act, detach=True)
+    node = q_data.grad_fn
+    while type(node).__name__ in ("ViewBackward0", "UnsafeViewBackward0", "TransposeBackward0"):
+        node = node.next_functions[0][0]
+    node = type(node).__name__
+    weight = torch.linspace(-1.0, 2.0, q_data.numel(), dtype=q_data.dtype).view_as(q_data)
+    ((q_data * weight).sum() + (q_actor.min(0).values ** 2).sum()).backward()
+    with torch.no_grad():
+        q_target = ens(obs, act)
+    grads = {name: p.grad for name, p in ens.named_parameters()}
+    return node, (q_data.detach(), q_actor.detach(), q_target, act.grad), grads
+
+
+@pytest.mark.parametrize("activation", [nn.ReLU, nn.Tanh])
+@pytest.mark.parametrize("num", [1, 2, 3])
+@pytest.mark.parametrize("bias_last", [True, False])
+def test_ensemble_fused_node_matches_layer_by_layer(activation, num, bias_last, monkeypatch):
+    from rl_trainers.objectives import CriticEnsemble
+
+    torch.manual_seed(num)
+    template = MLP(4, 1, num_cells=[16, 8], activation_class=activation, bias_last_layer=bias_last)
+    ens = CriticEnsemble(template, num).double()
+    obs, act = torch.randn(5, 6, 3, dtype=torch.float64), torch.randn(5, 6, 1, dtype=torch.float64)
+    node, outs, grads = _ensemble_roles(ens, obs, act, True, monkeypatch)
+    assert node == "_EnsembleMLPBackward"
+    plain_node, plain_outs, plain_grads = _ensemble_roles(ens, obs, act, False, monkeypatch)
+    assert plain_node != node
+    assert outs[0].shape == (num, 5, 6, 1)
+    for a, b in zip(outs, plain_outs, strict=True):
+        torch.testing.assert_close(a, b)
+    assert grads.keys() == plain_grads.keys()
+    for name in grads:
+        torch.testing.assert_close(grads[name], plain_grads[name], msg=name)
+
+
+def test_ensemble_fused_node_gradcheck_and_wide_output():
+    from rl_trainers.objectives.ensemble import _EnsembleMLP
+
+    torch.manual_seed(0)
+    acts, biases = (models._ACT_TANH, models._ACT_RELU, models._ACT_NONE), (True, False, True)
+    shapes = [(2, 6, 5), (2, 6), (2, 4, 6), (2, 3, 4), (2, 3)]  # last layer: 3 outputs
+    params = [torch.randn(s, dtype=torch.float64, requires_grad=True) for s in shapes]
+    x = torch.randn(7, 5, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, *p: _EnsembleMLP.apply(acts, biases, x, *p), (x, *params))
+
+
+def test_ensemble_falls_back_for_other_activations_and_hooks(monkeypatch):
+    from rl_trainers.objectives import CriticEnsemble
+
+    torch.manual_seed(1)
+    obs, act = torch.randn(4, 3), torch.randn(4, 1)
+    elu = CriticEnsemble(MLP(4, 1, num_cells=[8], activation_class=nn.ELU), 2)
+    node, outs, _ = _ensemble_roles(elu, obs, act, True, monkeypatch)
+    assert node != "_EnsembleMLPBackward"
+    torch.testing.assert_close(outs[0], _ensemble_roles(elu, obs, act, False, monkeypatch)[1][0])
+    relu = CriticEnsemble(MLP(4, 1, num_cells=[8], activation_class=nn.ReLU), 2)
+    seen = []
+    relu.acts[0].register_forward_hook(lambda m, i, o: seen.append(o.shape))
+    node, _, _ = _ensemble_roles(relu, obs, act, True, monkeypatch)
+    assert node != "_EnsembleMLPBackward" and seen[0] == (2, 4, 8)
