@@ -374,7 +374,9 @@ def test_ensemble_fused_node_gradcheck_and_wide_output():
     shapes = [(2, 6, 5), (2, 6), (2, 4, 6), (2, 3, 4), (2, 3)]  # last layer: 3 outputs
     params = [torch.randn(s, dtype=torch.float64, requires_grad=True) for s in shapes]
     x = torch.randn(7, 5, dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda x, *p: _EnsembleMLP.apply(acts, biases, x, *p), (x, *params))
+    assert torch.autograd.gradcheck(
+        lambda x, *p: _EnsembleMLP.apply(acts, biases, x, *p), (x, *params)
+    )
 
 
 def test_ensemble_falls_back_for_other_activations_and_hooks(monkeypatch):
