@@ -12,8 +12,9 @@ step) of the default recipe (``configs/ppo_trainer.yaml``), ``models.FUSE_MLP`` 
 alternating blocks, with the trainer's own thread setting.
 
 Part 3: the same for one SAC update of the default Pendulum recipe (``trainer.optim_steps`` on a
-buffer of 1000 frames). Only the actor is an ``MLP`` call there: the twin critics run as a
-``CriticEnsemble`` of stacked parameters with its own batched matmuls.
+buffer of 1000 frames). The actor is an ``MLP`` call there; the twin critics are a
+``CriticEnsemble`` of stacked parameters, whose fused node (feature-major batched products,
+``objectives/ensemble.py``) the same flag switches on and off.
 """
 
 from __future__ import annotations
