@@ -401,6 +401,8 @@ def trajectory_ids(
         after step ``t + 1``.
     """
     n_envs, steps = done.shape
+    if not bool(done.any()):  # no episode ends (most one-step batches): ~10 ops less
+        return current.unsqueeze(1).expand(n_envs, steps).clone(), current, counter
     time_major = done.t()  # [T, E]: events numbered step by step, sub-env by sub-env
     numbered = torch.cumsum(time_major.reshape(-1), 0).reshape(steps, n_envs) + (counter - 1)
     started = torch.where(time_major, numbered, -1)

@@ -52,7 +52,7 @@ def test_sac_on_disk_buffer(tiny_config, tmp_path):
     overrides = ["replay_buffer.storage=lazy_memmap", f"replay_buffer.scratch_dir={scratch}"]
     run(tiny_config("sac", overrides), output_dir=tmp_path / "run")
     _check_summary(tmp_path / "run", 200)
-    assert (scratch / "data" / "sample_log_prob.memmap").exists()
+    assert (scratch / "data" / "loc.memmap").exists()
 
 
 def test_sac_on_a_list_buffer(tiny_config, tmp_path):

@@ -231,19 +231,21 @@ def _trajectory_ids_step_by_step(done, current, counter):
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_trajectory_ids_match_step_by_step_numbering(seed):
+@pytest.mark.parametrize("steps", [9, 1])
+def test_trajectory_ids_match_step_by_step_numbering(seed, steps):
     from rl_trainers.collectors.collectors import trajectory_ids
 
     gen = torch.Generator().manual_seed(seed)
-    done = torch.rand(6, 9, generator=gen) < 0.3
+    done = torch.rand(6, steps, generator=gen) < 0.3
     done[0] = False  # a sub-env whose episode spans the whole batch
     done[1, -1] = True  # one ending on the last step
     current = torch.tensor([3, 7, 8, 10, 11, 12])
-    expected = _trajectory_ids_step_by_step(done, current, 20)
-    ids, after, counter = trajectory_ids(done, current, 20)
-    assert torch.equal(ids, expected[0])
-    assert torch.equal(after, expected[1])
-    assert counter == expected[2]
+    for flags in (done, torch.zeros_like(done)):  # with and without episode ends
+        expected = _trajectory_ids_step_by_step(flags, current, 20)
+        ids, after, counter = trajectory_ids(flags, current, 20)
+        assert torch.equal(ids, expected[0])
+        assert torch.equal(after, expected[1])
+        assert counter == expected[2]
 
 
 def _categorical_policy(env):
