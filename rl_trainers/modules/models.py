@@ -6,6 +6,7 @@ user never types an observation size: the first forward pass fixes it.
 
 from __future__ import annotations
 
+import types
 from collections.abc import Sequence
 
 import numpy as np
@@ -207,33 +208,37 @@ def _input_grad(grad: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return grad.mm(weight)
 
 
-class _FusedMLP(torch.autograd.Function):
-    """Forward and hand-written backward of a Linear/activation stack on 2-D inputs.
+def fused_mlp_node(name: str, forward_fn, backward_fn, doc: str) -> type:
+    """An autograd Function ``apply(acts, biases, x, *params)`` that runs
+    ``forward_fn(x, acts, biases, params, saved)`` and, as its hand-written backward,
+    ``backward_fn(grad, x, acts, biases, params, saved, needs_x, needs_params) -> (grad_x,
+    grads)``, with the signatures of :func:`_mlp_forward` and :func:`mlp_backward`. Not twice
+    differentiable."""
 
-    ``apply(acts, biases, x, *params)``: ``acts`` holds one activation code per layer,
-    ``biases`` one has-bias flag per layer, ``params`` the weights (and biases where present)
-    in layer order. Not twice differentiable.
-    """
-
-    @staticmethod
     def forward(ctx, acts, biases, x, *params):
         saved: list[torch.Tensor] = []
-        out = _mlp_forward(x, acts, biases, params, saved)
+        out = forward_fn(x, acts, biases, params, saved)
         ctx.acts, ctx.biases = acts, biases
         ctx.save_for_backward(x, *params, *saved)
         return out
 
-    @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
         needs = ctx.needs_input_grad  # flags for (acts, biases, x, *params)
         n_params = len(needs) - 3
         saved = ctx.saved_tensors
         x, params, outs = saved[0], saved[1 : 1 + n_params], saved[1 + n_params :]
-        grad_x, grad_params = mlp_backward(
-            grad, x, ctx.acts, ctx.biases, params, outs, needs[2], needs[3:]
+        grad_x, grads = backward_fn(
+            grad.contiguous(), x, ctx.acts, ctx.biases, params, outs, needs[2], needs[3:]
         )
-        return (None, None, grad_x, *grad_params)
+        return (None, None, grad_x, *grads)
+
+    def body(namespace: dict) -> None:
+        namespace.update(forward=staticmethod(forward), backward=staticmethod(backward))
+        namespace.update(__doc__=doc, __module__=forward_fn.__module__)
+
+    # types.new_class runs autograd's metaclass, which names the backward node after ``name``
+    return types.new_class(name, (torch.autograd.Function,), exec_body=body)
 
 
 def backward_plan(
@@ -286,6 +291,19 @@ def mlp_backward(
         elif i == 0 and needs_x:
             grad_x = _input_grad(grad, weight)
     return grad_x, grads
+
+
+_FusedMLP = fused_mlp_node(
+    "_FusedMLP",
+    _mlp_forward,
+    mlp_backward,
+    """Forward and hand-written backward of a Linear/activation stack on 2-D inputs.
+
+    ``apply(acts, biases, x, *params)``: ``acts`` holds one activation code per layer,
+    ``biases`` one has-bias flag per layer, ``params`` the weights (and biases where present)
+    in layer order. Not twice differentiable.
+    """,
+)
 
 
 def fused_mlp_parts(mlp: nn.Sequential, x: torch.Tensor) -> tuple | None:

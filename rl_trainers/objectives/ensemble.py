@@ -29,6 +29,7 @@ from rl_trainers.modules.models import (
     _fusable_input,
     activation_backward,
     backward_plan,
+    fused_mlp_node,
     has_hooks,
 )
 from rl_trainers.objectives.common import _has_uninitialized
@@ -133,29 +134,13 @@ def _ensemble_backward(grad, x, acts, biases, params, outs, needs_x, needs_param
     return grad_x, grads
 
 
-class _EnsembleMLP(torch.autograd.Function):
+_EnsembleMLP = fused_mlp_node(
+    "_EnsembleMLP",
+    _ensemble_forward,
+    _ensemble_backward,
     """``apply(acts, biases, x, *params)`` -> ``[num, out, N]``: :func:`_ensemble_forward`
-    with the hand-written :func:`_ensemble_backward`. Not twice differentiable."""
-
-    @staticmethod
-    def forward(ctx, acts, biases, x, *params):
-        saved: list[torch.Tensor] = []
-        out = _ensemble_forward(x, acts, biases, params, saved)
-        ctx.acts, ctx.biases = acts, biases
-        ctx.save_for_backward(x, *params, *saved)
-        return out
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, grad):
-        needs = ctx.needs_input_grad  # flags for (acts, biases, x, *params)
-        n_params = len(needs) - 3
-        saved = ctx.saved_tensors
-        x, params, outs = saved[0], saved[1 : 1 + n_params], saved[1 + n_params :]
-        grad_x, grads = _ensemble_backward(
-            grad.contiguous(), x, ctx.acts, ctx.biases, params, outs, needs[2], needs[3:]
-        )
-        return (None, None, grad_x, *grads)
+    with the hand-written :func:`_ensemble_backward`. Not twice differentiable.""",
+)
 
 
 def _fused_acts(plan: list, acts: nn.ModuleList) -> tuple[int, ...] | None:
