@@ -108,24 +108,32 @@ def ppo_update(repeats: int) -> None:
     _plain_vs_fused(label, update, 100, repeats, trainer)
 
 
-def sac_update(repeats: int) -> None:
+def sac_update_fn(overrides: list[str] | None = None):
+    """``(update, trainer)``: one SAC update of the default Pendulum recipe on a replay buffer
+    filled with 1000 frames as the trainer fills it."""
     from hydra import compose, initialize_config_dir
 
     import rl_trainers.trainers.algorithms.app as app
     from rl_trainers.trainers.algorithms import build_trainer
 
     with initialize_config_dir(config_dir=app.CONFIG_DIR, version_base=None):
-        cfg = compose(config_name="sac_trainer", overrides=["trainer.progress_bar=false"])
-    trainer = build_trainer(cfg, Path(tempfile.mkdtemp(prefix="mlp_fast_path_")))
+        cfg = compose(
+            config_name="sac_trainer", overrides=["trainer.progress_bar=false", *(overrides or [])]
+        )
+    trainer = build_trainer(cfg, Path(tempfile.mkdtemp(prefix="sac_update_")))
     collector = iter(trainer.collector)
-    for _ in range(1000):  # fill the replay buffer as the trainer does
+    for _ in range(1000):
         batch = next(collector)
         for op in trainer._ops["batch_process"]:
             op(batch)
     trainer.optim_steps_per_batch = 1
+    return (lambda: trainer.optim_steps(batch)), trainer
 
+
+def sac_update(repeats: int) -> None:
+    update, trainer = sac_update_fn()
     label = f"SAC update (batch 256, {torch.get_num_threads()} threads)"
-    _plain_vs_fused(label, lambda: trainer.optim_steps(batch), 30, repeats, trainer)
+    _plain_vs_fused(label, update, 30, repeats, trainer)
 
 
 def _plain_vs_fused(label: str, update: Callable[[], None], number: int, repeats: int, trainer):

@@ -14,6 +14,8 @@ import torch
 from torch import nn
 from torch.nn.modules import module as _module_mod
 
+from rl_trainers.modules import gemm
+
 __all__ = ["MLP", "ConvNet", "DuelingCnnDQNet", "SquashDims", "FastTanh"]
 
 _NUMPY_DTYPES = (torch.float32, torch.float64)
@@ -148,13 +150,13 @@ def has_hooks(module: nn.Module) -> bool:
     )
 
 
-def _activate_(y: torch.Tensor, act: int) -> torch.Tensor:
-    """Applies the activation in place to a fresh, contiguous tensor."""
+def dense(bias: torch.Tensor | None, a: torch.Tensor, b: torch.Tensor, act: int) -> torch.Tensor:
+    """``act(bias + a @ b)`` as a fresh tensor (see :func:`gemm.addmm` for the bias shapes):
+    ReLU runs inside the product's call, tanh with numpy's kernel in place."""
+    y = gemm.addmm(bias, a, b, relu=act == _ACT_RELU)
     if act == _ACT_TANH:
         array = y.numpy()
         np.tanh(array, out=array)
-    elif act == _ACT_RELU:
-        y.relu_()
     return y
 
 
@@ -164,12 +166,6 @@ def activation_backward(grad: torch.Tensor, out: torch.Tensor, act: int) -> torc
     if act == _ACT_TANH:
         return torch.ops.aten.tanh_backward(grad, out)
     return torch.ops.aten.threshold_backward(grad, out, 0)
-
-
-def _affine(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    if bias is None:
-        return x.mm(weight.t())
-    return torch.addmm(bias, x, weight.t())
 
 
 def _mlp_forward(x, acts, biases, params, saved: list | None) -> torch.Tensor:
@@ -182,7 +178,7 @@ def _mlp_forward(x, acts, biases, params, saved: list | None) -> torch.Tensor:
     last = len(acts) - 1
     for i, (act, has_bias) in enumerate(zip(acts, biases, strict=True)):
         bias = params[j + 1] if has_bias else None
-        x = _activate_(_affine(x, params[j], bias), act)
+        x = dense(bias, x, params[j].t(), act)
         j += 2 if has_bias else 1
         if saved is not None and (i < last or act != _ACT_NONE):
             saved.append(x)
@@ -197,15 +193,15 @@ def _weight_grad(grad: torch.Tensor, layer_in: torch.Tensor, weight: torch.Tenso
     outputs computes the transposed product and returns its transpose.
     """
     if weight.shape[1] < weight.shape[0]:
-        return layer_in.t().mm(grad).t()
-    return grad.t().mm(layer_in)
+        return gemm.mm(layer_in.t(), grad).t()
+    return gemm.mm(grad.t(), layer_in)
 
 
 def _input_grad(grad: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """``grad @ weight``, transposed like :func:`_weight_grad` for narrow layer inputs."""
     if weight.shape[1] < weight.shape[0]:
-        return weight.t().mm(grad.t()).t()
-    return grad.mm(weight)
+        return gemm.mm(weight.t(), grad.t()).t()
+    return gemm.mm(grad, weight)
 
 
 def fused_mlp_node(name: str, forward_fn, backward_fn, doc: str) -> type:

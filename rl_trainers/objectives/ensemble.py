@@ -5,11 +5,10 @@ layer over a leading ``[num]`` dim; any other network falls back to
 ``torch.func.vmap(functional_call)``. Parameters live stacked on this module, so a buffer
 copy of it (:func:`~rl_trainers.objectives.common.buffer_copy`) is a ready target network.
 
-On CPU, ReLU/tanh MLPs run as one autograd node (:class:`_EnsembleMLP`) that keeps the
-activations feature-major (``[num, features, batch]``). A critic's narrow ends (an input of
-obs + action, a single output) then become products MKL computes fast: for SAC on Pendulum
-(input 4, output 1, batch 256) its first layer's product takes ~20 us instead of ~30-120,
-the output layer's ~7 instead of ~50, and the matching gradients likewise.
+On CPU, ReLU/tanh MLPs run as one autograd node (:class:`_EnsembleMLP`): each copy runs the
+fused MLP's maths (``models._mlp_forward``/``models.mlp_backward``, products on the faster of
+MKL and oneDNN, see :mod:`rl_trainers.modules.gemm`) on views of the stacked parameters, in
+one forward and one backward call for all copies.
 """
 
 from __future__ import annotations
@@ -25,12 +24,11 @@ from rl_trainers.modules.models import (
     _ACT_CODES,
     _ACT_NONE,
     _GLOBAL_HOOKS,
-    _activate_,
     _fusable_input,
-    activation_backward,
-    backward_plan,
+    _mlp_forward,
     fused_mlp_node,
     has_hooks,
+    mlp_backward,
 )
 from rl_trainers.objectives.common import _has_uninitialized
 
@@ -73,65 +71,46 @@ def _reinit(module: nn.Module) -> None:
             sub.reset_parameters()
 
 
+def _copy_params(params, c: int) -> list[torch.Tensor]:
+    return [p[c] for p in params]
+
+
 def _ensemble_forward(x, acts, biases, params, saved: list | None) -> torch.Tensor:
-    """``num`` MLPs on a shared 2-D input ``x [N, in]``; returns ``[num, out, N]``.
+    """``num`` MLPs on a shared 2-D input ``x [N, in]``; returns ``[num, N, out]``.
 
     ``params`` are the stacked weights ``[num, out, in]`` (and biases ``[num, out]``) in layer
-    order. Appends to ``saved`` the (activated) outputs the backward needs.
+    order; each copy runs the fused MLP maths (:func:`models._mlp_forward`) on its own views
+    of them and appends its saved outputs to ``saved``, copy after copy.
     """
-    h = None
-    j = 0
-    last = len(acts) - 1
-    for i, (act, has_bias) in enumerate(zip(acts, biases, strict=True)):
-        weight = params[j]
-        bias = params[j + 1] if has_bias else None
-        j += 2 if has_bias else 1
-        num, out_f, in_f = weight.shape
-        if h is None:  # the first layer: one product for all copies
-            flat = weight.reshape(num * out_f, in_f)
-            if bias is None:
-                y = flat.mm(x.t())
-            else:
-                y = torch.addmm(bias.reshape(num * out_f, 1), flat, x.t())
-            y = y.view(num, out_f, -1)
-        elif bias is None:
-            y = torch.bmm(weight, h)
-        else:
-            y = torch.baddbmm(bias.unsqueeze(-1), weight, h)
-        h = _activate_(y, act)
-        if saved is not None and (i < last or act != _ACT_NONE):
-            saved.append(h)
-    return h
+    outs = [
+        _mlp_forward(x, acts, biases, _copy_params(params, c), saved) for c in range(len(params[0]))
+    ]
+    return torch.stack(outs)
 
 
 def _ensemble_backward(grad, x, acts, biases, params, outs, needs_x, needs_params):
-    """Gradients of ``x`` and ``params`` from the output gradient ``grad [num, out, N]``."""
-    starts, lowest = backward_plan(biases, needs_x, needs_params)
-    grads: list[torch.Tensor | None] = [None] * len(params)
+    """Gradients of ``x`` and ``params`` from the output gradient ``grad [num, N, out]``:
+    :func:`models.mlp_backward` copy by copy, the copies' parameter gradients stacked and
+    their input gradients summed."""
+    num = len(params[0])
+    per_copy = len(outs) // num
     grad_x = None
-    for i in range(len(acts) - 1, lowest - 1, -1):
-        if acts[i] != _ACT_NONE:
-            grad = activation_backward(grad, outs[i], acts[i])
-        p = starts[i]
-        weight = params[p]
-        num, out_f, in_f = weight.shape
-        if biases[i] and needs_params[p + 1]:
-            grads[p + 1] = grad.sum(-1)
-        if i == 0:
-            flat_grad = grad.reshape(num * out_f, -1)  # [num * out, N]
-            if needs_params[p]:  # [in, num * out] is the fast product for a narrow input
-                grads[p] = x.t().mm(flat_grad.t()).t().reshape(num, out_f, in_f)
-            if needs_x:
-                grad_x = weight.reshape(num * out_f, in_f).t().mm(flat_grad).t()
-            continue
-        if needs_params[p]:
-            grads[p] = torch.bmm(grad, outs[i - 1].transpose(1, 2))
-        if i > lowest:
-            if out_f == 1:  # an outer product: a broadcast multiply beats bmm
-                grad = weight.transpose(1, 2) * grad
-            else:
-                grad = torch.bmm(weight.transpose(1, 2), grad)
-    return grad_x, grads
+    copy_grads = []
+    for c in range(num):
+        gx, grads = mlp_backward(
+            grad[c],
+            x,
+            acts,
+            biases,
+            _copy_params(params, c),
+            outs[c * per_copy : (c + 1) * per_copy],
+            needs_x,
+            needs_params,
+        )
+        grad_x = gx if grad_x is None else grad_x + gx
+        copy_grads.append(grads)
+    stacked = [None if g[0] is None else torch.stack(g) for g in zip(*copy_grads, strict=True)]
+    return grad_x, stacked
 
 
 _EnsembleMLP = fused_mlp_node(
@@ -257,7 +236,7 @@ class CriticEnsemble(nn.Module):
                 out = _EnsembleMLP.apply(acts, biases, x, *params)
             else:
                 out = _ensemble_forward(x, acts, biases, params, None)
-            return out.transpose(1, 2).reshape(n, *batch, out.shape[1])
+            return out.reshape(n, *batch, out.shape[-1])
         shared = True  # x has no leading [num] dim yet
         for kind, i, has_bias in self._plan:
             if kind == "act":

@@ -14,6 +14,7 @@ from rl_trainers.modules import (
     FastTanh,
     OneHotCategorical,
     ProbabilisticActor,
+    gemm,
     make_actor,
     models,
 )
@@ -319,7 +320,7 @@ def test_fuse_flag_turns_the_fused_path_off(monkeypatch):
 
 
 # ------------------------------------------------------------------------------------------
-# CriticEnsemble's fused node (_EnsembleMLP): feature-major products, same results
+# CriticEnsemble's fused node (_EnsembleMLP): the fused MLP maths per copy, same results
 # ------------------------------------------------------------------------------------------
 
 
@@ -364,6 +365,36 @@ def test_ensemble_fused_node_matches_layer_by_layer(activation, num, bias_last, 
     assert grads.keys() == plain_grads.keys()
     for name in grads:
         torch.testing.assert_close(grads[name], plain_grads[name], msg=name)
+
+
+def _count_onednn(monkeypatch) -> list:
+    calls: list = []
+    real = gemm._LINEAR
+    monkeypatch.setattr(gemm, "_LINEAR", lambda *args: calls.append(1) or real(*args))
+    return calls
+
+
+@pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="no oneDNN")
+@pytest.mark.parametrize("activation", [nn.ReLU, nn.Tanh])
+def test_sac_sized_networks_on_onednn_match_the_layer_by_layer_path(activation, monkeypatch):
+    """256-wide float32 layers on a batch of 256 take oneDNN's products in the fused nodes
+    (the plain path stays on torch's MKL): the same values and gradients."""
+    from rl_trainers.objectives import CriticEnsemble
+
+    torch.manual_seed(3)
+    calls = _count_onednn(monkeypatch)
+    actor = MLP(3, 2, num_cells=[256, 256], activation_class=activation)
+    _check_matches_plain(actor, torch.randn(256, 3))
+    assert len(calls) == 3  # the 256x256 layer: forward, weight and input gradients
+    ens = CriticEnsemble(MLP(4, 1, num_cells=[256, 256], activation_class=activation), 2)
+    obs, act = torch.randn(256, 3), torch.randn(256, 1)
+    node, outs, grads = _ensemble_roles(ens, obs, act, True, monkeypatch)
+    assert node == "_EnsembleMLPBackward" and len(calls) > 3
+    _, plain_outs, plain_grads = _ensemble_roles(ens, obs, act, False, monkeypatch)
+    for a, b in zip(outs, plain_outs, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    for name in grads:
+        torch.testing.assert_close(grads[name], plain_grads[name], rtol=1e-5, atol=1e-5, msg=name)
 
 
 def test_ensemble_fused_node_gradcheck_and_wide_output():

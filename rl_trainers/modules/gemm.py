@@ -1,0 +1,80 @@
+"""Matrix products of the hand-written network nodes, on the faster of torch's CPU GEMMs.
+
+torch multiplies float32 CPU matrices with MKL's ``sgemm``. On AMD processors MKL runs its
+AVX2 code even where the CPU has AVX-512: on the 2-core AMD EPYC of docs/performance.md a
+256x256x256 product takes ~340 us on one thread (~95 GFLOP/s). oneDNN, which torch also
+ships (``torch.ops.mkldnn._linear_pointwise``, the op ``torch.compile`` emits for CPU
+linears), picks its kernels by instruction set and takes ~165 us; on two threads ~190
+against ~100 us, the same for the transposed products of a backward pass. Its fixed cost
+per call (~13 us against ~3) makes it slower on small products, so only products of at
+least ``2**21`` multiply-adds (e.g. 256x256x32, 256x64x128) take it; PPO's 64-wide
+networks stay on MKL. Measured by ``benchmarks/gemm_backends.py``.
+
+:func:`mm` and :func:`addmm` serve the fused MLP and critic-ensemble nodes, which run their
+products outside autograd. Results agree with MKL's to float
+rounding; both libraries are deterministic for a given shape and thread count.
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["mm", "addmm", "USE_ONEDNN"]
+
+#: Set to False to compute every product with torch's own ops (MKL on CPU).
+USE_ONEDNN = True
+_MIN_WORK = 1 << 21  # multiply-adds from which oneDNN's per-call cost pays off
+
+
+def _probe_onednn():
+    """``torch.ops.mkldnn._linear_pointwise`` if this torch build has a working one."""
+    if not torch.backends.mkldnn.is_available():
+        return None
+    try:
+        op = torch.ops.mkldnn._linear_pointwise
+        x = torch.ones(2, 3)
+        if not torch.equal(op(x, torch.ones(4, 3), None, "none", [], ""), torch.full((2, 4), 3.0)):
+            return None
+    except (AttributeError, RuntimeError):
+        return None
+    return op
+
+
+_LINEAR = _probe_onednn()
+
+
+def _use_onednn(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether ``a @ b`` (2-D, or one matrix of a batch) goes to oneDNN."""
+    return (
+        USE_ONEDNN
+        and _LINEAR is not None
+        and a.dtype == torch.float32
+        and b.dtype == torch.float32
+        and a.device.type == "cpu"
+        and a.shape[-2] * a.shape[-1] * b.shape[-1] >= _MIN_WORK
+    )
+
+
+def mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` for 2-D tensors of any strides."""
+    return addmm(None, a, b)
+
+
+def addmm(
+    bias: torch.Tensor | None, a: torch.Tensor, b: torch.Tensor, relu: bool = False
+) -> torch.Tensor:
+    """``bias + a @ b`` (then ReLU if ``relu``) as a fresh tensor, for 2-D ``a``, ``b`` and a
+    ``bias`` of shape ``[n]`` or None.
+
+    oneDNN computes ``x @ w.T`` with ``x`` row-major (it copies any other ``x`` first) and
+    ``w`` of any strides, and runs the bias and the ReLU inside the same call. Without a bias,
+    a product whose operands are both transposed views is computed as ``(b.T @ a.T).T``,
+    which needs no copy; the result is then a transposed view.
+    """
+    if _use_onednn(a, b):
+        attr = "relu" if relu else "none"
+        if bias is None and not a.is_contiguous() and b.t().is_contiguous():
+            return _LINEAR(b.t(), a, None, attr, [], "").t()
+        return _LINEAR(a, b.t(), bias, attr, [], "")
+    y = a.mm(b) if bias is None else torch.addmm(bias, a, b)
+    return y.relu_() if relu else y
