@@ -51,7 +51,9 @@ def test_big_products_match_torch_for_every_layout(a_t, b_t, with_bias, relu, on
     torch.testing.assert_close(out.double(), expected, rtol=1e-5, atol=1e-4)
     assert len(onednn_calls) == 1  # 256 * 192 * 128 multiply-adds: oneDNN's side
     out.add_(1.0)  # a fresh tensor: the operands are untouched
-    torch.testing.assert_close(gemm.mm(a, b).double(), a.double() @ b.double(), rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(
+        gemm.mm(a, b).double(), a.double() @ b.double(), rtol=1e-5, atol=1e-4
+    )
 
 
 def test_small_products_wide_doubles_and_the_switch_stay_on_torch(onednn_calls, monkeypatch):
