@@ -32,7 +32,7 @@ SHAPES = {  # name: (a, b) builders of the product a @ b
 
 
 def _forced(a: torch.Tensor, b: torch.Tensor):
-    return lambda: gemm._LINEAR(a, b.t(), None, "none", [], "")
+    return lambda: gemm._onednn_linear()(a, b.t(), None, "none", [], "")
 
 
 def products(repeats: int) -> None:
@@ -80,7 +80,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--no-sac", action="store_true", help="skip the SAC update timing")
     args = parser.parse_args()
-    if gemm._LINEAR is None:
+    if gemm._onednn_linear() is None:
         raise SystemExit("this torch build has no usable oneDNN linear op")
     torch.set_num_threads(args.threads)
     products(args.repeats)

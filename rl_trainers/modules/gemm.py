@@ -26,32 +26,39 @@ USE_ONEDNN = True
 _MIN_WORK = 1 << 21  # multiply-adds from which oneDNN's per-call cost pays off
 
 
-def _probe_onednn():
-    """``torch.ops.mkldnn._linear_pointwise`` if this torch build has a working one."""
-    if not torch.backends.mkldnn.is_available():
-        return None
-    try:
-        op = torch.ops.mkldnn._linear_pointwise
-        x = torch.ones(2, 3)
-        if not torch.equal(op(x, torch.ones(4, 3), None, "none", [], ""), torch.full((2, 4), 3.0)):
-            return None
-    except (AttributeError, RuntimeError):
-        return None
-    return op
+_UNPROBED = object()
+_LINEAR = _UNPROBED  # the op, once probed: None if this torch build has no working one
 
 
-_LINEAR = _probe_onednn()
+def _onednn_linear():
+    """``torch.ops.mkldnn._linear_pointwise`` if this torch build has a working one, else
+    None. Probed on the first big product, not at import: running oneDNN maps its code
+    (~5 MiB of resident memory), which runs that use only small products do without."""
+    global _LINEAR
+    if _LINEAR is _UNPROBED:
+        _LINEAR = None
+        if torch.backends.mkldnn.is_available():
+            try:
+                op = torch.ops.mkldnn._linear_pointwise
+                x = torch.ones(2, 3)
+                if torch.equal(
+                    op(x, torch.ones(4, 3), None, "none", [], ""), torch.full((2, 4), 3.0)
+                ):
+                    _LINEAR = op
+            except (AttributeError, RuntimeError):
+                pass
+    return _LINEAR
 
 
 def _use_onednn(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Whether ``a @ b`` (2-D, or one matrix of a batch) goes to oneDNN."""
+    """Whether ``a @ b`` (2-D) goes to oneDNN."""
     return (
         USE_ONEDNN
-        and _LINEAR is not None
         and a.dtype == torch.float32
         and b.dtype == torch.float32
         and a.device.type == "cpu"
-        and a.shape[-2] * a.shape[-1] * b.shape[-1] >= _MIN_WORK
+        and a.shape[0] * a.shape[1] * b.shape[1] >= _MIN_WORK
+        and _onednn_linear() is not None
     )
 
 
