@@ -6,13 +6,14 @@ AVX2 code even where the CPU has AVX-512: on the 2-core AMD EPYC of docs/perform
 ships (``torch.ops.mkldnn._linear_pointwise``, the op ``torch.compile`` emits for CPU
 linears), picks its kernels by instruction set and takes ~165 us; on two threads ~190
 against ~100 us, the same for the transposed products of a backward pass. Its fixed cost
-per call (~13 us against ~3) makes it slower on small products, so only products of at
-least ``2**21`` multiply-adds (e.g. 256x256x32, 256x64x128) take it; PPO's 64-wide
-networks stay on MKL. Measured by ``benchmarks/gemm_backends.py``.
+per call (~13 us against ~3) makes it slower on small products, so only an ``[m, k] @ [k,
+n]`` product with ``k`` and ``n`` of at least 128 and ``m`` of at least 32 takes it (for a
+layer: a batch of 32 or more through 128-wide layers); PPO's 64-wide networks and the
+narrow first and last layers stay on MKL. Measured by ``benchmarks/gemm_backends.py``.
 
 :func:`mm` and :func:`addmm` serve the fused MLP and critic-ensemble nodes, which run their
-products outside autograd. Results agree with MKL's to float
-rounding; both libraries are deterministic for a given shape and thread count.
+products outside autograd. Results agree with MKL's to float rounding; both libraries are
+deterministic for a given shape and thread count.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ __all__ = ["mm", "addmm", "USE_ONEDNN"]
 
 #: Set to False to compute every product with torch's own ops (MKL on CPU).
 USE_ONEDNN = True
-_MIN_WORK = 1 << 21  # multiply-adds from which oneDNN's per-call cost pays off
+_MIN_ROWS, _MIN_WIDTH = 32, 128  # from where oneDNN's per-call cost pays off
 
 
 _UNPROBED = object()
@@ -57,7 +58,9 @@ def _use_onednn(a: torch.Tensor, b: torch.Tensor) -> bool:
         and a.dtype == torch.float32
         and b.dtype == torch.float32
         and a.device.type == "cpu"
-        and a.shape[0] * a.shape[1] * b.shape[1] >= _MIN_WORK
+        and a.shape[0] >= _MIN_ROWS
+        and a.shape[1] >= _MIN_WIDTH
+        and b.shape[1] >= _MIN_WIDTH
         and _onednn_linear() is not None
     )
 

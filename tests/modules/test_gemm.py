@@ -49,7 +49,7 @@ def test_big_products_match_torch_for_every_layout(a_t, b_t, with_bias, relu, on
         expected = expected.relu()
     assert out.shape == (256, 128) and out.dtype == torch.float32
     torch.testing.assert_close(out.double(), expected, rtol=1e-5, atol=1e-4)
-    assert len(onednn_calls) == 1  # 256 * 192 * 128 multiply-adds: oneDNN's side
+    assert len(onednn_calls) == 1  # [256, 192] @ [192, 128]: oneDNN's side
     out.add_(1.0)  # a fresh tensor: the operands are untouched
     torch.testing.assert_close(
         gemm.mm(a, b).double(), a.double() @ b.double(), rtol=1e-5, atol=1e-4
@@ -58,8 +58,9 @@ def test_big_products_match_torch_for_every_layout(a_t, b_t, with_bias, relu, on
 
 def test_small_products_wide_doubles_and_the_switch_stay_on_torch(onednn_calls, monkeypatch):
     gen = torch.Generator().manual_seed(1)
-    small = (torch.randn(256, 64, generator=gen), torch.randn(64, 64, generator=gen))
-    torch.testing.assert_close(gemm.mm(*small), small[0] @ small[1])
+    for m, k, n in [(256, 64, 64), (512, 64, 64), (256, 4, 256), (256, 256, 1), (1, 256, 256)]:
+        a, b = torch.randn(m, k, generator=gen), torch.randn(k, n, generator=gen)
+        torch.testing.assert_close(gemm.mm(a, b), a @ b)
     big64 = (torch.randn(256, 256, dtype=torch.float64), torch.randn(256, 256, dtype=torch.float64))
     torch.testing.assert_close(gemm.mm(*big64), big64[0] @ big64[1])
     monkeypatch.setattr(gemm, "USE_ONEDNN", False)
