@@ -397,6 +397,26 @@ def test_sac_sized_networks_on_onednn_match_the_layer_by_layer_path(activation, 
         torch.testing.assert_close(grads[name], plain_grads[name], rtol=1e-5, atol=1e-5, msg=name)
 
 
+@pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="no oneDNN")
+def test_wide_mlp_on_onednn_without_grad_and_on_strided_inputs(monkeypatch):
+    """Acting and evaluation paths (no_grad, inference_mode) and a non-contiguous input take
+    oneDNN's products too and give the layer-by-layer values."""
+    torch.manual_seed(4)
+    calls = _count_onednn(monkeypatch)
+    mlp = MLP(6, 3, num_cells=[256, 256], activation_class=nn.ReLU)
+    wide = torch.randn(64, 12)
+    x = wide[:, ::2]  # a strided [64, 6] view
+    expected = _plain(mlp, x).detach()
+    with torch.no_grad():
+        torch.testing.assert_close(mlp(x), expected, rtol=1e-5, atol=1e-5)
+    with torch.inference_mode():
+        torch.testing.assert_close(mlp(x), expected, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(
+            mlp(x.reshape(4, 16, 6)), expected.reshape(4, 16, 3), rtol=1e-5, atol=1e-5
+        )
+    assert len(calls) == 3
+
+
 def test_ensemble_fused_node_gradcheck_and_wide_output():
     from rl_trainers.objectives.ensemble import _EnsembleMLP
 
