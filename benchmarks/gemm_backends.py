@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 
 import torch
-from mlp_fast_path import compare, sac_update_fn
+from mlp_fast_path import compare, sac_update_fn, switch_ab
 
 from rl_trainers.modules import gemm
 
@@ -56,22 +56,8 @@ def products(repeats: int) -> None:
 
 def sac(repeats: int, threads: int) -> None:
     update, trainer = sac_update_fn([f"trainer.num_threads={threads}"])
-
-    def with_onednn(flag: bool):
-        def run() -> None:
-            gemm.USE_ONEDNN = flag
-            update()
-
-        return run
-
-    try:
-        res = compare({"mkl": with_onednn(False), "onednn": with_onednn(True)}, 30, 3 * repeats)
-    finally:
-        gemm.USE_ONEDNN = True
-        trainer.collector.shutdown()
-    mkl, dnn = res["mkl"] * 1e3, res["onednn"] * 1e3
-    print(f"SAC update (batch 256, {torch.get_num_threads()} threads), median ms")
-    print(f"  mkl {mkl:.3f}  onednn {dnn:.3f}  speed-up {mkl / dnn:.2f}x")
+    label = f"SAC update (batch 256, {torch.get_num_threads()} threads)"
+    switch_ab(label, update, 30, repeats, trainer, gemm, "USE_ONEDNN", ("mkl", "onednn"))
 
 
 def main() -> None:

@@ -105,7 +105,7 @@ def ppo_update(repeats: int) -> None:
         optimizer.step()
 
     label = f"PPO update (minibatch {sub.numel()}, {torch.get_num_threads()} threads)"
-    _plain_vs_fused(label, update, 100, repeats, trainer)
+    switch_ab(label, update, 100, repeats, trainer, models, "FUSE_MLP")
 
 
 def sac_update_fn(overrides: list[str] | None = None):
@@ -133,27 +133,29 @@ def sac_update_fn(overrides: list[str] | None = None):
 def sac_update(repeats: int) -> None:
     update, trainer = sac_update_fn()
     label = f"SAC update (batch 256, {torch.get_num_threads()} threads)"
-    _plain_vs_fused(label, update, 30, repeats, trainer)
+    switch_ab(label, update, 30, repeats, trainer, models, "FUSE_MLP")
 
 
-def _plain_vs_fused(label: str, update: Callable[[], None], number: int, repeats: int, trainer):
-    """Time ``update`` with the fused MLP path off and on (alternating); print median ms."""
+def switch_ab(label, update, number, repeats, trainer, module, flag, names=("plain", "fused")):
+    """Time ``update`` with the switch ``module.<flag>`` off and on (alternating blocks), print
+    the median milliseconds of each and leave the switch on."""
 
-    def with_fuse(flag: bool) -> Callable[[], None]:
+    def with_switch(value: bool) -> Callable[[], None]:
         def run() -> None:
-            models.FUSE_MLP = flag
+            setattr(module, flag, value)
             update()
 
         return run
 
+    off, on = names
     try:
-        res = compare({"plain": with_fuse(False), "fused": with_fuse(True)}, number, 3 * repeats)
+        res = compare({off: with_switch(False), on: with_switch(True)}, number, 3 * repeats)
     finally:
-        models.FUSE_MLP = True
+        setattr(module, flag, True)
         trainer.collector.shutdown()
-    plain, fused = res["plain"] * 1e3, res["fused"] * 1e3
+    t_off, t_on = res[off] * 1e3, res[on] * 1e3
     print(f"{label}, median ms")
-    print(f"  plain {plain:.3f}  fused {fused:.3f}  speed-up {plain / fused:.2f}x")
+    print(f"  {off} {t_off:.3f}  {on} {t_on:.3f}  speed-up {t_off / t_on:.2f}x")
 
 
 def main() -> None:
