@@ -9,7 +9,10 @@ against ~100 us, the same for the transposed products of a backward pass. Its fi
 per call (~13 us against ~3) makes it slower on small products, so only an ``[m, k] @ [k,
 n]`` product with ``k`` and ``n`` of at least 128 and ``m`` of at least 32 takes it (for a
 layer: a batch of 32 or more through 128-wide layers); PPO's 64-wide networks and the
-narrow first and last layers stay on MKL. Measured by ``benchmarks/gemm_backends.py``.
+narrow first and last layers stay on MKL. Measured by ``benchmarks/gemm_backends.py``,
+which also shows the two side by side on another machine; on Intel processors, where MKL
+runs AVX-512 too, they are expected to be close (not measured here), and
+``gemm.USE_ONEDNN = False`` keeps every product on MKL.
 
 :func:`mm` and :func:`addmm` serve the fused MLP and critic-ensemble nodes, which run their
 products outside autograd. Results agree with MKL's to float rounding; both libraries are
