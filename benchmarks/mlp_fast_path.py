@@ -13,7 +13,7 @@ alternating blocks, with the trainer's own thread setting.
 
 Part 3: the same for one SAC update of the default Pendulum recipe (``trainer.optim_steps`` on a
 buffer of 1000 frames). The actor is an ``MLP`` call there; the twin critics are a
-``CriticEnsemble`` of stacked parameters, whose fused node (feature-major batched products,
+``CriticEnsemble`` of stacked parameters, whose fused node (the fused MLP maths copy by copy,
 ``objectives/ensemble.py``) the same flag switches on and off.
 """
 

@@ -10,15 +10,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
 import torch
-from hydra import compose, initialize_config_dir
-
-import rl_trainers.trainers.algorithms.app as app
-from rl_trainers.trainers.algorithms import build_trainer
+from mlp_fast_path import sac_update_fn
 
 
 def main() -> None:
@@ -26,18 +21,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--blocks", type=int, default=4)
     args = parser.parse_args()
-    with initialize_config_dir(config_dir=app.CONFIG_DIR, version_base=None):
-        cfg = compose(
-            config_name="sac_trainer",
-            overrides=["trainer.progress_bar=false", f"trainer.num_threads={args.threads}"],
-        )
-    trainer = build_trainer(cfg, Path(tempfile.mkdtemp(prefix="sac_update_")))
-    collector = iter(trainer.collector)
-    for _ in range(1000):
-        batch = next(collector)
-        for op in trainer._ops["batch_process"]:
-            op(batch)
-    trainer.optim_steps_per_batch = 1
+    update, _ = sac_update_fn([f"trainer.num_threads={args.threads}"])
 
     from stable_baselines3 import SAC
 
@@ -48,7 +32,7 @@ def main() -> None:
     def ours(n: int) -> float:
         start = time.perf_counter()
         for _ in range(n):
-            trainer.optim_steps(batch)
+            update()
         return (time.perf_counter() - start) / n * 1e3
 
     def sb3(n: int) -> float:

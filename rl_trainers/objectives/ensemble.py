@@ -117,7 +117,7 @@ _EnsembleMLP = fused_mlp_node(
     "_EnsembleMLP",
     _ensemble_forward,
     _ensemble_backward,
-    """``apply(acts, biases, x, *params)`` -> ``[num, out, N]``: :func:`_ensemble_forward`
+    """``apply(acts, biases, x, *params)`` -> ``[num, N, out]``: :func:`_ensemble_forward`
     with the hand-written :func:`_ensemble_backward`. Not twice differentiable.""",
 )
 
