@@ -9,7 +9,9 @@ Per batch, with ``pi`` the actor, ``Q_1..Q_n`` the critics and ``Q'`` their targ
 * ``loss_alpha = -mean(log_alpha * (logp + target_entropy))``
 
 The actor runs once on ``s`` (with gradients) and once on ``s'`` (without); the critics run
-once per role (data, actor, target) as one batched ensemble call each.
+once per role (data, actor, target) as one batched ensemble call each. For an MLP TanhNormal
+actor and MLP critics the two paths with gradients run as one autograd node each
+(:mod:`rl_trainers.objectives.sac_terms`); other networks run op by op.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
+from rl_trainers.modules.models import _mlp_forward, fused_mlp_parts
 from rl_trainers.objectives.common import (
     LossModule,
     actor_obs_keys,
@@ -27,7 +30,13 @@ from rl_trainers.objectives.common import (
     discount,
     distance_loss,
 )
-from rl_trainers.objectives.ensemble import CriticEnsemble
+from rl_trainers.objectives.ensemble import CriticEnsemble, _ensemble_forward
+from rl_trainers.objectives.sac_terms import (
+    SACActorTerms,
+    SACCriticTerms,
+    fused_sac_actor,
+    tanh_normal_sample,
+)
 
 __all__ = ["SACLoss"]
 
@@ -147,38 +156,10 @@ class SACLoss(LossModule):
         if self._target_entropy is None:
             self._target_entropy = -float(action.shape[len(batch) :].numel())
         alpha = self.alpha
-
-        # actor: s with gradients; s' without (a joint call would back-propagate through both)
-        actor_in = TensorDict({k: td.get(k) for k in self._obs_keys}, batch_size=batch)
-        a_pi, logp_pi = self.actor_network.get_dist(actor_in).rsample_and_log_prob()
-        with torch.no_grad():
-            next_in = TensorDict({k: td.get(("next", k)) for k in self._obs_keys}, batch_size=batch)
-            a_next, logp_next = self.actor_network.get_dist(next_in).rsample_and_log_prob()
-
-        # target
-        with torch.no_grad():
-            target_net = (
-                self.target_qvalue_network_params
-                if self.delay_qvalue
-                else self.qvalue_network_params
-            )
-            q_next = target_net(*self._q_inputs(td, True, a_next)).min(0).values
-            reward = td.get(("next", "reward"))
-            terminated = td.get(("next", "terminated"), None)
-            if terminated is None:
-                terminated = td.get(("next", "done"))
-            not_term = (~terminated.bool()).to(reward.dtype).reshape(reward.shape)
-            gamma = discount(td, self.gamma, reward)
-            next_value = q_next - alpha * logp_next.unsqueeze(-1)
-            target = reward + gamma * not_term * next_value.reshape(reward.shape)
-
-        q_data = self.qvalue_network_params(*self._q_inputs(td, False, action))  # [n_q, *B, 1]
-        dist_q = distance_loss(q_data, target.unsqueeze(0), self.loss_function)
-        loss_q = 0.5 * dist_q.reshape(self.num_qvalue_nets, -1).mean(1).sum()
-        q_pi = (
-            self.qvalue_network_params(*self._q_inputs(td, False, a_pi), detach=True).min(0).values
-        )
-        loss_actor = (alpha * logp_pi.unsqueeze(-1) - q_pi).mean()
+        terms = self._one_node_terms(td, action, alpha)
+        if terms is None:
+            terms = self._op_by_op_terms(td, action, alpha)
+        loss_actor, logp_pi, loss_q, q_data, target = terms
         loss_alpha = -(self.log_alpha * (logp_pi.detach() + self._target_entropy)).mean()
 
         with torch.no_grad():
@@ -200,3 +181,98 @@ class SACLoss(LossModule):
         if self.fixed_alpha:
             out["loss_alpha"] = loss_alpha.detach()
         return TensorDict(out, batch_size=[])
+
+    def _target_net(self) -> CriticEnsemble:
+        return (
+            self.target_qvalue_network_params if self.delay_qvalue else self.qvalue_network_params
+        )
+
+    def _target_value(self, td, q_next, logp_next, alpha) -> torch.Tensor:
+        """``r + gamma * (1 - terminated) * (q_next - alpha * logp_next)``, shaped as the reward."""
+        reward = td.get(("next", "reward"))
+        terminated = td.get(("next", "terminated"), None)
+        if terminated is None:
+            terminated = td.get(("next", "done"))
+        not_term = (~terminated.bool()).to(reward.dtype).reshape(reward.shape)
+        gamma = discount(td, self.gamma, reward)
+        next_value = q_next - alpha * logp_next.unsqueeze(-1)
+        return reward + gamma * not_term * next_value.reshape(reward.shape)
+
+    def _op_by_op_terms(self, td, action, alpha) -> tuple:
+        """``(loss_actor, logp_pi, loss_qvalue, q_data [n_q, *B, 1], target)`` as a graph of
+        single ops, for any actor and critic."""
+        batch = td.batch_size
+        # actor: s with gradients; s' without (a joint call would back-propagate through both)
+        actor_in = TensorDict({k: td.get(k) for k in self._obs_keys}, batch_size=batch)
+        a_pi, logp_pi = self.actor_network.get_dist(actor_in).rsample_and_log_prob()
+        with torch.no_grad():
+            next_in = TensorDict({k: td.get(("next", k)) for k in self._obs_keys}, batch_size=batch)
+            a_next, logp_next = self.actor_network.get_dist(next_in).rsample_and_log_prob()
+            q_next = self._target_net()(*self._q_inputs(td, True, a_next)).min(0).values
+            target = self._target_value(td, q_next, logp_next, alpha)
+
+        q_data = self.qvalue_network_params(*self._q_inputs(td, False, action))  # [n_q, *B, 1]
+        dist_q = distance_loss(q_data, target.unsqueeze(0), self.loss_function)
+        loss_q = 0.5 * dist_q.reshape(self.num_qvalue_nets, -1).mean(1).sum()
+        q_pi = (
+            self.qvalue_network_params(*self._q_inputs(td, False, a_pi), detach=True).min(0).values
+        )
+        loss_actor = (alpha * logp_pi.unsqueeze(-1) - q_pi).mean()
+        return loss_actor, logp_pi, loss_q, q_data, target
+
+    def _one_node_terms(self, td, action, alpha) -> tuple | None:
+        """The same as :meth:`_op_by_op_terms` with the actor and critic paths as one
+        autograd node each (:mod:`rl_trainers.objectives.sac_terms`), or None where those
+        do not apply: other network shapes, batches of more than one dim, no gradients,
+        ``torch.compile`` tracing."""
+        actor = fused_sac_actor(self.actor_network)
+        if (
+            actor is None
+            or len(td.batch_size) != 1
+            or "action" not in self._q_in_keys
+            or not torch.is_grad_enabled()
+            or torch.compiler.is_compiling()
+        ):
+            return None
+        mlp, head = actor
+        key = self._obs_keys[0]
+        s, s_next = td.get(key), td.get(("next", key))
+        actor_parts = fused_mlp_parts(mlp, s)
+        data_inputs = self._q_inputs(td, False, action)
+        x = torch.cat(data_inputs, dim=-1)
+        critic = self.qvalue_network_params
+        critic_params = critic._fused_params(x, False)
+        target_params = self._target_net()._fused_params(x, True)
+        if actor_parts is None or critic_params is None or target_params is None:
+            return None
+        acts, biases, actor_params = actor_parts
+        n = s.shape[0]
+        width = [p for p in actor_params if p.dim() == 2][-1].shape[0] // 2
+        if s.dim() != 2 or s_next.shape != s.shape or critic_params[-2].shape[1] != 1:
+            return None
+        eps = torch.randn(n, width, dtype=s.dtype, device=s.device)
+        eps_next = torch.randn(n, width, dtype=s.dtype, device=s.device)
+        critic_net = (critic._act_codes, critic._has_bias)
+        with torch.no_grad():
+            out_next = _mlp_forward(s_next, acts, biases, actor_params, None)
+            a_next, logp_next, _ = tanh_normal_sample(out_next, eps_next, head)
+            x_next = torch.cat(self._q_inputs(td, True, a_next), dim=-1)
+            q_next = _ensemble_forward(x_next, *critic_net, target_params, None).min(0).values
+            target = self._target_value(td, q_next, logp_next, alpha).reshape(n, 1)
+        loss_q, q_data = SACCriticTerms.apply(
+            critic_net, self.loss_function, x, target, *critic_params
+        )
+        slot = self._q_in_keys.index("action")
+        sides = [data_inputs[:slot], data_inputs[slot + 1 :]]
+        sides = tuple(torch.cat(side, dim=-1) if side else None for side in sides)
+        loss_actor, logp_pi = SACActorTerms.apply(
+            ((acts, biases, len(actor_params)), critic_net),
+            head,
+            s,
+            eps,
+            alpha,
+            sides,
+            *actor_params,
+            *(p.detach() for p in critic_params),
+        )
+        return loss_actor, logp_pi, loss_q, q_data, target
