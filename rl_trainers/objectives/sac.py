@@ -22,7 +22,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rl_trainers.modules.models import _mlp_forward, fused_mlp_parts
+from rl_trainers.modules.models import fused_mlp_parts
 from rl_trainers.objectives.common import (
     LossModule,
     actor_obs_keys,
@@ -30,12 +30,13 @@ from rl_trainers.objectives.common import (
     discount,
     distance_loss,
 )
-from rl_trainers.objectives.ensemble import CriticEnsemble, _ensemble_forward
+from rl_trainers.objectives.ensemble import CriticEnsemble
 from rl_trainers.objectives.sac_terms import (
     SACActorTerms,
     SACCriticTerms,
+    SACNets,
     fused_sac_actor,
-    tanh_normal_sample,
+    sac_forward,
 )
 
 __all__ = ["SACLoss"]
@@ -252,27 +253,25 @@ class SACLoss(LossModule):
             return None
         eps = torch.randn(n, width, dtype=s.dtype, device=s.device)
         eps_next = torch.randn(n, width, dtype=s.dtype, device=s.device)
-        critic_net = (critic._act_codes, critic._has_bias)
-        with torch.no_grad():
-            out_next = _mlp_forward(s_next, acts, biases, actor_params, None)
-            a_next, logp_next, _ = tanh_normal_sample(out_next, eps_next, head)
-            x_next = torch.cat(self._q_inputs(td, True, a_next), dim=-1)
-            q_next = _ensemble_forward(x_next, *critic_net, target_params, None).min(0).values
-            target = self._target_value(td, q_next, logp_next, alpha).reshape(n, 1)
-        loss_q, q_data = SACCriticTerms.apply(
-            critic_net, self.loss_function, x, target, *critic_params
+        nets = SACNets(
+            (acts, biases), (critic._act_codes, critic._has_bias), head, self.loss_function
         )
         slot = self._q_in_keys.index("action")
+        next_inputs = self._q_inputs(td, True, action)
         sides = [data_inputs[:slot], data_inputs[slot + 1 :]]
-        sides = tuple(torch.cat(side, dim=-1) if side else None for side in sides)
-        loss_actor, logp_pi = SACActorTerms.apply(
-            ((acts, biases, len(actor_params)), critic_net),
-            head,
+        next_sides = [next_inputs[:slot], next_inputs[slot + 1 :]]
+        fwd = sac_forward(
+            nets,
             s,
-            eps,
+            s_next,
+            (eps, eps_next),
+            x,
+            tuple(torch.cat(side, dim=-1) if side else None for side in sides),
+            tuple(torch.cat(side, dim=-1) if side else None for side in next_sides),
             alpha,
-            sides,
-            *actor_params,
-            *(p.detach() for p in critic_params),
+            lambda q_next, logp_next: self._target_value(td, q_next, logp_next, alpha),
+            (actor_params, critic_params, target_params),
         )
-        return loss_actor, logp_pi, loss_q, q_data, target
+        loss_q = SACCriticTerms.apply(nets, fwd, *critic_params)
+        loss_actor, logp_pi = SACActorTerms.apply(nets, fwd, *actor_params)
+        return loss_actor, logp_pi, loss_q, fwd.q_data, fwd.target

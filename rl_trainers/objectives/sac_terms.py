@@ -43,7 +43,15 @@ from rl_trainers.objectives.common import distance_loss
 from rl_trainers.objectives.ensemble import _ensemble_backward, _ensemble_forward
 from rl_trainers.objectives.ppo_head import _critic_distance_grad
 
-__all__ = ["SACActorTerms", "SACCriticTerms", "TanhNormalHead", "fused_sac_actor"]
+__all__ = [
+    "SACActorTerms",
+    "SACCriticTerms",
+    "SACForward",
+    "SACNets",
+    "TanhNormalHead",
+    "fused_sac_actor",
+    "sac_forward",
+]
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 _LOG2 = math.log(2.0)
@@ -136,108 +144,177 @@ def _unpack(saved, sizes):
     return groups
 
 
-class SACActorTerms(torch.autograd.Function):
-    """``apply(nets, head, s, eps, alpha, critic_sides, *params)`` ->
-    ``(loss_actor, log_prob [N])``.
+class SACNets(NamedTuple):
+    """The networks' fused-maths layouts: ``(acts, biases)`` of the actor MLP and of the
+    critics, how the actor's output becomes a TanhNormal, and the critic distance."""
 
-    ``nets = ((actor_acts, actor_biases, n_actor_params), (critic_acts, critic_biases))``;
-    ``params`` are the actor's parameters, then the critics' stacked ones (detached: the
-    actor loss gives them no gradient). The critics read ``cat([left, a~, right])`` with
-    ``critic_sides = (left, right)`` (either may be None); ``alpha`` is the temperature (no
-    gradient). ``log_prob`` carries no gradient (for the temperature loss and diagnostics).
-    Not twice differentiable.
+    actor: tuple
+    critic: tuple
+    head: TanhNormalHead
+    loss_function: str
+
+
+class SACForward(NamedTuple):
+    """The losses of one batch and what the two backward nodes read. Rows ``[:n]`` of the
+    actor's inputs and activations are ``s``, rows ``[n:]`` ``s'``; rows ``[:n]`` of the
+    critics' are the replay data ``(s, a)``, rows ``[n:]`` the policy's ``(s, a~)``."""
+
+    loss_actor: torch.Tensor
+    loss_qvalue: torch.Tensor
+    log_prob: torch.Tensor  # log p(a~ | s), [n]
+    q_data: torch.Tensor  # [num, n, 1]
+    target: torch.Tensor  # [n, 1]
+    actor_x: torch.Tensor
+    actor_outs: list
+    head_saved: tuple
+    critic_x: torch.Tensor
+    critic_outs: list
+    critic_params: tuple  # detached
+    diff: torch.Tensor  # q_data - target
+    index: torch.Tensor  # which critic attained the minimum on (s, a~), [n, 1]
+    alpha: torch.Tensor
+    action_cols: tuple  # (first column, width) of the action in the critics' input
+
+
+def _with_action(sides: tuple, action: torch.Tensor) -> torch.Tensor:
+    left, right = sides
+    return torch.cat([p for p in (left, action, right) if p is not None], dim=-1)
+
+
+@torch.no_grad()
+def sac_forward(
+    nets: SACNets,
+    s: torch.Tensor,
+    s_next: torch.Tensor,
+    noise: tuple,
+    x_data: torch.Tensor,
+    sides: tuple,
+    next_sides: tuple,
+    alpha: torch.Tensor,
+    target_value,
+    params: tuple,
+) -> SACForward:
+    """Both losses' forward, without autograd.
+
+    ``noise = (eps, eps_next)`` for the samples on ``s`` and ``s'``; ``x_data`` the critics'
+    input on the replay data; ``sides``/``next_sides`` the critic inputs left and right of
+    the action (either may be None) on ``s`` and ``s'``; ``target_value(q_next, log_prob_next)``
+    the TD target; ``params = (actor, critics, target critics)`` parameter lists. The actor
+    runs once on ``[s; s']`` and the critics once on ``[(s, a); (s, a~)]``.
+    """
+    actor_params, critic_params, target_params = params
+    n = s.shape[0]
+    actor_x = torch.cat([s, s_next])
+    actor_outs: list[torch.Tensor] = []
+    out = _mlp_forward(actor_x, *nets.actor, actor_params, actor_outs)
+    action, log_prob, head_saved = tanh_normal_sample(out, torch.cat(noise), nets.head)
+    x_next = _with_action(next_sides, action[n:])
+    q_next = _ensemble_forward(x_next, *nets.critic, target_params, None).min(0).values
+    target = target_value(q_next, log_prob[n:]).reshape(n, 1)
+    critic_x = torch.cat([x_data, _with_action(sides, action[:n])])
+    critic_params = tuple(p.detach() for p in critic_params)
+    critic_outs: list[torch.Tensor] = []
+    q = _ensemble_forward(critic_x, *nets.critic, critic_params, critic_outs)
+    q_data = q[:, :n]
+    q_min, index = q[:, n:].min(0)
+    log_prob = log_prob[:n]
+    loss_actor = (alpha * log_prob.unsqueeze(-1) - q_min).mean()
+    distance = distance_loss(q_data, target, nets.loss_function)
+    loss_qvalue = 0.5 * distance.reshape(q.shape[0], -1).mean(1).sum()
+    left = sides[0]
+    return SACForward(
+        loss_actor, loss_qvalue, log_prob, q_data, target, actor_x, actor_outs, head_saved,
+        critic_x, critic_outs, critic_params, q_data - target, index, alpha,
+        (0 if left is None else left.shape[-1], action.shape[-1]),
+    )  # fmt: skip
+
+
+def _rows(tensors, rows: slice) -> list[torch.Tensor]:
+    return [t[rows] for t in tensors]
+
+
+class SACActorTerms(torch.autograd.Function):
+    """``apply(nets, fwd, *actor_params)`` -> ``(loss_actor, log_prob [n])`` of a
+    :func:`sac_forward` result ``fwd``; the backward gives the actor's parameters their
+    gradients (the critics' stay untouched). ``log_prob`` carries no gradient (for the
+    temperature loss and diagnostics). Not twice differentiable.
     """
 
     @staticmethod
-    def forward(ctx, nets, head, s, eps, alpha, critic_sides, *params):
-        (actor_acts, actor_biases, n_actor), (critic_acts, critic_biases) = nets
-        actor_params, critic_params = params[:n_actor], params[n_actor:]
-        actor_outs: list[torch.Tensor] = []
-        out = _mlp_forward(s, actor_acts, actor_biases, actor_params, actor_outs)
-        action, log_prob, head_saved = tanh_normal_sample(out, eps, head)
-        left, right = critic_sides
-        x = torch.cat([p for p in (left, action, right) if p is not None], dim=-1)
-        critic_outs: list[torch.Tensor] = []
-        q = _ensemble_forward(x, critic_acts, critic_biases, critic_params, critic_outs)
-        q_min, index = q.min(0)
-        loss = (alpha * log_prob.unsqueeze(-1) - q_min).mean()
-        ctx.save_for_backward(s, x, alpha, index, *params, *actor_outs, *critic_outs, *head_saved)
-        ctx.layout = (nets, head.scale_lb, len(params), len(actor_outs), len(critic_outs))
-        ctx.action_cols = (0 if left is None else left.shape[-1], action.shape[-1])
-        ctx.mark_non_differentiable(log_prob)
-        return loss, log_prob
+    def forward(ctx, nets: SACNets, fwd: SACForward, *actor_params):
+        n = fwd.log_prob.shape[0]
+        first, rest = slice(None, n), slice(n, None)
+        ctx.save_for_backward(
+            fwd.alpha,
+            fwd.index,
+            fwd.actor_x[first],
+            fwd.critic_x[rest],
+            *actor_params,
+            *fwd.critic_params,
+            *_rows(fwd.actor_outs, first),
+            *_rows(fwd.head_saved, first),
+            *_rows(fwd.critic_outs, rest),
+        )
+        ctx.layout = (
+            nets,
+            len(actor_params),
+            len(fwd.critic_params),
+            len(fwd.actor_outs),
+            len(fwd.head_saved),
+        )
+        ctx.action_cols = fwd.action_cols
+        ctx.mark_non_differentiable(fwd.log_prob)
+        return fwd.loss_actor, fwd.log_prob
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, g_loss, _g_log_prob):
-        nets, scale_lb, n_params, n_actor_outs, n_critic_outs = ctx.layout
-        (actor_acts, actor_biases, n_actor), (critic_acts, critic_biases) = nets
-        s, x, alpha, index, *rest = ctx.saved_tensors
-        params, actor_outs, critic_outs, head_saved = _unpack(
-            rest, (n_params, n_actor_outs, n_critic_outs, 6)
+        nets, n_actor, n_critic, n_actor_outs, n_head = ctx.layout
+        alpha, index, s, x, *rest = ctx.saved_tensors
+        actor_params, critic_params, actor_outs, head_saved, critic_outs = _unpack(
+            rest, (n_actor, n_critic, n_actor_outs, n_head, len(rest))
         )
-        actor_params, critic_params = params[:n_actor], params[n_actor:]
         n = s.shape[0]
-        # the minimum over critics: -g/N to the critic that attained it, row by row
+        # the minimum over critics: -g/n to the critic that attained it, row by row
         g_q = torch.zeros((len(critic_params[0]), *index.shape), dtype=s.dtype)
         g_q.scatter_(0, index.unsqueeze(0), (-g_loss / n).expand(1, *index.shape))
         g_x, _ = _ensemble_backward(
-            g_q,
-            x,
-            critic_acts,
-            critic_biases,
-            critic_params,
-            critic_outs,
-            True,
-            (False,) * len(critic_params),
+            g_q, x, *nets.critic, critic_params, critic_outs, True, (False,) * n_critic
         )
         start, width = ctx.action_cols
         g_log_prob = (g_loss * alpha / n).expand(n, 1)
         g_out = tanh_normal_backward(
-            g_x[:, start : start + width], g_log_prob, head_saved, scale_lb
+            g_x[:, start : start + width], g_log_prob, head_saved, nets.head.scale_lb
         )
-        _, actor_grads = mlp_backward(
-            g_out,
-            s,
-            actor_acts,
-            actor_biases,
-            actor_params,
-            actor_outs,
-            False,
-            ctx.needs_input_grad[6 : 6 + n_actor],
+        _, grads = mlp_backward(
+            g_out, s, *nets.actor, actor_params, actor_outs, False, ctx.needs_input_grad[2:]
         )
-        return (None,) * 6 + (*actor_grads,) + (None,) * (n_params - n_actor)
+        return (None, None, *grads)
 
 
 class SACCriticTerms(torch.autograd.Function):
-    """``apply(nets, loss_function, x, target, *params)`` -> ``(loss_qvalue, q)``.
-
-    The critic ensemble ``nets = (acts, biases)`` with stacked ``params`` on ``x [N, in]``,
-    ``q [num, N, 1]`` (no gradient, for diagnostics), and
-    ``loss_qvalue = 0.5 * sum_i mean(distance(q_i, target))`` for ``target [N, 1]``. Not
+    """``apply(nets, fwd, *critic_params)`` -> ``loss_qvalue`` of a :func:`sac_forward`
+    result ``fwd``; the backward gives the critics' stacked parameters their gradients. Not
     twice differentiable.
     """
 
     @staticmethod
-    def forward(ctx, nets, loss_function, x, target, *params):
-        acts, biases = nets
-        outs: list[torch.Tensor] = []
-        q = _ensemble_forward(x, acts, biases, params, outs)
-        distance = distance_loss(q, target, loss_function)
-        loss = 0.5 * distance.reshape(q.shape[0], -1).mean(1).sum()
-        ctx.save_for_backward(x, q - target, *params, *outs)
-        ctx.layout = (nets, loss_function, len(params))
-        ctx.mark_non_differentiable(q)
-        return loss, q
+    def forward(ctx, nets: SACNets, fwd: SACForward, *critic_params):
+        data = slice(None, fwd.diff.shape[1])
+        ctx.save_for_backward(
+            fwd.critic_x[data], fwd.diff, *critic_params, *_rows(fwd.critic_outs, data)
+        )
+        ctx.layout = (nets, len(critic_params))
+        return fwd.loss_qvalue
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx, g_loss, _g_q):
-        (acts, biases), loss_function, n_params = ctx.layout
+    def backward(ctx, g_loss):
+        nets, n_params = ctx.layout
         x, diff, *rest = ctx.saved_tensors
         params, outs = rest[:n_params], rest[n_params:]
-        g_q = _critic_distance_grad(diff, loss_function) * (0.5 * g_loss / diff[0].numel())
+        g_q = _critic_distance_grad(diff, nets.loss_function) * (0.5 * g_loss / diff[0].numel())
         _, grads = _ensemble_backward(
-            g_q, x, acts, biases, params, outs, False, ctx.needs_input_grad[4:]
+            g_q, x, *nets.critic, params, outs, False, ctx.needs_input_grad[2:]
         )
-        return (None,) * 4 + tuple(grads)
+        return (None, None, *grads)
