@@ -22,7 +22,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rl_trainers.modules.models import fused_mlp_parts
+from rl_trainers.modules.models import fused_mlp_parts, has_hooks
 from rl_trainers.objectives.common import (
     LossModule,
     actor_obs_keys,
@@ -242,14 +242,18 @@ class SACLoss(LossModule):
         data_inputs = self._q_inputs(td, False, action)
         x = torch.cat(data_inputs, dim=-1)
         critic = self.qvalue_network_params
+        target = self._target_net()
+        if not critic._fast or has_hooks(critic) or has_hooks(target):
+            return None  # not plain MLPs, or hooks that must see the critics called
         critic_params = critic._fused_params(x, False)
-        target_params = self._target_net()._fused_params(x, True)
+        target_params = target._fused_params(x, True)
         if actor_parts is None or critic_params is None or target_params is None:
             return None
         acts, biases, actor_params = actor_parts
         n = s.shape[0]
         width = [p for p in actor_params if p.dim() == 2][-1].shape[0] // 2
-        if s.dim() != 2 or s_next.shape != s.shape or critic_params[-2].shape[1] != 1:
+        single_output = [p for p in critic_params if p.dim() == 3][-1].shape[1] == 1
+        if s.dim() != 2 or s_next.shape != s.shape or not single_output:
             return None
         eps = torch.randn(n, width, dtype=s.dtype, device=s.device)
         eps_next = torch.randn(n, width, dtype=s.dtype, device=s.device)

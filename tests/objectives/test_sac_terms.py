@@ -3,6 +3,7 @@
 import pytest
 import torch
 from tensordict import TensorDict
+from tensordict.nn import TensorDictModule
 from torch import nn
 
 from rl_trainers.envs.specs import Bounded, Composite, Unbounded
@@ -167,6 +168,27 @@ def test_other_actors_and_batches_take_the_op_by_op_path():
     out = loss(td)
     assert type(out["loss_qvalue"].grad_fn).__name__ != "SACCriticTermsBackward"
     assert td["td_error"].shape == (4, 4)
+
+    # a critic that is not a plain MLP
+    class SinCritic(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.hidden, self.out = nn.Linear(4, 8), nn.Linear(8, 1)
+
+        def forward(self, obs, action):
+            return self.out(torch.sin(self.hidden(torch.cat([obs, action], -1))))
+
+    critic = TensorDictModule(SinCritic(), in_keys=["observation", "action"], out_keys=["q"])
+    loss = SACLoss(make_actor(OBS, SPEC_1D, num_cells=(8,)), critic, action_spec=SPEC_1D)
+    out = loss(_batch(16, 1))
+    assert type(out["loss_qvalue"].grad_fn).__name__ != "SACCriticTermsBackward"
+    (out["loss_actor"] + out["loss_qvalue"]).backward()
+    # a hook on the critics
+    loss = _sac(SPEC_1D)
+    calls = []
+    loss.qvalue_network_params.register_forward_hook(lambda *args: calls.append(1))
+    out = loss(_batch(16, 1))
+    assert calls and type(out["loss_actor"].grad_fn).__name__ != "SACActorTermsBackward"
     # no gradients: the same values as with them
     loss = _sac(SPEC_1D)
     td = _batch(16, 1)
