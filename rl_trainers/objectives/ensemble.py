@@ -71,8 +71,9 @@ def _reinit(module: nn.Module) -> None:
             sub.reset_parameters()
 
 
-def _copy_params(params, c: int) -> list[torch.Tensor]:
-    return [p[c] for p in params]
+def _per_copy(params) -> list[tuple[torch.Tensor, ...]]:
+    """The parameters of each copy (views of the stacked ones), copy by copy."""
+    return list(zip(*(p.unbind(0) for p in params), strict=True))
 
 
 def _ensemble_forward(x, acts, biases, params, saved: list | None) -> torch.Tensor:
@@ -82,9 +83,7 @@ def _ensemble_forward(x, acts, biases, params, saved: list | None) -> torch.Tens
     order; each copy runs the fused MLP maths (:func:`models._mlp_forward`) on its own views
     of them and appends its saved outputs to ``saved``, copy after copy.
     """
-    outs = [
-        _mlp_forward(x, acts, biases, _copy_params(params, c), saved) for c in range(len(params[0]))
-    ]
+    outs = [_mlp_forward(x, acts, biases, member, saved) for member in _per_copy(params)]
     return torch.stack(outs)
 
 
@@ -96,13 +95,13 @@ def _ensemble_backward(grad, x, acts, biases, params, outs, needs_x, needs_param
     per_copy = len(outs) // num
     grad_x = None
     copy_grads = []
-    for c in range(num):
+    for c, member in enumerate(_per_copy(params)):
         gx, grads = mlp_backward(
             grad[c],
             x,
             acts,
             biases,
-            _copy_params(params, c),
+            member,
             outs[c * per_copy : (c + 1) * per_copy],
             needs_x,
             needs_params,
