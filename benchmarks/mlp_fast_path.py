@@ -14,7 +14,8 @@ alternating blocks, with the trainer's own thread setting.
 Part 3: the same for one SAC update of the default Pendulum recipe (``trainer.optim_steps`` on a
 buffer of 1000 frames). The actor is an ``MLP`` call there; the twin critics are a
 ``CriticEnsemble`` of stacked parameters, whose fused node (the fused MLP maths copy by copy,
-``objectives/ensemble.py``) the same flag switches on and off.
+``objectives/ensemble.py``) the same flag switches on and off. Then, with the fused nodes on,
+SAC's loss op by op around them against its two one-node paths (``sac_terms.ONE_NODE``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import torch
 from torch import nn
 
 from rl_trainers.modules import MLP, models
+from rl_trainers.objectives import sac_terms
 
 
 def _block(fn: Callable[[], None], n: int) -> float:
@@ -134,6 +136,8 @@ def sac_update(repeats: int) -> None:
     update, trainer = sac_update_fn()
     label = f"SAC update (batch 256, {torch.get_num_threads()} threads)"
     switch_ab(label, update, 30, repeats, trainer, models, "FUSE_MLP")
+    names = ("loss op by op", "one node per path")
+    switch_ab(label, update, 30, repeats, trainer, sac_terms, "ONE_NODE", names)
 
 
 def switch_ab(label, update, number, repeats, trainer, module, flag, names=("plain", "fused")):

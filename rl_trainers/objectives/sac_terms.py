@@ -23,7 +23,8 @@ The target ``y`` needs no gradient and runs as plain tensor code (:func:`tanh_no
 for ``a'``). :class:`~rl_trainers.objectives.SACLoss` takes this path when the networks have
 these shapes (:func:`fused_sac_actor`) and falls back to the op-by-op graph otherwise; the
 two agree to float rounding, draw the same noise, and leave ``.grad`` as the op-by-op graph
-would (tests/objectives/test_sac_terms.py). ``models.FUSE_MLP = False`` turns both off.
+would (tests/objectives/test_sac_terms.py). ``ONE_NODE = False`` (or ``models.FUSE_MLP =
+False``, which also runs the networks layer by layer) turns them off.
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ __all__ = [
     "sac_forward",
 ]
 
+#: Set to False to compute SAC's losses op by op around the fused MLP and critic-ensemble
+#: nodes (``benchmarks/mlp_fast_path.py`` times both).
+ONE_NODE = True
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 _LOG2 = math.log(2.0)
 _SOFTPLUS_THRESHOLD = 20.0  # F.softplus's default

@@ -8,7 +8,7 @@ from torch import nn
 
 from rl_trainers.envs.specs import Bounded, Composite, Unbounded
 from rl_trainers.modules import make_actor, make_qvalue, models
-from rl_trainers.objectives import SACLoss
+from rl_trainers.objectives import SACLoss, sac_terms
 
 OBS = Composite(observation=Unbounded(shape=(3,)))
 LOSS_KEYS = ("loss_actor", "loss_qvalue", "loss_alpha", "alpha", "entropy", "q_mean", "td_error")
@@ -151,6 +151,19 @@ def test_critic_changed_in_place_before_backward_raises(monkeypatch):
         loss.qvalue_network_params.weight1.add_(1.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         out["loss_qvalue"].backward()
+
+
+def test_switch_off_runs_op_by_op_over_the_fused_nodes(monkeypatch):
+    loss = _sac(SPEC_1D)
+    td = _batch(32, 1)
+    torch.manual_seed(1)
+    one_node = loss(td.clone())
+    monkeypatch.setattr(sac_terms, "ONE_NODE", False)
+    torch.manual_seed(1)
+    op_by_op = loss(td.clone())
+    assert type(op_by_op["loss_actor"].grad_fn).__name__ != "SACActorTermsBackward"
+    for key in LOSS_KEYS:
+        torch.testing.assert_close(op_by_op[key], one_node[key])
 
 
 def test_other_actors_and_batches_take_the_op_by_op_path():
