@@ -171,15 +171,12 @@ class SACLoss(LossModule):
                     "td_error",
                     td_error.reshape(batch) if td_error.numel() == batch.numel() else td_error,
                 )
-        out = {
-            "loss_actor": loss_actor,
-            "loss_qvalue": loss_q,
-            "loss_alpha": loss_alpha,
-            "alpha": alpha,
-            "entropy": -logp_pi.detach().mean(),
-            "q_mean": q_data.detach().mean(),
-            "td_error": td_error.mean(),
-        }
+        out = {"loss_actor": loss_actor, "loss_qvalue": loss_q, "loss_alpha": loss_alpha}
+        out["alpha"] = alpha
+        if self.diagnostics:
+            out["entropy"] = -logp_pi.detach().mean()
+            out["q_mean"] = q_data.detach().mean()
+            out["td_error"] = td_error.mean()
         if self.fixed_alpha:
             out["loss_alpha"] = loss_alpha.detach()
         return TensorDict(out, batch_size=[])

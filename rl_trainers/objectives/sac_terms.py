@@ -1,30 +1,33 @@
 """SAC's two gradient paths as autograd nodes with closed-form backwards.
 
 Op by op, a SAC loss is ~200 small ops forward and as many backward nodes around its sixteen
-matrix products; at SAC's 256-wide networks the products run near the core's peak and the
-small ops and their autograd bookkeeping are most of what is left. For the usual networks
+256-wide matrix products; the products run near the core's peak, and the small ops and their
+autograd bookkeeping are most of what is left. For the usual networks
 (an MLP actor whose output a :class:`~tensordict.nn.NormalParamExtractor` splits into a
 TanhNormal's location and scale, plain MLP critics in a
-:class:`~rl_trainers.objectives.ensemble.CriticEnsemble`) the two paths that carry
-gradients run as one node each:
+:class:`~rl_trainers.objectives.ensemble.CriticEnsemble`), :func:`sac_forward` computes the
+whole forward without autograd, in fewer and larger products (the actor once on ``[s; s']``,
+the critics once on ``[(s, a); (s, a~)]``, the target critics on ``(s', a')``), and the two
+losses that carry gradients become one autograd node each:
 
-* :class:`SACActorTerms`: the actor on ``s``, the reparameterised TanhNormal sample ``a~`` and
-  its log-density, the critics (parameters detached) on ``(s, a~)``, their minimum and
-  ``loss_actor = mean(alpha * log p(a~) - min_i Q_i(s, a~))``. Backward: the minimum routes
-  ``-1/N`` to the critic that attained it, the critics' input gradient gives ``d / d a~``,
-  then, with ``u = loc + scale * eps`` and ``t = tanh(u)``,
-  ``d a~ / d u = half * (1 - t^2)``, ``d log p / d u = 2 t`` (the log-det term),
-  ``d log p / d scale = -1 / scale`` (plus ``eps`` through ``u``), and the biased softplus and
-  its clamp give the gradient of the actor's raw scale output.
-* :class:`SACCriticTerms`: the critics on the replay data and
-  ``loss_qvalue = 0.5 * sum_i mean(distance(Q_i(s, a), y))``.
+* :class:`SACActorTerms`, ``loss_actor = mean(alpha * log p(a~) - min_i Q_i(s, a~))``, the
+  critics' parameters detached. Backward: the minimum routes ``-1/N`` to the critic that
+  attained it, the critics' input gradient gives ``d / d a~``, then, with
+  ``u = loc + scale * eps`` and ``t = tanh(u)``, ``d a~ / d u = half * (1 - t^2)``,
+  ``d log p / d u = 2 t`` (the log-det term), ``d log p / d scale = -1 / scale`` (plus ``eps``
+  through ``u``), and the biased softplus and its clamp give the gradient of the actor's raw
+  scale output; then the actor MLP's hand-written backward.
+* :class:`SACCriticTerms`, ``loss_qvalue = 0.5 * sum_i mean(distance(Q_i(s, a), y))``: the
+  critics' backward on the replay rows.
 
-The target ``y`` needs no gradient and runs as plain tensor code (:func:`tanh_normal_sample`
-for ``a'``). :class:`~rl_trainers.objectives.SACLoss` takes this path when the networks have
-these shapes (:func:`fused_sac_actor`) and falls back to the op-by-op graph otherwise; the
-two agree to float rounding, draw the same noise, and leave ``.grad`` as the op-by-op graph
-would (tests/objectives/test_sac_terms.py). ``ONE_NODE = False`` (or ``models.FUSE_MLP =
-False``, which also runs the networks layer by layer) turns them off.
+Two nodes rather than one keep the op-by-op graph's behaviour: ``loss_actor.backward()`` and
+``loss_qvalue.backward()`` may be called one after the other, a backward of one loss leaves
+the other's parameters' ``.grad`` at None, and changing a parameter in place between the
+forward and the backward raises. :class:`~rl_trainers.objectives.SACLoss` takes this path
+when the networks have these shapes (:func:`fused_sac_actor`) and falls back to the op-by-op
+graph otherwise; the two agree to float rounding and draw the same noise
+(tests/objectives/test_sac_terms.py). ``ONE_NODE = False`` (or ``models.FUSE_MLP = False``,
+which also runs the networks layer by layer) turns it off.
 """
 
 from __future__ import annotations

@@ -166,6 +166,19 @@ def test_switch_off_runs_op_by_op_over_the_fused_nodes(monkeypatch):
         torch.testing.assert_close(op_by_op[key], one_node[key])
 
 
+def test_diagnostics_only_when_asked():
+    loss = _sac(SPEC_1D)
+    td = _batch(16, 1)
+    torch.manual_seed(1)
+    full = loss(td.clone())
+    loss.diagnostics = False  # what the trainer sets for batches whose losses are not logged
+    torch.manual_seed(1)
+    lean = loss(td.clone())
+    assert set(full.keys()) - set(lean.keys()) == {"entropy", "q_mean", "td_error"}
+    for key in lean.keys():
+        torch.testing.assert_close(lean[key], full[key])
+
+
 def test_other_actors_and_batches_take_the_op_by_op_path():
     # a scale mapping other than the biased softplus
     loss = _sac(SPEC_1D)
