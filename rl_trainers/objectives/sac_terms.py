@@ -285,14 +285,21 @@ class SACActorTerms(torch.autograd.Function):
         # the minimum over critics: -g/n to the critic that attained it, row by row
         g_q = torch.zeros((len(critic_params[0]), *index.shape), dtype=s.dtype)
         g_q.scatter_(0, index.unsqueeze(0), (-g_loss / n).expand(1, *index.shape))
-        g_x, _ = _ensemble_backward(
-            g_q, x, *nets.critic, critic_params, critic_outs, True, (False,) * n_critic
-        )
+        # only the action's columns of the critics' input gradient: the first layer's
+        # weights sliced to them
         start, width = ctx.action_cols
-        g_log_prob = (g_loss * alpha / n).expand(n, 1)
-        g_out = tanh_normal_backward(
-            g_x[:, start : start + width], g_log_prob, head_saved, nets.head.scale_lb
+        action_weights = critic_params[0][:, :, start : start + width]
+        g_action, _ = _ensemble_backward(
+            g_q,
+            x,
+            *nets.critic,
+            (action_weights, *critic_params[1:]),
+            critic_outs,
+            True,
+            (False,) * n_critic,
         )
+        g_log_prob = (g_loss * alpha / n).expand(n, 1)
+        g_out = tanh_normal_backward(g_action, g_log_prob, head_saved, nets.head.scale_lb)
         _, grads = mlp_backward(
             g_out, s, *nets.actor, actor_params, actor_outs, False, ctx.needs_input_grad[2:]
         )
