@@ -157,11 +157,17 @@ class TanhNormal:
 
     def rsample_and_log_prob(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Draws a reparameterised action and its log-density in one pass (no atanh)."""
-        noise = torch.randn_like(self.loc)
-        u = self.loc + self.scale * noise
-        action = self._mid + self._half * torch.tanh(u)
-        log_prob = self._sum_event(self._base_log_prob(noise) - self._log_det(u))
+        _, action, log_prob = self.from_noise(torch.randn_like(self.loc))
         return action, log_prob
+
+    def from_noise(self, noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(tanh(u), action, log_prob)`` for ``u = loc + scale * noise`` and a standard
+        normal ``noise`` shaped like ``loc`` (what :meth:`rsample_and_log_prob` draws)."""
+        u = self.loc + self.scale * noise
+        squashed = torch.tanh(u)
+        action = self._mid + self._half * squashed
+        log_prob = self._sum_event(self._base_log_prob(noise) - self._log_det(u))
+        return squashed, action, log_prob
 
     def sample_and_log_prob(self) -> tuple[torch.Tensor, torch.Tensor]:
         with torch.no_grad():

@@ -171,9 +171,13 @@ class SACLoss(LossModule):
                     "td_error",
                     td_error.reshape(batch) if td_error.numel() == batch.numel() else td_error,
                 )
-        out = {"loss_actor": loss_actor, "loss_qvalue": loss_q, "loss_alpha": loss_alpha}
-        out["alpha"] = alpha
-        if self.diagnostics:
+        out = {
+            "loss_actor": loss_actor,
+            "loss_qvalue": loss_q,
+            "loss_alpha": loss_alpha,
+            "alpha": alpha,
+        }
+        if self.diagnostics:  # the trainer asks for them only for logged batches
             out["entropy"] = -logp_pi.detach().mean()
             out["q_mean"] = q_data.detach().mean()
             out["td_error"] = td_error.mean()

@@ -32,7 +32,6 @@ which also runs the networks layer by layer) turns it off.
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import torch
@@ -60,21 +59,18 @@ __all__ = [
 #: Set to False to compute SAC's losses op by op around the fused MLP and critic-ensemble
 #: nodes (``benchmarks/mlp_fast_path.py`` times both).
 ONE_NODE = True
-_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
-_LOG2 = math.log(2.0)
 _SOFTPLUS_THRESHOLD = 20.0  # F.softplus's default
 
 
 class TanhNormalHead(NamedTuple):
     """How the actor's ``[N, 2d]`` output becomes a TanhNormal: ``loc, raw = chunk(2)``,
-    ``scale = max(softplus(raw + shift) + min_val, scale_lb)``, actions
-    ``mid + half * tanh(u)``."""
+    ``scale = max(softplus(raw + shift) + min_val, scale_lb)``, actions in ``[low, high]``."""
 
     shift: float
     min_val: float
     scale_lb: float
-    mid: torch.Tensor
-    half: torch.Tensor
+    low: torch.Tensor | float
+    high: torch.Tensor | float
 
 
 def fused_sac_actor(actor: nn.Module) -> tuple[nn.Sequential, TanhNormalHead] | None:
@@ -101,34 +97,29 @@ def fused_sac_actor(actor: nn.Module) -> tuple[nn.Sequential, TanhNormalHead] | 
     if any(has_hooks(m) for m in (actor, module, net, extractor, mapping)):
         return None
     kwargs = actor._dist_kwargs()
-    low = torch.as_tensor(kwargs.get("low", -1.0))
-    high = torch.as_tensor(kwargs.get("high", 1.0))
     head = TanhNormalHead(
         float(mapping.bias),
         float(mapping.min_val),
         float(extractor.scale_lb),
-        (high + low) / 2,
-        (high - low) / 2,
+        kwargs.get("low", -1.0),
+        kwargs.get("high", 1.0),
     )
     return mlp, head
 
 
 def tanh_normal_sample(out: torch.Tensor, eps: torch.Tensor, head: TanhNormalHead):
     """``(action, log_prob [N], saved)`` from the actor output ``out [N, 2d]`` and the noise
-    ``eps [N, d]``: TanhNormal's ``rsample_and_log_prob`` on NormalParamExtractor's split,
-    in the same ops; ``saved`` is what :func:`tanh_normal_backward` needs."""
+    ``eps [N, d]``: NormalParamExtractor's split and scale, then TanhNormal's sample and
+    log-density (:meth:`~rl_trainers.modules.distributions.TanhNormal.from_noise`); ``saved``
+    is what :func:`tanh_normal_backward` needs."""
     d = out.shape[1] // 2
     loc, raw = out[:, :d], out[:, d:]
     shifted = raw + head.shift
     softplus = F.softplus(shifted) + head.min_val
     scale = softplus.clamp_min(head.scale_lb)
-    u = loc + scale * eps
-    t = torch.tanh(u)
-    mid, half = head.mid.to(out), head.half.to(out)
-    action = mid + half * t
-    log_det = 2.0 * (_LOG2 - u - F.softplus(-2.0 * u)) + half.log()
-    log_prob = ((-0.5 * eps.pow(2) - scale.log() - _HALF_LOG_2PI) - log_det).sum(-1)
-    return action, log_prob, (eps, t, scale, shifted, softplus, half)
+    dist = TanhNormal(loc, scale, head.low, head.high)
+    squashed, action, log_prob = dist.from_noise(eps)
+    return action, log_prob, (eps, squashed, scale, shifted, softplus, dist._half)
 
 
 def tanh_normal_backward(g_action, g_log_prob, saved, scale_lb: float) -> torch.Tensor:
