@@ -57,7 +57,10 @@ def products(repeats: int) -> None:
 def sac(repeats: int, threads: int) -> None:
     update, trainer = sac_update_fn([f"trainer.num_threads={threads}"])
     label = f"SAC update (batch 256, {torch.get_num_threads()} threads)"
-    switch_ab(label, update, 30, repeats, trainer, gemm, "USE_ONEDNN", ("mkl", "onednn"))
+    try:
+        switch_ab(label, update, 30, repeats, gemm, "USE_ONEDNN", ("mkl", "onednn"))
+    finally:
+        trainer.collector.shutdown()
 
 
 def main() -> None:

@@ -107,7 +107,10 @@ def ppo_update(repeats: int) -> None:
         optimizer.step()
 
     label = f"PPO update (minibatch {sub.numel()}, {torch.get_num_threads()} threads)"
-    switch_ab(label, update, 100, repeats, trainer, models, "FUSE_MLP")
+    try:
+        switch_ab(label, update, 100, repeats, models, "FUSE_MLP")
+    finally:
+        trainer.collector.shutdown()
 
 
 def sac_update_fn(overrides: list[str] | None = None):
@@ -135,12 +138,15 @@ def sac_update_fn(overrides: list[str] | None = None):
 def sac_update(repeats: int) -> None:
     update, trainer = sac_update_fn()
     label = f"SAC update (batch 256, {torch.get_num_threads()} threads)"
-    switch_ab(label, update, 30, repeats, trainer, models, "FUSE_MLP")
-    names = ("loss op by op", "one node per path")
-    switch_ab(label, update, 30, repeats, trainer, sac_terms, "ONE_NODE", names)
+    try:
+        switch_ab(label, update, 30, repeats, models, "FUSE_MLP")
+        names = ("loss op by op", "one node per path")
+        switch_ab(label, update, 30, repeats, sac_terms, "ONE_NODE", names)
+    finally:
+        trainer.collector.shutdown()
 
 
-def switch_ab(label, update, number, repeats, trainer, module, flag, names=("plain", "fused")):
+def switch_ab(label, update, number, repeats, module, flag, names=("plain", "fused")):
     """Time ``update`` with the switch ``module.<flag>`` off and on (alternating blocks), print
     the median milliseconds of each and leave the switch on."""
 
@@ -156,7 +162,6 @@ def switch_ab(label, update, number, repeats, trainer, module, flag, names=("pla
         res = compare({off: with_switch(False), on: with_switch(True)}, number, 3 * repeats)
     finally:
         setattr(module, flag, True)
-        trainer.collector.shutdown()
     t_off, t_on = res[off] * 1e3, res[on] * 1e3
     print(f"{label}, median ms")
     print(f"  {off} {t_off:.3f}  {on} {t_on:.3f}  speed-up {t_off / t_on:.2f}x")

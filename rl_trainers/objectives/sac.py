@@ -223,6 +223,13 @@ class SACLoss(LossModule):
         loss_actor = (alpha * logp_pi.unsqueeze(-1) - q_pi).mean()
         return loss_actor, logp_pi, loss_q, q_data, target
 
+    def _critic_sides(self, td: TensorDictBase, obs_next: bool) -> tuple:
+        """The critics' inputs left and right of the action, each concatenated (or None)."""
+        inputs = self._q_inputs(td, obs_next, None)
+        slot = self._q_in_keys.index("action")
+        halves = (inputs[:slot], inputs[slot + 1 :])
+        return tuple(torch.cat(half, dim=-1) if half else None for half in halves)
+
     def _one_node_terms(self, td, action, alpha) -> tuple | None:
         """The same as :meth:`_op_by_op_terms` with the actor and critic paths as one
         autograd node each (:mod:`rl_trainers.objectives.sac_terms`), or None where those
@@ -240,13 +247,12 @@ class SACLoss(LossModule):
         mlp, head = actor
         key = self._obs_keys[0]
         s, s_next = td.get(key), td.get(("next", key))
-        actor_parts = fused_mlp_parts(mlp, s)
-        data_inputs = self._q_inputs(td, False, action)
-        x = torch.cat(data_inputs, dim=-1)
         critic = self.qvalue_network_params
         target = self._target_net()
         if not critic._fast or has_hooks(critic) or has_hooks(target):
             return None  # not plain MLPs, or hooks that must see the critics called
+        actor_parts = fused_mlp_parts(mlp, s)
+        x = torch.cat(self._q_inputs(td, False, action), dim=-1)
         critic_params = critic._fused_params(x, False)
         target_params = target._fused_params(x, True)
         if actor_parts is None or critic_params is None or target_params is None:
@@ -262,18 +268,14 @@ class SACLoss(LossModule):
         nets = SACNets(
             (acts, biases), (critic._act_codes, critic._has_bias), head, self.loss_function
         )
-        slot = self._q_in_keys.index("action")
-        next_inputs = self._q_inputs(td, True, action)
-        sides = [data_inputs[:slot], data_inputs[slot + 1 :]]
-        next_sides = [next_inputs[:slot], next_inputs[slot + 1 :]]
         fwd = sac_forward(
             nets,
             s,
             s_next,
             (eps, eps_next),
             x,
-            tuple(torch.cat(side, dim=-1) if side else None for side in sides),
-            tuple(torch.cat(side, dim=-1) if side else None for side in next_sides),
+            self._critic_sides(td, False),
+            self._critic_sides(td, True),
             alpha,
             lambda q_next, logp_next: self._target_value(td, q_next, logp_next, alpha),
             (actor_params, critic_params, target_params),
