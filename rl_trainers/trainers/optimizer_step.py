@@ -8,7 +8,9 @@ decoupled weight decay) on the same state tensors, so results are bitwise equal 
 ``optimizer.step()`` and checkpoints are unchanged. Anything it does not cover falls back
 to ``optimizer.step()``: other optimisers, non-fused Adam, amsgrad/maximize/capturable,
 tensor learning rates, step hooks, a parameter without a gradient, mixed devices or
-dtypes, and the first step (which creates the state).
+dtypes. The first step creates the state with Adam's own ``_init_group``, as
+``optimizer.step()`` would; unlike ``optimizer.step()`` it does not import ``torch._dynamo``
+(see :mod:`rl_trainers._lazy_dynamo`).
 
 Each parameter's state keeps its own ``step`` counter, as in torch, but the lean path makes
 them views of one tensor per parameter group, so a step increments them all with one op
@@ -60,9 +62,9 @@ def _lean_fused_adam_step(optimizer: torch.optim.Optimizer) -> bool:
         grads = [p.grad for p in params]
         if any(g is None for g in grads):
             return False  # torch skips these parameters; leave that to it
-        states = [state.get(p) for p in params]
-        if any(not s for s in states):
-            return False  # first step: torch creates the state
+        if any(not state.get(p) for p in params):
+            optimizer._init_group(group, [], [], [], [], [], [])  # first step: torch's state
+        states = [state[p] for p in params]
         device, dtype = params[0].device, params[0].dtype
         if any(p.device != device or p.dtype != dtype or p.grad.is_sparse for p in params):
             return False

@@ -80,12 +80,21 @@ def test_state_saved_and_loaded_mid_run_continues_like_torch(tmp_path) -> None:
     assert ref_steps == lean_steps == [7.0] * 4
 
 
-def test_first_step_and_unsupported_cases_fall_back() -> None:
-    net = _net()
+def test_first_step_creates_torchs_state_and_unsupported_cases_fall_back() -> None:
+    net, ref_net = _net(), _net()
     opt = torch.optim.Adam(net.parameters(), lr=1e-2, fused=True)
-    net(torch.randn(3, 4)).sum().backward()
-    assert not _lean_fused_adam_step(opt)  # no state yet: torch.step creates it
-    opt.step()
+    ref_opt = torch.optim.Adam(ref_net.parameters(), lr=1e-2, fused=True)
+    x = torch.randn(3, 4)
+    net(x).sum().backward()
+    ref_net(x).sum().backward()
+    assert _lean_fused_adam_step(opt)  # no state yet: Adam's own initialisation, then a step
+    ref_opt.step()
+    for a, b in zip(ref_net.parameters(), net.parameters(), strict=True):
+        assert torch.equal(a, b)
+        ref_state, state = ref_opt.state[a], opt.state[b]
+        assert ref_state.keys() == state.keys()
+        for name, value in ref_state.items():
+            assert value.dtype == state[name].dtype and torch.equal(value, state[name]), name
     assert _lean_fused_adam_step(opt)
     net[0].weight.grad = None  # torch skips gradient-less parameters: the lean path declines
     assert not _lean_fused_adam_step(opt)
