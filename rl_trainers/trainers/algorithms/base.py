@@ -176,17 +176,20 @@ def build_actor_critic(cfg: DictConfig, env) -> tuple[torch.nn.Module, torch.nn.
 
 
 def prepare_run(cfg: DictConfig, output_dir: Path) -> RunEnvs:
-    """The first steps of every build: check the run directory, seed, set threads, make envs.
+    """The first steps of every build: check the run directory, seed, set threads and the
+    allocator, make envs.
 
     Seeding happens here, before any network is built.
     """
-    from rl_trainers.trainers.helpers import seed_everything
+    from rl_trainers.trainers.helpers import keep_freed_memory, seed_everything
 
     check_output_dir(output_dir, cfg)
     check_network_fits_env(cfg)
     seed_everything(cfg.seed)
     net = cfg.network
     set_num_threads(cfg.trainer.num_threads, max([*net.policy.num_cells, *net.value.num_cells]))
+    if cfg.trainer.keep_freed_memory:
+        keep_freed_memory()
     env = build(cfg, "env")
     env.set_seed(cfg.seed)
     eval_env = build(cfg, "env", num_envs=cfg.eval.episodes, reward_scale=1.0)

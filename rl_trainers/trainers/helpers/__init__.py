@@ -22,6 +22,7 @@ from rl_trainers.trainers.helpers.components import (
     make_sac_loss,
     seed_everything,
 )
+from rl_trainers.trainers.helpers.malloc import keep_freed_memory
 
 __all__ = [
     "activation_class",
@@ -36,6 +37,7 @@ __all__ = [
     "sync_async_collector",
     "sync_sync_collector",
     "transformed_env_constructor",
+    "keep_freed_memory",
     "make_env",
     "make_lr_scheduler",
     "make_ppo_loss",

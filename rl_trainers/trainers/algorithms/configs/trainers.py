@@ -50,6 +50,9 @@ class LoopConfig:
     num_threads: int = config_field(
         0, "torch intra-op threads (0: 2 for nets wider than 128, else 1)"
     )
+    keep_freed_memory: bool = config_field(
+        True, "glibc malloc keeps freed memory for reuse (no page faults per update)"
+    )
 
 
 @dataclass
