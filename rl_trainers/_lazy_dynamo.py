@@ -35,7 +35,7 @@ import torch
 import torch.compiler
 import torch.optim
 
-__all__ = ["install", "is_deferred"]
+__all__ = ["install"]
 
 _DYNAMO = "torch._dynamo"
 # (name of the torch._dynamo decorator, function) pairs waiting for the import
@@ -43,11 +43,6 @@ _pending: list[tuple[str, Callable]] = []
 # undecorated functions whose dynamo-disabled version is preset to themselves
 _preset: list[Callable] = []
 _installed = False
-
-
-def is_deferred() -> bool:
-    """Whether registrations are being held back for a later ``torch._dynamo`` import."""
-    return _installed and _DYNAMO not in sys.modules
 
 
 def _lazy(name: str, real: Callable) -> Callable:

@@ -62,12 +62,12 @@ def _lean_fused_adam_step(optimizer: torch.optim.Optimizer) -> bool:
         grads = [p.grad for p in params]
         if any(g is None for g in grads):
             return False  # torch skips these parameters; leave that to it
-        if any(not state.get(p) for p in params):
-            optimizer._init_group(group, [], [], [], [], [], [])  # first step: torch's state
-        states = [state[p] for p in params]
         device, dtype = params[0].device, params[0].dtype
         if any(p.device != device or p.dtype != dtype or p.grad.is_sparse for p in params):
             return False
+        if any(not state.get(p) for p in params):
+            optimizer._init_group(group, [], [], [], [], [], [])  # first step: torch's state
+        states = [state[p] for p in params]
         plans.append((group, params, grads, states))
     with torch.no_grad():
         for index, (group, params, grads, states) in enumerate(plans):
