@@ -7,11 +7,6 @@ Each case runs in a fresh interpreter: whether torch._dynamo is loaded is proces
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
 
 # what torch._dynamo knows about tensordict and torch.optim once it is loaded
 _FINGERPRINT = """
@@ -43,15 +38,7 @@ print(json.dumps({"allowed": sorted(allowed), "constant": sorted(constant), "dis
 """
 
 
-def _python(code: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout.strip().splitlines()[-1]
-
-
-def test_eager_training_and_checkpoints_do_not_load_dynamo(tmp_path) -> None:
+def test_eager_training_and_checkpoints_do_not_load_dynamo(fresh_python, tmp_path) -> None:
     """A SAC run (optimiser built, first and later steps, checkpoint saved and resumed) and
     a PPO run through their Hydra recipes, without torch._dynamo."""
     code = f"""
@@ -69,17 +56,17 @@ run("sac", "trainer.total_frames=400", "trainer.resume=true", f"hydra.run.dir={{
 run("ppo", "trainer.total_frames=512", f"hydra.run.dir={{out}}/ppo")
 print("torch._dynamo" in sys.modules)
 """
-    assert _python(code) == "False"
+    assert fresh_python(code) == "False"
 
 
-def test_a_later_import_sets_up_what_an_eager_import_does() -> None:
-    eager = json.loads(_python("import torch._dynamo, rl_trainers" + _FINGERPRINT))
-    deferred = json.loads(_python("import rl_trainers" + _FINGERPRINT))
+def test_a_later_import_sets_up_what_an_eager_import_does(fresh_python) -> None:
+    eager = json.loads(fresh_python("import torch._dynamo, rl_trainers" + _FINGERPRINT))
+    deferred = json.loads(fresh_python("import rl_trainers" + _FINGERPRINT))
     assert eager["allowed"] and eager["constant"] and "zero_grad" in eager["disabled"]
     assert deferred == eager
 
 
-def test_compiling_after_the_deferral_works() -> None:
+def test_compiling_after_the_deferral_works(fresh_python) -> None:
     code = """
 import sys, torch
 import rl_trainers
@@ -98,4 +85,4 @@ opt.step()
 opt.zero_grad()
 print(round(float(loss_of(td)), 6) == round(float(net(td["x"]).pow(2).mean()), 6))
 """
-    assert _python(code) == "True"
+    assert fresh_python(code) == "True"

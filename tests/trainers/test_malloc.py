@@ -5,13 +5,9 @@ Each case runs in a fresh interpreter: malloc's thresholds are process state.
 
 from __future__ import annotations
 
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="glibc's malloc thresholds (Linux only)"
@@ -33,22 +29,13 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
 
 
-def _faults(setup: str) -> int:
-    done = subprocess.run(
-        [sys.executable, "-c", setup + _ROUNDS],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return int(done.stdout.strip().splitlines()[-1])
-
-
-def test_freed_blocks_are_reused_without_page_faults() -> None:
-    default = _faults("")
-    kept = _faults(
-        "from rl_trainers.trainers.helpers import keep_freed_memory\nassert keep_freed_memory()\n"
+def test_freed_blocks_are_reused_without_page_faults(fresh_python) -> None:
+    default = int(fresh_python(_ROUNDS))
+    kept = int(
+        fresh_python(
+            "from rl_trainers.trainers.helpers import keep_freed_memory\n"
+            "assert keep_freed_memory()\n" + _ROUNDS
+        )
     )
     assert default > 1000  # 10 rounds x 8 MiB of fresh pages (2048 per round)
     assert kept < 100
@@ -69,7 +56,9 @@ build_trainer(cfg, Path(tempfile.mkdtemp()))
 @pytest.mark.parametrize(
     ("overrides", "reused"), [([], True), (["trainer.keep_freed_memory=false"], False)]
 )
-def test_the_app_sets_it_unless_switched_off(overrides: list[str], reused: bool) -> None:
+def test_the_app_sets_it_unless_switched_off(
+    fresh_python, overrides: list[str], reused: bool
+) -> None:
     setup = f"import sys\nsys.argv = ['x', *{overrides!r}]\n" + _BUILD
-    faults = _faults(setup)
+    faults = int(fresh_python(setup + _ROUNDS))
     assert (faults < 100) if reused else (faults > 1000), faults
