@@ -8,8 +8,8 @@ trainer needs (:class:`OptimizerHook`, which wraps the ``optimizer`` argument).
 
 from __future__ import annotations
 
-import abc
 import contextlib
+import inspect
 import math
 import os
 import random
@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from enum import Enum
@@ -70,8 +71,9 @@ class HookPoint(str, Enum):
             batch = [batch_process](batch)            # each hook may return a new batch
             collected_frames += frames                # opens the log gate every log_interval
             [pre_steps_log](batch)                    # logging hooks -> dict | None
-            [pre_optim_steps]()
-            for j in range(optim_steps_per_batch):    # inner loop: optimisation steps
+            if collected_frames > collector.init_random_frames:   # (0 if it has none)
+              [pre_optim_steps]()
+              for j in range(optim_steps_per_batch):  # inner loop: optimisation steps
                 sub_batch = [process_optim_batch](batch)   # e.g. replay-buffer sample
                 losses = loss_module(sub_batch)            # TensorDict of loss_* entries
                 [post_loss](sub_batch)                     # e.g. priority update
@@ -107,18 +109,22 @@ HOOK_POINTS: tuple[str, ...] = tuple(p.value for p in HookPoint)
 _LOG_POINTS = frozenset({"pre_steps_log", "post_optim_log", "post_steps_log"})
 
 
-class TrainerHookBase(abc.ABC):
+class TrainerHookBase:
     """Base class of trainer hooks: a callable that knows where it belongs and its state.
 
     Subclasses implement :meth:`register` (place the hook at its default point(s) with
     ``trainer.register_op`` and, if it has state, ``trainer.register_module``) and, when they
     hold state, :meth:`state_dict`/:meth:`load_state_dict`. A subclass may define
-    ``save_dict()`` instead of ``state_dict()`` (the name used in the seed's example).
+    ``save_dict()`` instead of ``state_dict()`` (the name used in the seed's example). A
+    hook without ``register`` can still be placed with ``trainer.register_op``.
     """
 
-    @abc.abstractmethod
     def register(self, trainer: Trainer, name: str) -> None:
         """Register this hook on ``trainer`` under ``name``."""
+        raise NotImplementedError(
+            f"{type(self).__name__} does not define register(); place it with "
+            "trainer.register_op(<hook point>, hook) instead."
+        )
 
     def state_dict(self) -> dict[str, Any]:
         """Return the hook's state: ``save_dict()`` if the subclass defines it, else ``{}``."""
@@ -147,10 +153,12 @@ class OptimizerHook(TrainerHookBase):
         loss_components: names of the loss TensorDict entries summed for backward;
             ``None`` sums every entry whose name starts with ``"loss"``.
 
-    Clipping follows the trainer's ``clip_norm``/``clip_grad_norm`` (read at registration):
-    no clipping when ``clip_norm`` is None, norm clipping when ``clip_grad_norm`` is True
-    (the norm before clipping is written to the loss TensorDict as ``grad_norm`` or
-    ``grad_norm_<name>``), value clamping to ``[-clip_norm, clip_norm]`` otherwise.
+    Clipping follows the trainer's ``clip_norm``/``clip_grad_norm``, which the trainer passes
+    on every call (as torchrl's trainer does, so the hook may also be placed with
+    ``trainer.register_op("optimizer", hook)``): no clipping when ``clip_norm`` is None, norm
+    clipping when ``clip_grad_norm`` is True (the norm before clipping is written to the
+    loss TensorDict as ``grad_norm`` or ``grad_norm_<name>``), value clamping to
+    ``[-clip_norm, clip_norm]`` otherwise.
     """
 
     def __init__(
@@ -205,8 +213,20 @@ class OptimizerHook(TrainerHookBase):
             total = value if total is None else total + value
         return total.sum() if total.ndim else total
 
-    def __call__(self, losses: TensorDictBase) -> None:
-        """Sum the loss components, backpropagate, clip and step.
+    def __call__(
+        self,
+        losses: TensorDictBase,
+        clip_grad_norm: bool | None = None,
+        clip_norm: float | None = None,
+        index: int | None = None,
+    ) -> TensorDictBase:
+        """Sum the loss components, backpropagate, clip and step; returns ``losses``.
+
+        Args:
+            losses: the loss TensorDict.
+            clip_grad_norm, clip_norm: the clipping settings (the trainer passes its own);
+                when both are None, the settings read at :meth:`register` apply.
+            index: the hook's position among the trainer's optimizer hooks (unused).
 
         Raises:
             NonFiniteLossError: if the summed loss is NaN or infinite (checked before the
@@ -222,14 +242,17 @@ class OptimizerHook(TrainerHookBase):
         for p in params:
             p.grad = None
         loss.backward()
-        if self.clip_norm is not None:
-            if self.clip_grad_norm:
-                norm = clip_grad_norm_(params, self.clip_norm)
+        if clip_grad_norm is None and clip_norm is None:
+            clip_grad_norm, clip_norm = self.clip_grad_norm, self.clip_norm
+        if clip_norm is not None:
+            if clip_grad_norm:
+                norm = clip_grad_norm_(params, clip_norm)
                 if not losses.is_locked:
                     losses.set(self._grad_norm_key, norm.detach())
             else:
-                nn.utils.clip_grad_value_(params, self.clip_norm)
+                nn.utils.clip_grad_value_(params, clip_norm)
         optimizer_step(self.optimizer)
+        return losses
 
     def _non_finite(self, losses: TensorDictBase) -> NonFiniteLossError:
         keys = self.loss_components or [
@@ -286,6 +309,29 @@ class _Every:
         return None
 
 
+class _WithClipArgs:
+    """An ``"optimizer"`` op written for torchrl's call, ``op(losses, clip_grad_norm,
+    clip_norm, index)``: the trainer's clipping settings are passed on every call."""
+
+    __slots__ = ("op", "trainer", "index")
+
+    def __init__(self, op: Callable, trainer: Trainer, index: int) -> None:
+        self.op, self.trainer, self.index = op, trainer, index
+
+    def __call__(self, losses: TensorDictBase) -> Any:
+        trainer = self.trainer
+        return self.op(losses, trainer.clip_grad_norm, trainer.clip_norm, self.index)
+
+
+def _takes_clip_args(op: Callable) -> bool:
+    """Whether ``op`` accepts torchrl's four positional optimizer-op arguments."""
+    try:
+        inspect.signature(op).bind(None, None, None, None)
+    except (TypeError, ValueError):  # fewer parameters, or no signature (builtins)
+        return False
+    return True
+
+
 def _module_mismatches(name: str, module: nn.Module, saved: Any) -> list[str]:
     """Entries of a saved ``nn.Module`` state that are missing, unexpected or reshaped."""
     if not isinstance(saved, dict):
@@ -326,7 +372,10 @@ class Trainer:
             ``shutdown()`` (if any) is called when training ends.
         total_frames: stop once this many frames (``numel * frame_skip``) were collected.
         frame_skip: frames per environment step, used to count frames.
-        optim_steps_per_batch: optimisation steps per collected batch (0 disables them).
+        optim_steps_per_batch: optimisation steps per collected batch (0 disables them); None
+            takes the collector's number of workers (``collector.num_workers``, else 1).
+            No step is taken while ``collected_frames`` is at most the collector's
+            ``init_random_frames`` (its random warm-up), as in torchrl.
         loss_module: a module mapping a TensorDict to a TensorDict of ``loss_*`` entries.
         optimizer: if given, wrapped in an :class:`OptimizerHook` registered at ``"optimizer"``.
         logger: an object with ``log_scalar(name, value, step=None)``; None disables logging.
@@ -369,7 +418,7 @@ class Trainer:
         collector: Iterable[TensorDictBase],
         total_frames: int,
         frame_skip: int = 1,
-        optim_steps_per_batch: int = 1,
+        optim_steps_per_batch: int | None = 1,
         loss_module: Callable[[TensorDictBase], TensorDictBase],
         optimizer: torch.optim.Optimizer | None = None,
         logger: Any | None = None,
@@ -384,6 +433,8 @@ class Trainer:
         keep_checkpoints: int | None = None,
         handle_signals: bool = True,
     ) -> None:
+        if optim_steps_per_batch is None:
+            optim_steps_per_batch = getattr(collector, "num_workers", None) or 1
         for name, value, low in (
             ("total_frames", total_frames, 1),
             ("frame_skip", frame_skip, 1),
@@ -466,7 +517,10 @@ class Trainer:
 
         Args:
             dest: the hook point name (or a :class:`HookPoint`).
-            op: the callable; extra ``kwargs`` are passed to it on each call.
+            op: the callable; extra ``kwargs`` are passed to it on each call. An
+                ``"optimizer"`` op is called with the loss TensorDict, or, if it takes them,
+                with torchrl's ``(losses, clip_grad_norm, clip_norm, index)``; a TensorDict
+                it returns replaces the losses for the ops after it and for logging.
             every: call ``op`` only on every ``every``-th pass through ``dest``.
         """
         dest = dest.value if isinstance(dest, HookPoint) else dest
@@ -478,6 +532,8 @@ class Trainer:
             raise ValueError(f"every must be a positive integer, got {every!r}.")
         if kwargs:
             op = partial(op, **kwargs)
+        if dest == "optimizer" and _takes_clip_args(op):
+            op = _WithClipArgs(op, self, len(self._ops[dest]))
         if every > 1:
             op = _Every(op, every)
         self._ops[dest].append(op)
@@ -607,6 +663,9 @@ class Trainer:
             shutdown = getattr(self.collector, "shutdown", None)
             if callable(shutdown):
                 shutdown()
+            flush = getattr(self.logger, "flush", None)
+            if callable(flush):  # the logs are complete on disk once train() returns
+                flush()
             if self._pbar is not None:
                 self._pbar.close()
                 self._pbar = None
@@ -618,6 +677,7 @@ class Trainer:
         post_steps = ops["post_steps"]
         post_steps_log = ops["post_steps_log"]
         mask_key = ("collector", "mask")
+        warm_up = self._random_frames()
         for batch in self.collector:
             mask = batch.get(mask_key, None)
             if mask is not None:
@@ -630,7 +690,8 @@ class Trainer:
                     batch = out
             self._count_frames(frames)
             self._run_log_ops(pre_steps_log, batch)
-            self.optim_steps(batch)
+            if self.collected_frames > warm_up:
+                self.optim_steps(batch)
             for op in post_steps:
                 op()
             self._run_log_ops(post_steps_log, batch)
@@ -645,6 +706,7 @@ class Trainer:
         pre_steps_log = self._ops["pre_steps_log"]
         post_steps = self._ops["post_steps"]
         post_steps_log = self._ops["post_steps_log"]
+        warm_up = self._random_frames()
         while True:
             produced = self._async_frames()
             while produced * self.frame_skip <= self.collected_frames:
@@ -653,7 +715,8 @@ class Trainer:
             frames = produced * self.frame_skip - self.collected_frames
             self._count_frames(frames)
             self._run_log_ops(pre_steps_log, batch)
-            self.optim_steps(batch)
+            if self.collected_frames > warm_up:
+                self.optim_steps(batch)
             for op in post_steps:
                 op()
             self._run_log_ops(post_steps_log, batch)
@@ -661,6 +724,11 @@ class Trainer:
                 self._log({"utd_ratio": self._optim_count / max(self.collected_frames, 1)})
             if self._end_iteration(frames):
                 break
+
+    def _random_frames(self) -> int:
+        """The collector's random warm-up (``init_random_frames``): no optimisation until the
+        trainer has counted more frames than that, as in torchrl."""
+        return int(getattr(self.collector, "init_random_frames", None) or 0)
 
     def _async_frames(self) -> int:
         """Frames written so far by an asynchronous collector."""
@@ -741,7 +809,9 @@ class Trainer:
             for op in post_loss:
                 op(sub_batch)
             for op in optimizer:
-                op(losses)
+                out = op(losses)
+                if isinstance(out, TensorDictBase):
+                    losses = out
             for op in post_optim:
                 op()
             if post_optim_log:
@@ -789,10 +859,16 @@ class Trainer:
         saved = state_dict["modules"]
         missing = sorted(set(self._modules) - set(saved))
         unexpected = sorted(set(saved) - set(self._modules))
-        if missing or unexpected:
+        if missing:
             raise _ckpt.CheckpointError(
                 f"{source} does not match this trainer's registered modules: missing from "
                 f"the checkpoint: {missing}; in the checkpoint but not registered: {unexpected}."
+            )
+        if unexpected:  # e.g. a bare trainer reading the networks of a full run's checkpoint
+            warnings.warn(
+                f"{source} holds modules this trainer has not registered; they are not "
+                f"loaded: {unexpected}.",
+                stacklevel=2,
             )
         shape_errors = [
             line
@@ -856,13 +932,15 @@ class Trainer:
                 f"{source} was made by a different setup:\n  " + "\n  ".join(diffs)
             )
 
-    def save_trainer(self, force: bool = False) -> None:
+    def save_trainer(self, force_save: bool = False, *, force: bool = False) -> None:
         """Save a checkpoint to ``save_trainer_file``.
 
         Args:
-            force: save now; otherwise save only when the frame count crossed a multiple of
-                ``save_trainer_interval`` since the last save.
+            force_save: save now; otherwise save only when the frame count crossed a
+                multiple of ``save_trainer_interval`` since the last save.
+            force: the same as ``force_save``.
         """
+        force = force or force_save
         if self.save_trainer_file is None:
             if force:
                 raise ValueError("save_trainer(force=True) needs save_trainer_file to be set.")

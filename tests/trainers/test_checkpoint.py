@@ -181,6 +181,20 @@ def test_mismatched_modules_are_listed(fakes, tmp_path):
         other.load_from_file(path)
 
 
+def test_modules_only_in_the_checkpoint_are_skipped_with_a_warning(fakes, tmp_path):
+    """Loading a full run's checkpoint into a trainer with fewer hooks (torchrl ignores the
+    extra entries): what is registered is restored, the rest is named in a warning."""
+    path = tmp_path / "c.pt"
+    saved = build(fakes, path)
+    saved.save_trainer(force_save=True)  # torchrl's keyword
+    bare = build(fakes, None)
+    del bare._modules["update_weights"]
+    torch.nn.init.zeros_(bare.loss_module.net.weight)
+    with pytest.warns(UserWarning, match=r"not loaded: \['update_weights'\]"):
+        bare.load_from_file(path)
+    assert torch.equal(bare.loss_module.net.weight, saved.loss_module.net.weight)
+
+
 def test_mismatched_module_state_names_module(fakes, tmp_path):
     path = tmp_path / "c.pt"
     t = build(fakes, path)

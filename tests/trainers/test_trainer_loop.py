@@ -283,3 +283,84 @@ def test_diagnostics_only_on_logged_batches(collector, loss_module, logger):
     assert loss.seen == [b in logged_batches for b in range(1, 9) for _ in range(2)]
     assert [s for s, _ in logger.values("entropy")] == [48, 80, 128]
     assert loss.diagnostics is True  # restored after training
+
+
+# --------------------------------------------------------------------------- torchrl's loop
+def test_no_optimisation_during_the_random_warm_up(collector, loss_module):
+    """As torchrl's loop: optimisation starts once more frames than the collector's
+    ``init_random_frames`` were counted (16 frames per batch here)."""
+    collector.init_random_frames = 32
+    calls: list[int] = []
+    trainer = make_trainer(collector, loss_module, total_frames=64, optim_steps_per_batch=1)
+    trainer.register_op("pre_optim_steps", lambda: calls.append(trainer.collected_frames))
+    trainer.train()
+    assert calls == [48, 64]
+    assert loss_module.calls == 2
+
+
+def test_optimizer_ops_get_torchrl_arguments_and_may_replace_losses(collector, loss_module):
+    """An "optimizer" op written for torchrl's loop is called as ``op(losses,
+    clip_grad_norm, clip_norm, index)``; a one-argument op still gets the losses only."""
+    seen: list[tuple] = []
+
+    def torchrl_style(losses_td, clip_grad_norm, clip_norm, index):
+        seen.append((clip_grad_norm, clip_norm, index))
+        return losses_td.set("marker", torch.tensor(1.0))
+
+    def one_arg(losses):
+        seen.append(("one", sorted(losses.keys())))
+
+    trainer = make_trainer(
+        collector, loss_module, total_frames=16, optim_steps_per_batch=1, clip_norm=2.0
+    )
+    trainer.register_op("optimizer", torchrl_style)
+    trainer.register_op("optimizer", one_arg)
+    trainer.train()
+    assert seen == [(True, 2.0, 0), ("one", ["abs_error", "loss_value", "marker"])]
+
+
+def test_optimizer_hook_placed_with_register_op_clips(collector, loss_module):
+    """torchrl's docs place an OptimizerHook with ``register_op``: the trainer's clipping
+    settings must apply then too (an SGD step of lr 1 moves each weight by at most the
+    clipped gradient)."""
+    from rl_trainers.trainers import OptimizerHook
+
+    before = [p.detach().clone() for p in loss_module.parameters()]
+    optimizer = torch.optim.SGD(loss_module.parameters(), lr=1.0)
+    trainer = make_trainer(
+        collector, loss_module, total_frames=16, optim_steps_per_batch=1, clip_norm=1e-3
+    )
+    trainer.register_op("optimizer", OptimizerHook(optimizer))
+    trainer.train()
+    moved = torch.cat(
+        [(p.detach() - b).flatten() for p, b in zip(loss_module.parameters(), before)]
+    )
+    assert 0 < moved.norm() <= 1e-3 * (1 + 1e-4)
+
+
+def test_optim_steps_per_batch_none_takes_the_number_of_workers(collector, loss_module):
+    trainer = make_trainer(collector, loss_module, optim_steps_per_batch=None)
+    assert trainer.optim_steps_per_batch == 1
+    collector.num_workers = 3
+    trainer = make_trainer(collector, loss_module, optim_steps_per_batch=None)
+    assert trainer.optim_steps_per_batch == 3
+
+
+def test_csv_logs_are_on_disk_when_train_returns(collector, loss_module, tmp_path):
+    """torchrl's tutorial reads the CSV files right after ``trainer.train()``."""
+    from rl_trainers.record.loggers import CSVLogger
+    from rl_trainers.trainers import LogScalar
+
+    logger = CSVLogger("exp", log_dir=str(tmp_path))
+    trainer = make_trainer(
+        collector,
+        loss_module,
+        total_frames=32,
+        optim_steps_per_batch=1,
+        logger=logger,
+        log_interval=16,
+    )
+    LogScalar().register(trainer)
+    trainer.train()
+    files = list(tmp_path.rglob("r_training.csv"))
+    assert files and files[0].read_text().strip().count("\n") >= 1
