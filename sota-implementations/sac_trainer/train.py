@@ -1,8 +1,10 @@
 """Train SAC with rl_trainers: `python sota-implementations/sac_trainer/train.py --help`."""
 
+import sys
+
 import hydra
 
-from rl_trainers.trainers.algorithms.app import run, user_errors
+from rl_trainers.trainers.algorithms.app import run, translate_torchrl_overrides, user_errors
 
 
 @hydra.main(config_path="../../configs", config_name="sac_trainer", version_base=None)
@@ -12,4 +14,5 @@ def main(cfg) -> float:
 
 
 if __name__ == "__main__":
+    sys.argv = translate_torchrl_overrides(sys.argv)  # torchrl's override names
     main()

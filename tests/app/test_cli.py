@@ -50,6 +50,29 @@ def test_cfg_job_prints_the_composed_config(tmp_path):
     assert "lr: 0.0003" in proc.stdout
 
 
+def test_torchrl_override_names_set_our_fields(tmp_path):
+    """The override names of torchrl's trainer docs work as they are written there."""
+    proc = train(
+        "sac",
+        "--cfg",
+        "job",
+        "training_env.create_env_fn.base_env.env_name=MountainCarContinuous-v0",
+        "training_env.num_workers=2",
+        "networks.policy_network.num_cells=[32,16]",
+        "networks.qvalue_network.num_cells=[24]",
+        "replay_buffer.storage.max_size=5000",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.create(proc.stdout)
+    assert cfg.env.env_name == "MountainCarContinuous-v0" and cfg.env.num_envs == 2
+    assert list(cfg.network.policy.num_cells) == [32, 16]
+    assert list(cfg.network.value.num_cells) == [24]
+    assert cfg.replay_buffer.size == 5000
+
+
 def test_default_run_writes_outputs_and_summary(tmp_path):
     proc = train("ppo", *TINY["ppo"], f"hydra.run.dir={tmp_path}/run", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]

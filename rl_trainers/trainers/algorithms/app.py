@@ -62,6 +62,34 @@ def user_errors() -> Iterator[None]:
         sys.exit(2)
 
 
+# ----------------------------------------------------------------------------- torchrl names
+
+#: The override names of torchrl's algorithm-trainer configs, as its documentation writes
+#: them, and the field each one sets here.
+TORCHRL_OVERRIDES = {
+    "training_env.create_env_fn.base_env.env_name": "env.env_name",
+    "training_env.create_env_fn.env_name": "env.env_name",
+    "training_env.num_workers": "env.num_envs",
+    "networks.policy_network.num_cells": "network.policy.num_cells",
+    "networks.value_network.num_cells": "network.value.num_cells",
+    "networks.qvalue_network.num_cells": "network.value.num_cells",
+    "replay_buffer.storage.max_size": "replay_buffer.size",
+}
+
+
+def translate_torchrl_overrides(argv: list[str]) -> list[str]:
+    """``argv`` with torchrl's override names (:data:`TORCHRL_OVERRIDES`) renamed to ours,
+    values untouched (sweeps too); ``train.py`` applies it before Hydra reads the command
+    line, so a torchrl command such as
+    ``training_env.create_env_fn.base_env.env_name=Hopper-v5`` works as it is."""
+    out = []
+    for arg in argv:
+        key, sep, value = arg.lstrip("+").partition("=")
+        target = TORCHRL_OVERRIDES.get(key)
+        out.append(f"{target}={value}" if sep and target else arg)
+    return out
+
+
 # ----------------------------------------------------------------------------- --help
 
 
@@ -157,6 +185,9 @@ def help_template(algorithm: str, schema: type) -> str:
             "  -m seed=0,1,2          sweep (each run in its own directory under multirun/)",
             "  env.env_name=<id>      any gymnasium id, or 'module:Class'",
             "  --cfg job              print the composed config",
+            "  torchrl's names work too: training_env.create_env_fn.base_env.env_name,",
+            "  training_env.num_workers, networks.{policy,value,qvalue}_network.num_cells,",
+            "  replay_buffer.storage.max_size",
             "",
             "== Config groups (group=option) ==",
             *groups,
