@@ -1,7 +1,16 @@
-"""Replay buffers (storages, samplers, writers) and collector post-processing."""
+"""Replay buffers (storages, samplers, writers) and collector post-processing.
+
+The tensor specs are importable from here too, as from ``torchrl.data``; they are defined
+once, in :mod:`rl_trainers.envs.specs`.
+"""
 
 from rl_trainers.data.postprocs import MultiStep
-from rl_trainers.data.replay_buffers import ReplayBuffer, TensorDictReplayBuffer
+from rl_trainers.data.replay_buffers import (
+    PrioritizedReplayBuffer,
+    ReplayBuffer,
+    TensorDictPrioritizedReplayBuffer,
+    TensorDictReplayBuffer,
+)
 from rl_trainers.data.samplers import (
     PrioritizedSampler,
     RandomSampler,
@@ -16,12 +25,49 @@ from rl_trainers.data.storages import (
     TensorStorage,
 )
 from rl_trainers.data.writers import RoundRobinWriter, Writer
+from rl_trainers.envs.specs import (
+    Binary,
+    BinaryDiscreteTensorSpec,
+    Bounded,
+    BoundedTensorSpec,
+    Categorical,
+    Composite,
+    CompositeSpec,
+    DiscreteTensorSpec,
+    MultiCategorical,
+    MultiDiscreteTensorSpec,
+    OneHot,
+    OneHotDiscreteTensorSpec,
+    TensorSpec,
+    Unbounded,
+    UnboundedContinuousTensorSpec,
+    UnboundedDiscreteTensorSpec,
+)
 
 __all__ = [
+    # specs (defined in rl_trainers.envs.specs)
+    "Binary",
+    "BinaryDiscreteTensorSpec",
+    "Bounded",
+    "BoundedTensorSpec",
+    "Categorical",
+    "Composite",
+    "CompositeSpec",
+    "DiscreteTensorSpec",
+    "MultiCategorical",
+    "MultiDiscreteTensorSpec",
+    "OneHot",
+    "OneHotDiscreteTensorSpec",
+    "TensorSpec",
+    "Unbounded",
+    "UnboundedContinuousTensorSpec",
+    "UnboundedDiscreteTensorSpec",
+    # replay buffers
     "LazyMemmapStorage",
     "LazyTensorStorage",
     "ListStorage",
     "MultiStep",
+    "PrioritizedReplayBuffer",
     "PrioritizedSampler",
     "RandomSampler",
     "ReplayBuffer",
@@ -29,6 +75,7 @@ __all__ = [
     "Sampler",
     "SamplerWithoutReplacement",
     "Storage",
+    "TensorDictPrioritizedReplayBuffer",
     "TensorDictReplayBuffer",
     "TensorStorage",
     "Writer",

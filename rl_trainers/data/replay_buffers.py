@@ -14,12 +14,17 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
-from rl_trainers.data.samplers import RandomSampler, Sampler
+from rl_trainers.data.samplers import PrioritizedSampler, RandomSampler, Sampler
 from rl_trainers.data.storages import ListStorage, Storage, TensorStorage
 from rl_trainers.data.writers import RoundRobinWriter, Writer
 from rl_trainers.envs.utils import flatten_batch
 
-__all__ = ["ReplayBuffer", "TensorDictReplayBuffer"]
+__all__ = [
+    "PrioritizedReplayBuffer",
+    "ReplayBuffer",
+    "TensorDictPrioritizedReplayBuffer",
+    "TensorDictReplayBuffer",
+]
 
 _RESERVED_KEYS = ("index", "_weight")
 
@@ -337,6 +342,110 @@ class TensorDictReplayBuffer(ReplayBuffer):
                 f"(keys: {list(data.keys())})"
             )
         self.update_priority(data.get("index"), priority.detach())
+
+
+class PrioritizedReplayBuffer(ReplayBuffer):
+    """A :class:`ReplayBuffer` with a :class:`PrioritizedSampler` sized to its storage.
+
+    ``PrioritizedReplayBuffer(alpha=a, beta=b, storage=s)`` is
+    ``ReplayBuffer(storage=s, sampler=PrioritizedSampler(s.max_size, a, b, eps))``, as in
+    torchrl. Samples drawn with ``return_info=True`` carry ``"index"`` and the importance
+    weights ``"_weight"``; set new priorities with :meth:`update_priority`.
+
+    Args:
+        alpha: priority exponent (0 = uniform).
+        beta: importance-sampling exponent (1 = full correction).
+        eps: added to priorities so no item has probability zero.
+        storage: where items live (default: ``ListStorage(1000)``).
+        batch_size, collate_fn, prefetch, transform: as :class:`ReplayBuffer`.
+        reduction: how a priority with several entries per item is reduced (see
+            :class:`PrioritizedSampler`).
+
+    Example:
+        >>> rb = PrioritizedReplayBuffer(alpha=0.7, beta=0.5, storage=ListStorage(100))
+        >>> rb.extend(torch.arange(10))
+        >>> data, info = rb.sample(4, return_info=True)
+        >>> rb.update_priority(info["index"], torch.rand(4))
+    """
+
+    def __init__(
+        self,
+        *,
+        alpha: float,
+        beta: float,
+        eps: float = 1e-8,
+        storage: Storage | None = None,
+        batch_size: int | None = None,
+        collate_fn: Callable[[Any], Any] | None = None,
+        prefetch: int | None = None,
+        transform: Callable[[Any], Any] | None = None,
+        reduction: str = "max",
+    ) -> None:
+        storage = storage if storage is not None else ListStorage(1000)
+        super().__init__(
+            storage=storage,
+            sampler=PrioritizedSampler(storage.max_size, alpha, beta, eps, reduction=reduction),
+            batch_size=batch_size,
+            collate_fn=collate_fn,
+            prefetch=prefetch,
+            transform=transform,
+        )
+
+
+class TensorDictPrioritizedReplayBuffer(TensorDictReplayBuffer):
+    """A :class:`TensorDictReplayBuffer` with a :class:`PrioritizedSampler` sized to its
+    storage, torchrl's prioritized buffer of TensorDicts.
+
+    Samples carry ``"index"`` and ``"_weight"``; new items whose TensorDict holds
+    ``priority_key`` get that priority (others the largest seen so far), and
+    :meth:`update_tensordict_priority` (what :class:`~rl_trainers.trainers.ReplayBufferTrainer`
+    registers at ``"post_loss"``) reads ``priority_key`` and ``"index"`` from a sampled,
+    loss-annotated batch.
+
+    Args:
+        alpha: priority exponent (0 = uniform).
+        beta: importance-sampling exponent (1 = full correction).
+        priority_key: the entry holding priorities (default ``"td_error"``).
+        eps: added to priorities so no item has probability zero.
+        storage: where items live (default: ``ListStorage(1000)``).
+        batch_size, collate_fn, prefetch, transform: as :class:`ReplayBuffer`.
+        reduction: how a priority with several entries per item is reduced: ``"max"``,
+            ``"min"``, ``"mean"`` or ``"median"``.
+
+    Example:
+        >>> rb = TensorDictPrioritizedReplayBuffer(
+        ...     alpha=0.7, beta=0.5, storage=LazyTensorStorage(100_000), batch_size=256
+        ... )
+        >>> rb.extend(collector_batch)
+        >>> sample = rb.sample()  # with "index" and "_weight"
+        >>> sample.set("td_error", loss_td_error)
+        >>> rb.update_tensordict_priority(sample)
+    """
+
+    def __init__(
+        self,
+        *,
+        alpha: float,
+        beta: float,
+        priority_key: str = "td_error",
+        eps: float = 1e-8,
+        storage: Storage | None = None,
+        batch_size: int | None = None,
+        collate_fn: Callable[[Any], Any] | None = None,
+        prefetch: int | None = None,
+        transform: Callable[[Any], Any] | None = None,
+        reduction: str = "max",
+    ) -> None:
+        storage = storage if storage is not None else ListStorage(1000)
+        super().__init__(
+            priority_key=priority_key,
+            storage=storage,
+            sampler=PrioritizedSampler(storage.max_size, alpha, beta, eps, reduction=reduction),
+            batch_size=batch_size,
+            collate_fn=collate_fn,
+            prefetch=prefetch,
+            transform=transform,
+        )
 
 
 def _stack_items(items: list[TensorDictBase]) -> TensorDictBase:

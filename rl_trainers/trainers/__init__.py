@@ -21,6 +21,7 @@ from rl_trainers.trainers.hooks import (
     TargetNetUpdaterHook,
     UpdateWeights,
     UTDRHook,
+    mask_batch,
 )
 from rl_trainers.trainers.trainer import HOOK_POINTS, HookPoint, Trainer, TrainerHookBase
 
@@ -44,4 +45,5 @@ __all__ = [
     "TrainerHookBase",
     "UTDRHook",
     "UpdateWeights",
+    "mask_batch",
 ]

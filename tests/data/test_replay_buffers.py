@@ -184,6 +184,62 @@ def test_prioritized_new_items_get_max_priority_and_td_update():
         rb.update_tensordict_priority(make_batch(2))
 
 
+def test_tensordict_prioritized_replay_buffer_torchrl_constructor():
+    """torchrl's ``TensorDictPrioritizedReplayBuffer(alpha=, beta=, storage=, ...)``."""
+    from rl_trainers.data import TensorDictPrioritizedReplayBuffer
+
+    torch.manual_seed(0)
+    rb = TensorDictPrioritizedReplayBuffer(
+        alpha=1.0, beta=1.0, eps=1e-9, storage=LazyTensorStorage(50), batch_size=16
+    )
+    assert isinstance(rb, TensorDictReplayBuffer) and rb.priority_key == "td_error"
+    assert isinstance(rb.sampler, PrioritizedSampler) and rb.sampler.max_capacity == 50
+    assert (rb.sampler.alpha, rb.sampler.beta, rb.sampler.eps) == (1.0, 1.0, 1e-9)
+    rb.extend(make_batch(4))
+    batch = rb.sample()
+    assert batch.shape == (16,) and "_weight" in batch.keys()
+    # only item 3 keeps a priority (the others eps): every later draw is item 3
+    batch["td_error"] = torch.where(batch["id"] == 3, 2.0, 0.0)
+    rb.update_tensordict_priority(batch)
+    rb.update_priority(torch.tensor([0, 1, 2]), 0.0)
+    assert rb.sample()["id"].tolist() == [3] * 16
+    other = TensorDictPrioritizedReplayBuffer(alpha=0.5, beta=0.4, priority_key="prio")
+    assert other.priority_key == "prio" and other.sampler.max_capacity == 1000  # ListStorage
+    with pytest.raises(TypeError):
+        TensorDictPrioritizedReplayBuffer(alpha=0.5)  # beta is required, as in torchrl
+
+
+def test_prioritized_replay_buffer_of_tensors():
+    from rl_trainers.data import PrioritizedReplayBuffer
+
+    torch.manual_seed(0)
+    rb = PrioritizedReplayBuffer(alpha=1.0, beta=0.5, eps=1e-9, storage=ListStorage(10))
+    assert isinstance(rb, ReplayBuffer) and rb.sampler.max_capacity == 10
+    rb.extend(torch.arange(5))
+    data, info = rb.sample(8, return_info=True)
+    assert data.shape == (8,) and info["_weight"].shape == (8,)
+    rb.update_priority(torch.arange(5), torch.tensor([0.0, 0.0, 1.0, 0.0, 0.0]))
+    assert rb.sample(8).tolist() == [2] * 8
+
+
+def test_specs_importable_from_data_are_the_envs_classes():
+    import rl_trainers.data as data
+    import rl_trainers.envs as envs
+
+    for name in (
+        "Composite",
+        "CompositeSpec",
+        "Bounded",
+        "BoundedTensorSpec",
+        "Unbounded",
+        "OneHot",
+        "OneHotDiscreteTensorSpec",
+        "Categorical",
+        "TensorSpec",
+    ):
+        assert getattr(data, name) is getattr(envs, name), name
+
+
 def test_prioritized_sampler_bad_args():
     with pytest.raises(ValueError, match="reduction"):
         PrioritizedSampler(10, 0.5, 0.5, reduction="sum")

@@ -169,6 +169,26 @@ def test_csv_logger_resume_without_duplicates(tmp_path):
     assert _rows(scalars / "auto.csv") == [["0", "1.0"], ["1", "3.0"]]
 
 
+def test_csv_experiment_scalars_and_print_log_dir(tmp_path, capsys):
+    """torchrl's ``logger.experiment.scalars`` (name -> [(step, value)]) and
+    ``logger.print_log_dir()``."""
+    logger = CSVLogger("run", log_dir=str(tmp_path))
+    for step in range(4):
+        logger.log_scalar("r", torch.tensor(float(step)), step=10 * step)
+    logger.log_scalar("auto", 2)
+    assert logger.experiment.scalars["r"] == [(0, 0.0), (10, 1.0), (20, 2.0), (30, 3.0)]
+    assert logger.experiment.scalars["auto"] == [(0, 2.0)]
+    state = logger.state_dict()
+    logger.log_scalar("r", 4.0, step=40)
+    logger.load_state_dict(state)  # resume: rows (and pairs) after the state are dropped
+    assert logger.experiment.scalars["r"] == [(0, 0.0), (10, 1.0), (20, 2.0), (30, 3.0)]
+    logger.truncate_after(15)
+    assert logger.experiment.scalars["r"] == [(0, 0.0), (10, 1.0)]
+    logger.print_log_dir()
+    assert capsys.readouterr().out.strip() == f"Log dir: {tmp_path / 'run'}"
+    logger.close()
+
+
 def test_csv_truncate_after_and_reopen_appends(tmp_path):
     with CSVLogger("run", log_dir=str(tmp_path)) as logger:
         for step in range(0, 50, 10):

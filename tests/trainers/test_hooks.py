@@ -26,8 +26,9 @@ from rl_trainers.trainers import (
     TrainerHookBase,
     UpdateWeights,
     UTDRHook,
+    mask_batch,
 )
-from rl_trainers.trainers.hooks.evaluation import episode_returns
+from rl_trainers.trainers.hooks.evaluation import episode_returns, trajectory_returns
 
 
 def trainer_for(collector, loss, **kw):
@@ -48,10 +49,55 @@ def seq_batch(B=2, T=5):
 
 
 # ----------------------------------------------------------------------- data hooks
-def test_batch_subsampler_transitions():
-    out = BatchSubSampler(batch_size=7)(seq_batch())
+def test_batch_subsampler_flat_batch_is_a_permutation():
+    flat = seq_batch().reshape(-1)  # 10 steps, rewards 0..9
+    out = BatchSubSampler(batch_size=10)(flat)
+    assert out.shape == (10,)
+    assert sorted(out["next", "reward"].flatten().tolist()) == list(range(10))  # no repeats
+    assert BatchSubSampler(batch_size=4)(flat).shape == (4,)
+    assert BatchSubSampler(batch_size=32)(flat).shape == (10,)  # never more than the batch
+    flat.set(("collector", "mask"), torch.arange(10) < 6)
+    out = BatchSubSampler(batch_size=10)(flat)
+    assert sorted(out["next", "reward"].flatten().tolist()) == list(range(6))
+
+
+def test_batch_subsampler_default_takes_whole_trajectories():
+    """torchrl: sub_traj_len <= 0 means the full length T -> [batch_size // T, T]."""
+    torch.manual_seed(0)
+    for sub_traj_len in (0, -1):
+        out = BatchSubSampler(batch_size=10, sub_traj_len=sub_traj_len)(seq_batch(B=3, T=5))
+        assert out.shape == (2, 5)
+        assert (out["t"] == torch.arange(5)).all()  # each row a whole trajectory
+        assert (out["env"] == out["env"][:, :1]).all()
+    with pytest.raises(RuntimeError, match="batch_size=4 is smaller"):
+        BatchSubSampler(batch_size=4)(seq_batch(T=5))
+
+
+def test_batch_subsampler_honours_collector_mask():
+    torch.manual_seed(0)
+    batch = seq_batch(B=3, T=6)
+    lengths = torch.tensor([6, 4, 2])
+    batch.set(("collector", "mask"), torch.arange(6) < lengths.unsqueeze(-1))
+    for _ in range(20):
+        out = BatchSubSampler(batch_size=6)(batch)  # full length cut to the shortest row: 2
+        assert out.shape == (3, 2) and out["collector", "mask"].all()
+        out = BatchSubSampler(batch_size=8, min_sub_traj_len=4)(batch)  # rows >= 4 steps
+        assert out.shape == (2, 4) and out["collector", "mask"].all()
+        assert set(out["env"][:, 0].tolist()) <= {0, 1}
+    with pytest.raises(ValueError, match="no row"):
+        BatchSubSampler(batch_size=8, min_sub_traj_len=7)(batch)
+
+
+def test_mask_batch_selects_valid_steps():
+    batch = seq_batch(B=2, T=5)
+    assert mask_batch(batch) is batch  # no mask: unchanged
+    batch.set(("collector", "mask"), torch.tensor([[True] * 5, [True, True] + [False] * 3]))
+    out = mask_batch(batch)
     assert out.shape == (7,)
-    assert ((out["t"] >= 0) & (out["t"] < 5)).all()
+    assert out["next", "reward"].flatten().tolist() == [0, 1, 2, 3, 4, 5, 6]
+    from rl_trainers.trainers.hooks import mask_batch as from_hooks
+
+    assert from_hooks is mask_batch
 
 
 def test_batch_subsampler_windows_are_contiguous():
@@ -104,6 +150,24 @@ def test_log_scalar_and_reductions():
     assert LogScalar()(batch)["r_training"].item() == pytest.approx(2.0)
     with pytest.raises(ValueError, match="reduction"):
         LogScalar(reduction="median")
+
+
+def test_log_scalar_accepts_torchrl_signature():
+    batch = seq_batch()  # rewards 0..9, key "t" 0..4
+    hook = LogScalar(logname="r_training", log_pbar=True, reward_key=("next", "reward"))
+    assert (hook.key, hook.logname, hook.log_pbar) == (("next", "reward"), "r_training", True)
+    assert hook.reward_key == ("next", "reward")
+    hook = LogScalar("r_training", True)  # torchrl's positional order
+    assert (hook.key, hook.logname, hook.log_pbar) == (("next", "reward"), "r_training", True)
+    assert hook(batch)["r_training"].item() == pytest.approx(4.5)
+    hook = LogScalar("tmean", False, "t")
+    assert (hook.key, hook.logname, hook.log_pbar) == ("t", "tmean", False)
+    assert hook(batch)["tmean"].item() == pytest.approx(2.0)
+    assert LogScalar(reward_key="t", logname="x").key == "t"
+    with pytest.raises(TypeError, match="reward_key"):
+        LogScalar(key="t", reward_key="env")
+    with pytest.raises(KeyError, match="logname='r_eval'"):  # torchrl's one-argument form
+        LogScalar("r_eval")(batch)
 
 
 def test_log_reward_alias():
@@ -241,6 +305,17 @@ def test_reward_normalizer_statistics_and_output():
     other = RewardNormalizer()
     other.load_state_dict(norm.state_dict())
     assert torch.equal(other.stats()[0], mean)
+
+
+def test_reward_normalizer_eps_none_is_dtype_eps():
+    finfo_eps = torch.finfo(torch.get_default_dtype()).eps
+    assert RewardNormalizer(eps=None).eps == finfo_eps
+    assert RewardNormalizer().eps == finfo_eps  # torchrl's default
+    norm = RewardNormalizer(eps=None)
+    constant = TensorDict({"next": {"reward": torch.full((4, 1), 2.0)}}, batch_size=[4])
+    norm.update_reward_stats(constant)
+    assert norm.stats()[1].item() == pytest.approx(math.sqrt(finfo_eps))  # variance 0 -> eps
+    assert torch.isfinite(norm.normalize_reward(constant)["next", "reward"]).all()
 
 
 def test_reward_normalizer_before_stats_raises():
@@ -408,6 +483,45 @@ def test_log_validation_reward_with_fake_env():
     assert Recorder is LogValidationReward
 
 
+def test_trajectory_returns_include_the_cut_trajectory():
+    reward = torch.tensor([[1.0, 2.0, 3.0, 4.0, 5.0], [1.0, 1.0, 1.0, 1.0, 1.0]]).unsqueeze(-1)
+    done = torch.tensor([[0, 1, 0, 0, 1], [0, 0, 1, 0, 0]], dtype=torch.bool).unsqueeze(-1)
+    td = TensorDict({"next": {"reward": reward, "done": done}}, batch_size=[2, 5])
+    assert trajectory_returns(td).tolist() == [3.0, 12.0, 3.0, 2.0]
+    assert trajectory_returns(td[1]).tolist() == [3.0, 2.0]
+
+
+@pytest.mark.parametrize("frame_skip", [1, 2])
+def test_log_validation_reward_torchrl_keys(frame_skip):
+    """torchrl: out_keys[reward] = mean reward / frame_skip, "total_" + it = mean return."""
+    env = CountingEnv()  # reward 1 per step, 4-step episodes
+
+    def act(td):
+        return td.set("action", torch.zeros(*td.batch_size, 1))
+
+    hook = Recorder(
+        record_interval=1,
+        record_frames=10 * frame_skip,  # 10 env steps: episodes of 4, 4 and a cut 2
+        frame_skip=frame_skip,
+        policy_exploration=act,
+        environment=env,
+        log_keys=[("next", "reward")],
+        out_keys={("next", "reward"): "rewards"},
+        log_pbar=True,
+    )
+    out = hook()
+    assert out["rewards"] == pytest.approx(1.0 / frame_skip)
+    assert out["total_rewards"] == pytest.approx(10 / 3)
+    assert out["eval/episode_return_mean"] == pytest.approx(4.0)  # complete episodes only
+    assert out["log_pbar"] is True
+    default = LogValidationReward(
+        record_interval=1, record_frames=8, policy_exploration=act, environment=env
+    )()
+    assert default["r_evaluation"] == pytest.approx(1.0)
+    assert default["total_r_evaluation"] == pytest.approx(4.0)
+    assert default["log_pbar"] is False
+
+
 def test_log_validation_reward_with_gym_env(collector, logger):
     envs = pytest.importorskip("rl_trainers.envs")
     env = envs.GymEnv("CartPole-v1")
@@ -449,8 +563,24 @@ def test_hook_base_defaults():
     hook.load_state_dict({})
     with pytest.raises(ValueError, match="NoState defines no load_state_dict"):
         hook.load_state_dict({"x": 1})
-    with pytest.raises(TypeError):
-        TrainerHookBase()
+
+
+def test_hook_without_register_goes_through_register_op():
+    """torchrl's base class does not force ``register``: such a hook is placed with
+    ``register_op``, and calling the missing ``register`` says so."""
+
+    class Counter(TrainerHookBase):
+        def __init__(self):
+            self.calls = 0
+
+        def __call__(self):
+            self.calls += 1
+
+    hook = Counter()
+    with pytest.raises(
+        NotImplementedError, match=r"Counter does not define register\(\).*register_op"
+    ):
+        hook.register(None, "counter")
 
 
 @pytest.mark.parametrize("scale", [1e-3, 10.0])

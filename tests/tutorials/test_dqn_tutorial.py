@@ -264,7 +264,8 @@ def test_dqn_tutorial_runs_and_logs_finite_csvs(tmp_path):
 
     csvs = read_csv_files_in_folder(tmp_path)
     scalars = os.path.join(exp_name, "scalars")
-    for name in ("loss", "r_training", "rewards", "eval/episode_length_mean", "optim_steps"):
+    names = ("loss", "r_training", "rewards", "total_rewards", "eval/episode_length_mean")
+    for name in (*names, "optim_steps"):
         rows = csvs.get(os.path.join(scalars, f"{name}.csv"))
         assert rows, f"{name}.csv missing or empty; files: {sorted(csvs)}"
         steps = [int(s) for s, _ in rows]

@@ -24,6 +24,7 @@ import os
 import re
 import time
 import weakref
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,11 @@ class CSVExperiment:
     Writes are buffered and flushed every ``flush_secs`` seconds (checked on write), on
     :meth:`flush` and on :meth:`close`.
 
+    As torchrl's ``CSVExperiment``, :attr:`scalars` keeps in memory, per series name, the
+    ``(step, value)`` pairs this object has logged (a run re-opened on an existing directory
+    starts it empty; the files hold the whole history). Truncations for a resume drop the
+    matching pairs.
+
     Args:
         log_dir: the experiment directory (``<log_dir>/<exp_name>``).
         video_format: ``"pt"``, ``"gif"`` or ``"mp4"``.
@@ -91,6 +97,7 @@ class CSVExperiment:
         self._counts: dict[tuple[str, str], int] = {}
         self._media_counts: dict[tuple[str, str], int] = {}
         self._last_flush = time.monotonic()
+        self.scalars: defaultdict[str, list[tuple[int, float]]] = defaultdict(list)
         os.makedirs(self.log_dir, exist_ok=True)
         for sub in ("scalars", "videos", "texts"):
             os.makedirs(os.path.join(self.log_dir, sub), exist_ok=True)
@@ -126,6 +133,7 @@ class CSVExperiment:
         step = self._counts[key] if global_step is None else int(global_step)
         handle.write(f"{step},{value!r}\n")
         self._counts[key] += 1
+        self.scalars[name].append((step, float(value)))
         self._maybe_flush()
         return step
 
@@ -198,6 +206,9 @@ class CSVExperiment:
         handle = self._handles.pop(key, None)
         if handle is not None:
             handle.close()
+        if kind == "scalars" and name in self.scalars:
+            pairs = self.scalars[name]
+            self.scalars[name] = [] if max_step is None else [p for p in pairs if p[0] <= max_step]
         path = self.series_path(kind, name)
         if not path.exists():
             return
@@ -270,11 +281,17 @@ class CSVLogger(Logger):
         video_fps: frames per second of encoded videos.
         flush_secs: the longest time rows may stay buffered.
 
+    The logged scalars are also kept in memory, as in torchrl:
+    ``logger.experiment.scalars["train/reward"]`` is the list of ``(step, value)`` pairs;
+    :meth:`print_log_dir` prints where the files are.
+
     Examples:
         >>> with CSVLogger("my_exp", log_dir="/tmp/logs") as logger:
         ...     logger.log_scalar("train/reward", 1.5, step=10)
         >>> open("/tmp/logs/my_exp/scalars/train/reward.csv").read()
         '10,1.5\\n'
+        >>> logger.experiment.scalars["train/reward"]
+        [(10, 1.5)]
     """
 
     def __init__(
@@ -376,6 +393,15 @@ class CSVLogger(Logger):
             if len(rows) > keep:
                 with open(path, "w", newline="") as f:
                     csv.writer(f, lineterminator="\n").writerows(rows[:keep])
+            pairs = exp.scalars.get(name) if kind == "scalars" else None
+            if pairs:
+                # the in-memory pairs are the last len(pairs) rows of the file
+                first_row = len(rows) - len(pairs)
+                exp.scalars[name] = pairs[: max(0, keep - first_row)]
+
+    def print_log_dir(self) -> None:
+        """Prints the experiment directory (``<log_dir>/<exp_name>``), as torchrl's."""
+        print(f"Log dir: {self.experiment.log_dir}")
 
     def flush(self) -> None:
         """Writes buffered rows to disk now."""

@@ -753,8 +753,9 @@ def make_trainer(
     if replay_buffer is not None:
         ReplayBufferTrainer(replay_buffer, batch_size, flatten_tensordicts=True).register(trainer)
     else:
+        # torchrl's default sub_traj_len=-1: whole trajectories of the collected batch.
         sub_traj_len = int(cfg_get(cfg, "sub_traj_len"))
-        sampler = BatchSubSampler(batch_size=batch_size, sub_traj_len=max(sub_traj_len, 0))
+        sampler = BatchSubSampler(batch_size=batch_size, sub_traj_len=sub_traj_len)
         trainer.register_op("process_optim_batch", sampler)
     if scheduler is not None:
         trainer.register_op("post_optim", scheduler.step)

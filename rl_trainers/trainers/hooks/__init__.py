@@ -1,7 +1,12 @@
 """Reusable trainer hooks, one module per family."""
 
-from rl_trainers.trainers.hooks.data import BatchSubSampler, SelectKeys
-from rl_trainers.trainers.hooks.evaluation import LogValidationReward, Recorder, episode_returns
+from rl_trainers.trainers.hooks.data import BatchSubSampler, SelectKeys, mask_batch
+from rl_trainers.trainers.hooks.evaluation import (
+    LogValidationReward,
+    Recorder,
+    episode_returns,
+    trajectory_returns,
+)
 from rl_trainers.trainers.hooks.logging import CountFramesLog, LogReward, LogScalar, UTDRHook
 from rl_trainers.trainers.hooks.normalisation import RewardNormalizer
 from rl_trainers.trainers.hooks.optim import ClearCudaCache, OptimizerHook
@@ -26,4 +31,6 @@ __all__ = [
     "UTDRHook",
     "UpdateWeights",
     "episode_returns",
+    "mask_batch",
+    "trajectory_returns",
 ]

@@ -12,9 +12,13 @@ from tensordict.utils import NestedKey
 
 from rl_trainers.trainers.trainer import Trainer, TrainerHookBase
 
-__all__ = ["LogValidationReward", "Recorder", "episode_returns"]
+__all__ = ["LogValidationReward", "Recorder", "episode_returns", "trajectory_returns"]
 
 _REWARD = ("next", "reward")
+
+
+def _is_reward(key: NestedKey) -> bool:
+    return key == _REWARD
 
 
 def _interaction_type(value: InteractionType | str) -> InteractionType:
@@ -58,15 +62,49 @@ def episode_returns(rollout: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor
     return torch.cat(rets), torch.cat(lens)
 
 
+def trajectory_returns(rollout: TensorDictBase) -> torch.Tensor:
+    """Summed reward of every trajectory of a ``[*B, T]`` rollout, the last one of each row
+    included even if the rollout cut it (torchrl's ``split_trajectories`` view).
+
+    A trajectory ends at a step whose ``("next", "done")`` is set; the steps after the last
+    done of a row form one more, unfinished, trajectory.
+
+    Args:
+        rollout: a TensorDict with ``("next", "reward")`` and ``("next", "done")``.
+
+    Returns:
+        A 1-D float64 tensor with one summed reward per trajectory.
+    """
+    t = rollout.shape[-1]
+    reward = rollout.get(_REWARD).reshape(*rollout.shape, -1).sum(-1).reshape(-1, t).double()
+    done = rollout.get(("next", "done"), None)
+    if done is None:
+        return reward.sum(-1)
+    done = done.reshape(*rollout.shape, -1).any(-1).reshape(-1, t)
+    # trajectory id of each step within its row: number of dones strictly before it
+    traj = torch.cumsum(done.long(), -1) - done.long()
+    n_per_row = traj[:, -1] + 1
+    offsets = torch.cumsum(n_per_row, 0) - n_per_row
+    ids = (traj + offsets.unsqueeze(-1)).reshape(-1)
+    out = torch.zeros(int(n_per_row.sum()), dtype=torch.float64, device=reward.device)
+    return out.index_add_(0, ids, reward.reshape(-1))
+
+
 class LogValidationReward(TrainerHookBase):
     """Evaluate the policy on its own environment every ``record_interval`` calls.
 
     Each evaluation runs one rollout of ``record_frames // frame_skip`` steps (episodes reset
     automatically) under ``exploration_type`` (deterministic by default), without gradients
-    and with the policy in eval mode. It returns, for logging:
+    and with the policy in eval mode. It returns, for logging (with ``"log_pbar"`` set to
+    ``log_pbar``):
 
-    - for each key of ``log_keys``, its mean over the rollout under ``out_keys[key]``
-      (``("next", "reward")`` -> ``r_evaluation`` by default);
+    - for the reward ``("next", "reward")``, as torchrl: ``out_keys[key]`` (default
+      ``r_evaluation``), the mean reward per step divided by ``frame_skip``, and
+      ``"total_" + out_keys[key]``, the mean over the rollout's trajectories of their
+      summed reward (the last trajectory of a row counts even if the rollout cut it);
+      so ``out_keys={("next", "reward"): "rewards"}`` gives ``rewards`` and
+      ``total_rewards``;
+    - for each other key of ``log_keys``, its mean over the rollout under ``out_keys[key]``;
     - ``eval/episode_return_mean``, ``eval/episode_return_std``,
       ``eval/episode_length_mean`` and ``eval/num_episodes`` over the episodes that ended
       inside the rollout (returns are absent if none ended).
@@ -81,8 +119,10 @@ class LogValidationReward(TrainerHookBase):
         environment: the evaluation environment (``rollout(max_steps, policy, ...)``).
         exploration_type: interaction type during evaluation (``"deterministic"``,
             ``"random"``, ``"mode"``, ``"mean"`` or an ``InteractionType``).
-        log_keys: rollout entries to average.
-        out_keys: logged name of each entry of ``log_keys``.
+        log_keys: rollout entries to log (default ``[("next", "reward")]``).
+        out_keys: logged name of each entry of ``log_keys``; by default
+            ``("next", "reward")`` -> ``"r_evaluation"`` and any other key its own name
+            (tuple keys joined with ``"_"``).
         suffix: appended to the logged names.
         log_pbar: also show the values on the progress bar.
         recorder: older name of ``environment``.
@@ -118,7 +158,12 @@ class LogValidationReward(TrainerHookBase):
         self.environment = environment
         self.exploration_type = _interaction_type(exploration_type)
         self.log_keys = [_REWARD] if log_keys is None else list(log_keys)
-        self.out_keys = {_REWARD: "r_evaluation"} if out_keys is None else dict(out_keys)
+        if out_keys is None:
+            out_keys = {
+                k: "r_evaluation" if _is_reward(k) else (k if isinstance(k, str) else "_".join(k))
+                for k in self.log_keys
+            }
+        self.out_keys = dict(out_keys)
         missing = [k for k in self.log_keys if k not in self.out_keys]
         if missing:
             raise ValueError(f"log_keys {missing} have no logged name in out_keys.")
@@ -156,7 +201,13 @@ class LogValidationReward(TrainerHookBase):
             dump()
         out: dict[str, Any] = {}
         for key in self.log_keys:
-            out[self._name(self.out_keys[key])] = rollout.get(key).float().mean().item()
+            name = self.out_keys[key]
+            value = rollout.get(key).float()
+            if _is_reward(key):
+                out[self._name(name)] = value.mean().item() / self.frame_skip
+                out[self._name("total_" + name)] = trajectory_returns(rollout).mean().item()
+            else:
+                out[self._name(name)] = value.mean().item()
         returns, lengths = episode_returns(rollout)
         out[self._name("eval/num_episodes")] = returns.numel()
         if returns.numel():

@@ -17,6 +17,7 @@ from rl_trainers.trainers.trainer import Trainer, TrainerHookBase
 __all__ = ["CountFramesLog", "LogReward", "LogScalar", "UTDRHook"]
 
 _MASK = ("collector", "mask")
+_REWARD = ("next", "reward")
 _REDUCTIONS = ("mean", "sum", "max", "min")
 
 
@@ -56,14 +57,30 @@ class CountFramesLog(TrainerHookBase):
 class LogScalar(TrainerHookBase):
     """Log a reduction (and the standard deviation) of one entry of each collected batch.
 
+    Two call forms are accepted. rl_trainers' own,
+    ``LogScalar(key, logname, log_pbar, include_std, reduction)``, and torchrl's documented
+    ``LogScalar(logname="r_training", log_pbar=False, reward_key=None)``: ``reward_key=`` is
+    an alias of ``key``, and a ``bool`` in the second position (never a valid ``logname``)
+    selects torchrl's positional order, so ``LogScalar("r_training", True)`` and
+    ``LogScalar("r_training", True, ("next", "reward"))`` log the reward as ``r_training``.
+
     Args:
-        key: the entry to read, by default the reward ``("next", "reward")``.
+        key: the entry to read; the reward ``("next", "reward")`` by default or if None.
         logname: the logged name; the std is logged as ``<logname>_std``.
         log_pbar: also show the value on the progress bar.
         include_std: also log the standard deviation.
         reduction: one of ``"mean"``, ``"sum"``, ``"max"``, ``"min"``.
+        reward_key: torchrl's name of ``key`` (give one or the other).
 
     Entries masked out by ``("collector", "mask")`` are ignored.
+
+    Examples:
+        >>> LogScalar(logname="r_training", log_pbar=True).key
+        ('next', 'reward')
+        >>> LogScalar("r_training", True).logname  # torchrl's positional order
+        'r_training'
+        >>> LogScalar(key="t", logname="tmax", reduction="max").logname
+        'tmax'
     """
 
     def __init__(
@@ -73,17 +90,56 @@ class LogScalar(TrainerHookBase):
         log_pbar: bool = False,
         include_std: bool = True,
         reduction: str = "mean",
+        *,
+        reward_key: NestedKey | None = None,
     ) -> None:
+        if isinstance(logname, bool):
+            # torchrl's positional order: LogScalar(logname, log_pbar[, reward_key]).
+            torchrl_key = None if isinstance(log_pbar, bool) else log_pbar
+            if torchrl_key is not None and reward_key is not None and torchrl_key != reward_key:
+                raise TypeError(
+                    f"LogScalar got two reward keys: {torchrl_key!r} (third positional "
+                    f"argument) and reward_key={reward_key!r}."
+                )
+            key, logname, log_pbar = (
+                reward_key if reward_key is not None else torchrl_key,
+                key,
+                logname,
+            )
+        elif reward_key is not None:
+            if key != _REWARD and key != reward_key:
+                raise TypeError(
+                    f"LogScalar got key={key!r} and reward_key={reward_key!r}; reward_key is "
+                    "torchrl's name of key, give one of them."
+                )
+            key = reward_key
+        if key is None:
+            key = _REWARD
+        if not isinstance(logname, str):
+            raise TypeError(f"logname must be a str, got {logname!r}.")
         if reduction not in _REDUCTIONS:
             raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}.")
         self.key = key
         self.logname = logname
-        self.log_pbar = log_pbar
+        self.log_pbar = bool(log_pbar)
         self.include_std = include_std
         self.reduction = reduction
 
+    @property
+    def reward_key(self) -> NestedKey:
+        """torchrl's name of :attr:`key`."""
+        return self.key
+
     def __call__(self, batch: TensorDictBase) -> dict[str, Any]:
-        value = batch.get(self.key)
+        value = batch.get(self.key, None)
+        if value is None:
+            hint = ""
+            if isinstance(self.key, str) and self.logname == "r_training":
+                hint = (
+                    f" LogScalar's first argument is the key to read; for torchrl's form "
+                    f"write LogScalar(logname={self.key!r}) (the reward is read by default)."
+                )
+            raise KeyError(f"LogScalar: the batch has no entry {self.key!r}.{hint}")
         mask = batch.get(_MASK, None)
         if mask is not None:
             value = value[mask]

@@ -25,7 +25,8 @@ class RewardNormalizer(TrainerHookBase):
     Args:
         decay: decay of the running sums.
         scale: factor applied after normalisation.
-        eps: lower bound of the variance.
+        eps: lower bound of the variance; ``None`` (the default, as in torchrl) means
+            ``torch.finfo(torch.get_default_dtype()).eps``.
         log_pbar: show the running mean and std on the progress bar.
         reward_key: the reward entry (default ``("next", "reward")``).
     """
@@ -34,7 +35,7 @@ class RewardNormalizer(TrainerHookBase):
         self,
         decay: float = 0.999,
         scale: float = 1.0,
-        eps: float = 1e-4,
+        eps: float | None = None,
         log_pbar: bool = False,
         reward_key: NestedKey | None = None,
     ) -> None:
@@ -42,7 +43,11 @@ class RewardNormalizer(TrainerHookBase):
             raise ValueError(f"decay must be in [0, 1], got {decay}.")
         self.decay = decay
         self.scale = scale
-        self.eps = eps
+        if eps is None:
+            eps = torch.finfo(torch.get_default_dtype()).eps
+        if eps < 0:
+            raise ValueError(f"eps must be >= 0, got {eps}.")
+        self.eps = float(eps)
         self.log_pbar = log_pbar
         self.reward_key = ("next", "reward") if reward_key is None else reward_key
         self._sum = torch.zeros(())

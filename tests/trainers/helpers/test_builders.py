@@ -204,6 +204,30 @@ def test_make_replay_buffer_both_call_forms(tmp_path):
         make_replay_buffer("not-a-device", _ns())
 
 
+def test_make_trainer_without_buffer_subsamples_like_torchrl():
+    """No replay buffer: a BatchSubSampler with cfg.sub_traj_len (default -1: whole
+    trajectories of a [B, T] batch, a permutation of a flat one)."""
+    from tensordict import TensorDict
+
+    from rl_trainers.trainers import BatchSubSampler
+
+    class NoCollector:
+        def __iter__(self):
+            return iter(())
+
+    loss = nn.Linear(2, 2)
+    cfg = _ns(batch_size=8)
+    trainer = make_trainer(NoCollector(), loss, cfg=cfg)
+    (sampler,) = trainer._ops["process_optim_batch"]
+    assert isinstance(sampler, BatchSubSampler) and sampler.sub_traj_len == -1
+    rows = TensorDict({"t": torch.arange(8).expand(3, 8).clone()}, [3, 8])
+    assert sampler(rows).shape == (1, 8) and sampler(rows)["t"].tolist() == [list(range(8))]
+    flat = TensorDict({"t": torch.arange(8)}, [8])
+    assert sorted(sampler(flat)["t"].tolist()) == list(range(8))  # no replacement
+    windows = make_trainer(NoCollector(), loss, cfg=_ns(batch_size=8, sub_traj_len=4))
+    assert windows._ops["process_optim_batch"][0](rows).shape == (2, 4)
+
+
 def test_make_trainer_wires_hooks_and_trains(cfg, tmp_path):
     make = transformed_env_constructor(cfg)
     recorder_env = make()
