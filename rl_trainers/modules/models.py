@@ -451,8 +451,12 @@ class MLP(nn.Sequential):
         module hooks, outside ``torch.compile``/``vmap``/autocast/tracing) run as one fused
         autograd node with the same results and gradients (see :func:`_fused_mlp`); anything
         else runs layer by layer. ``models.FUSE_MLP = False`` turns the fused path off.
+        A bool or integer input (the one-hot observation of a ``Discrete`` space, a
+        ``MultiBinary`` one) is cast to the default float dtype first.
         """
         x = inputs[0] if len(inputs) == 1 else torch.cat(inputs, dim=-1)
+        if not x.is_floating_point():
+            x = x.to(torch.get_default_dtype())
         out = _fused_mlp(self, x)
         if out is not None:
             x = out

@@ -62,10 +62,16 @@ class CheckpointError(ValueError):
 
 
 def get_backend() -> str:
-    """Return the checkpoint backend named by ``CKPT_BACKEND`` (default ``"torch"``)."""
+    """Return the checkpoint backend named by ``CKPT_BACKEND`` (default ``"torch"``).
+
+    Raises:
+        CheckpointError: (a ``ValueError``) for any other value.
+    """
     backend = os.environ.get("CKPT_BACKEND", "torch").strip().lower() or "torch"
     if backend not in BACKENDS:
-        raise ValueError(f"CKPT_BACKEND={backend!r} is not supported; choose one of {BACKENDS}.")
+        raise CheckpointError(
+            f"CKPT_BACKEND={backend!r} is not supported; choose one of {BACKENDS}."
+        )
     return backend
 
 
@@ -267,15 +273,19 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
             )
         try:
             state = torch.load(path, map_location="cpu", weights_only=True)
-        except pickle.UnpicklingError as err:
-            raise CheckpointError(
-                f"Checkpoint {path} cannot be loaded safely: it is not a torch file or holds "
-                f"objects other than tensors and plain containers ({err})."
-            ) from err
-        except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as err:
+        except MemoryError:
+            raise
+        except Exception as err:
+            # A file that is not a zip archive (torch.save writes one) goes to torch's legacy
+            # unpickler, which fails on text, YAML... with IndexError, KeyError, EOFError...
+            if isinstance(err, pickle.UnpicklingError) and zipfile.is_zipfile(path):
+                raise CheckpointError(
+                    f"Checkpoint {path} cannot be loaded safely: it holds objects other than "
+                    f"tensors and plain containers ({_one_line(err)})."
+                ) from err
             raise CheckpointError(
                 f"Checkpoint {path} is truncated or corrupted, or is not a torch file "
-                f"({type(err).__name__}: {err})."
+                f"({_describe(err)})."
             ) from err
     else:
         ts = _import_torchsnapshot()
@@ -341,12 +351,73 @@ def latest_checkpoint(alias: str | os.PathLike) -> Path | None:
     """The most recent checkpoint for ``alias``: the highest-numbered one, else ``alias``.
 
     Returns None when there is none (a fresh run directory).
+
+    Raises:
+        CheckpointError: when there is none for the backend ``CKPT_BACKEND`` names but the
+            directory holds checkpoints of the other backend.
     """
     found = list_checkpoints(alias)
     if found:
         return found[-1][1]
     alias = Path(alias)
-    return alias if alias.exists() else None
+    if alias.exists():
+        return alias
+    _check_no_other_backend(alias)
+    return None
+
+
+def _check_no_other_backend(alias: Path) -> None:
+    """Raise :class:`CheckpointError` if ``alias``'s directory holds checkpoints written with
+    the other backend (so a run is not silently restarted because ``CKPT_BACKEND`` differs)."""
+    if not alias.parent.is_dir():
+        return
+    backend = get_backend()
+    other = "torchsnapshot" if backend == "torch" else "torch"
+    prefix = f"{alias.stem}_"
+    foreign = []
+    for path in alias.parent.iterdir():
+        name = path.name
+        if name.startswith("."):
+            continue
+        if other == "torchsnapshot":
+            is_other = path.is_dir() and name.startswith(prefix) and name[len(prefix) :].isdigit()
+        else:
+            suffix = alias.suffix
+            number = name[len(prefix) : len(name) - len(suffix)]
+            is_other = (
+                path.is_file()
+                and name.startswith(prefix)
+                and name.endswith(suffix)
+                and number.isdigit()
+            )
+        if is_other:
+            foreign.append(name)
+    if foreign:
+        kind = "directories" if other == "torchsnapshot" else "files"
+        raise CheckpointError(
+            f"{alias.parent} holds checkpoints of the {other} backend ({kind} "
+            f"{', '.join(sorted(foreign))}) but CKPT_BACKEND is {backend}: set "
+            f"CKPT_BACKEND={other} to resume from them."
+        )
+
+
+def _describe(err: BaseException) -> str:
+    """``Type: message`` on one line (``Type`` alone when there is no message)."""
+    line = _one_line(err)
+    name = type(err).__name__
+    return name if line == name else f"{name}: {line}"
+
+
+def _one_line(err: BaseException) -> str:
+    """The informative line of ``err``'s message (torch's weights-only errors span many)."""
+    text = str(err)
+    marker = "WeightsUnpickler error:"
+    if marker in text:  # torch's advice about weights_only=False is not for us
+        text = text.split(marker, 1)[1]
+        detail = next((line.strip() for line in text.splitlines() if line.strip()), "")
+        return f"{marker} {detail}".strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else type(err).__name__
 
 
 def _remove(path: Path) -> None:

@@ -124,3 +124,10 @@ def test_recipes_through_train_py(algorithm, group, options, extra, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     summaries = sorted((tmp_path / "sweep").glob("*/summary.json"))
     assert len(summaries) == len(options)
+
+
+@pytest.mark.parametrize("env_name", ["FrozenLake-v1", "Taxi-v4"])
+def test_ppo_on_discrete_observations(tiny_config, env_name, tmp_path):
+    """Discrete observation spaces (one-hot observations) train like any other env."""
+    run(tiny_config("ppo", [f"env.env_name={env_name}"]), output_dir=tmp_path)
+    _check_summary(tmp_path, 256)

@@ -59,3 +59,14 @@ def test_dueling_net_seed_signature():
     adv = net.advantage(h)
     expected = net.value(h) + adv - adv.mean(-1, keepdim=True)
     torch.testing.assert_close(q, expected)
+
+
+def test_mlp_casts_bool_and_integer_inputs():
+    """A Discrete observation arrives one-hot as bool (MultiBinary as int8): the MLP
+    computes on its float value instead of failing on the dtype."""
+    torch.manual_seed(0)
+    mlp = MLP(in_features=4, out_features=2, num_cells=[8])
+    one_hot = torch.eye(4, dtype=torch.bool)[[0, 2, 3]]
+    expected = mlp(one_hot.float())
+    torch.testing.assert_close(mlp(one_hot), expected)
+    torch.testing.assert_close(mlp(one_hot.to(torch.int8)), expected)

@@ -262,6 +262,9 @@ def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> f
     if ckpt is not None:
         trainer.load_from_file(ckpt)
         print(f"Resumed from {ckpt} at frame {trainer.collected_frames}.", file=sys.stderr)
+    # fps is this session's throughput: frames collected by this process (not those of the
+    # sessions before a resume) over this process's building, loading and training time
+    first_frame = int(trainer.collected_frames)
     trainer.train()
     if trainer.interrupted is not None:
         where = trainer.last_checkpoint or "(no checkpoint: saving is disabled)"
@@ -273,14 +276,17 @@ def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> f
         code = getattr(signal.Signals, trainer.interrupted, None)
         raise SystemExit(128 + int(code) if code is not None else 1)
     wall_time = time.perf_counter() - start
+    session_frames = int(trainer.collected_frames) - first_frame
     returns = trainer.evaluate_final()
     summary = {
         "algorithm": cfg.algorithm,
         "env": cfg.env.env_name,
         "seed": cfg.seed,
         "frames": int(trainer.collected_frames),
+        "session_frames": session_frames,
+        "resumed_from_frame": first_frame,
         "wall_time_s": round(wall_time, 3),
-        "fps": round(trainer.collected_frames / max(wall_time, 1e-9), 1),
+        "fps": round(session_frames / max(wall_time, 1e-9), 1),
         "eval_return_mean": float(sum(returns) / len(returns)),
         "eval_return_std": float(_std(returns)),
         "eval_episodes": len(returns),

@@ -32,6 +32,9 @@ from rl_trainers.trainers.algorithms.common import (
 from rl_trainers.trainers.algorithms.errors import ComponentError, ConfigError
 from rl_trainers.trainers.trainer import Trainer
 
+#: Evaluations are seeded with ``cfg.seed + EVAL_SEED_OFFSET``.
+EVAL_SEED_OFFSET = 10_000
+
 
 class AlgorithmTrainer(Trainer):
     """A :class:`Trainer` with episode-return logging, an optional lr schedule and evaluation.
@@ -43,6 +46,10 @@ class AlgorithmTrainer(Trainer):
         eval_episodes: episodes per evaluation.
         eval_interval: evaluate every this many frames during training (0: never).
         eval_deterministic: act with the policy's mode (else sample) when evaluating.
+        eval_seed: if set, every evaluation (periodic and final) first seeds the evaluation
+            env and a forked torch RNG with it, so its result depends only on the policy
+            (and the copied normaliser statistics): not on earlier evaluations, on whether
+            the run was resumed, nor on the training RNG streams (which it leaves untouched).
         **trainer_kwargs: the :class:`Trainer` arguments.
     """
 
@@ -55,6 +62,7 @@ class AlgorithmTrainer(Trainer):
         eval_episodes: int = 10,
         eval_interval: int = 0,
         eval_deterministic: bool = True,
+        eval_seed: int | None = None,
         **trainer_kwargs: Any,
     ) -> None:
         super().__init__(**trainer_kwargs)
@@ -62,6 +70,7 @@ class AlgorithmTrainer(Trainer):
         self.eval_env = eval_env
         self.eval_episodes = eval_episodes
         self.eval_deterministic = eval_deterministic
+        self.eval_seed = eval_seed
         LogEpisodeReturn().register(self)
         if lr_scheduler is not None:
             self.register_module("lr_scheduler", lr_scheduler)
@@ -78,11 +87,24 @@ class AlgorithmTrainer(Trainer):
         """Returns of ``eval_episodes`` episodes on the evaluation env.
 
         An observation normaliser in the evaluation env first takes the training env's
-        statistics, frozen, so the policy sees what it was trained on.
+        statistics, frozen, so the policy sees what it was trained on. With ``eval_seed``
+        the evaluation env is seeded with it (the first reset uses the seed) and the policy
+        samples from a torch RNG seeded with it inside ``torch.random.fork_rng``, so every
+        evaluation of the same weights gives the same returns, and the training's RNG
+        states are the same after it as before.
         """
         train_env = getattr(self.collector, "env", None)
         if train_env is not None:
             copy_normalizer_stats(train_env, self.eval_env)
+        if self.eval_seed is None:
+            return self._run_evaluation()
+        cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+        with torch.random.fork_rng(devices=cuda):
+            torch.manual_seed(self.eval_seed)
+            self.eval_env.set_seed(self.eval_seed)
+            return self._run_evaluation()
+
+    def _run_evaluation(self) -> list[float]:
         return evaluate_episodes(
             self.eval_env,
             self.loss_module.actor_network,
@@ -193,8 +215,13 @@ def prepare_run(cfg: DictConfig, output_dir: Path) -> RunEnvs:
     env = build(cfg, "env")
     env.set_seed(cfg.seed)
     eval_env = build(cfg, "env", num_envs=cfg.eval.episodes, reward_scale=1.0)
-    eval_env.set_seed(cfg.seed + 10_000)
+    eval_env.set_seed(evaluation_seed(cfg))
     return RunEnvs(env, eval_env)
+
+
+def evaluation_seed(cfg: DictConfig) -> int:
+    """The seed of every evaluation: ``seed + 10000`` (apart from the training env's seeds)."""
+    return int(cfg.seed) + EVAL_SEED_OFFSET
 
 
 def finish_build(
@@ -238,6 +265,7 @@ def finish_build(
         eval_episodes=cfg.eval.episodes,
         eval_interval=cfg.eval.interval,
         eval_deterministic=cfg.eval.deterministic,
+        eval_seed=evaluation_seed(cfg),
         logger=logger,
         clip_grad_norm=loop.clip_grad_norm,
         clip_norm=loop.clip_norm,

@@ -104,6 +104,7 @@ class PPOTrainer(AlgorithmTrainer):
         self.minibatches = EpochMinibatches(minibatch_size)
         self.register_op("batch_process", self._advantage)
         self.minibatches.register(self)
+        self._clip0: float | None = None
         if anneal_clip_epsilon:
             self._clip0 = float(loss_module.clip_epsilon)
             self.register_op("post_steps", self._anneal_clip)
@@ -118,8 +119,19 @@ class PPOTrainer(AlgorithmTrainer):
         return batch
 
     def _anneal_clip(self) -> None:
+        """Set the clip range for the next batch: ``clip0 * (1 - frames / total_frames)``."""
         remaining = max(1.0 - self.collected_frames / self.total_frames, 0.0)
         self.loss_module.clip_epsilon = self._clip0 * remaining
+
+    def load_state_dict(self, state_dict: dict[str, Any], **kwargs: Any) -> None:
+        """Load a checkpoint, then set the annealed clip range from the restored frame count.
+
+        The clip range is not saved (it is a float attribute of the loss); without this the
+        first batch after a resume would use the initial clip range.
+        """
+        super().load_state_dict(state_dict, **kwargs)
+        if self._clip0 is not None:
+            self._anneal_clip()
 
     @classmethod
     def from_config(cls, cfg: DictConfig, output_dir: Path) -> PPOTrainer:

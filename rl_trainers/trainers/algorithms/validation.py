@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from omegaconf import DictConfig
+import os
+from collections.abc import Sequence
+
+from omegaconf import DictConfig, OmegaConf
 
 from rl_trainers.trainers.algorithms.errors import ConfigError
+
+#: The largest seed accepted (torch, numpy and gymnasium all take it; evaluation adds 10000).
+MAX_SEED = 2**63 - 1
 
 
 def _positive(cfg: DictConfig, path: str) -> None:
@@ -14,8 +20,109 @@ def _positive(cfg: DictConfig, path: str) -> None:
         raise ConfigError(path, value, "a positive number")
 
 
+def available_devices() -> list[str]:
+    """The torch devices this machine can use: ``cpu``, then ``cuda:<i>``, ``mps``, ``xpu:<i>``."""
+    import torch
+
+    found = ["cpu"]
+    if torch.cuda.is_available():
+        found += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        found.append("mps")
+    xpu = getattr(torch, "xpu", None)
+    if xpu is not None and xpu.is_available():
+        found += [f"xpu:{i}" for i in range(xpu.device_count())]
+    return found
+
+
+def check_device(field: str, value: object) -> None:
+    """Raise :class:`ConfigError` unless ``value`` names a torch device this machine has."""
+    import torch
+
+    available = available_devices()
+    devices = ", ".join(available)
+    try:
+        device = torch.device(str(value))
+    except (RuntimeError, ValueError, TypeError):
+        raise ConfigError(
+            field, value, f"not a torch device; devices on this machine: {devices}"
+        ) from None
+    if device.type == "cpu":
+        return
+    if device.type == "mps":
+        ok = "mps" in available
+    else:
+        backend = getattr(torch, device.type, None)
+        is_available = getattr(backend, "is_available", None)
+        ok = callable(is_available) and bool(is_available())
+        if ok and device.index is not None:
+            ok = device.index < backend.device_count()
+    if not ok:
+        raise ConfigError(
+            field, value, f"not available on this machine; devices on this machine: {devices}"
+        )
+
+
+def _check_devices(cfg: DictConfig) -> None:
+    for path, optional in (
+        ("device", False),
+        ("env.device", False),
+        ("collector.device", True),
+        ("collector.storing_device", True),
+    ):
+        missing = object()
+        value = OmegaConf.select(cfg, path, default=missing)
+        if value is missing or (value is None and optional):
+            continue
+        check_device(path, value)
+
+
+def check_checkpoint_backend() -> None:
+    """Raise :class:`ConfigError` unless the environment variable ``CKPT_BACKEND`` names a
+    checkpoint backend that can be used (checked before training, not at the first save)."""
+    from rl_trainers.trainers.checkpoint import BACKENDS, get_backend
+
+    try:
+        backend = get_backend()
+    except ValueError:
+        raise ConfigError(
+            "CKPT_BACKEND",
+            os.environ.get("CKPT_BACKEND"),
+            "the environment variable CKPT_BACKEND chooses the checkpoint format: "
+            f"{' or '.join(BACKENDS)} (unset: torch)",
+        ) from None
+    if backend == "torchsnapshot":
+        try:
+            import torchsnapshot  # noqa: F401
+        except ImportError as err:
+            raise ConfigError(
+                "CKPT_BACKEND",
+                backend,
+                f"the torchsnapshot package cannot be imported ({err}): "
+                "pip install torchsnapshot, or unset CKPT_BACKEND (torch files)",
+            ) from None
+
+
+def _check_betas(cfg: DictConfig) -> None:
+    betas = cfg.optimizer.get("betas")
+    if betas is None:
+        return
+    allowed = "two numbers in [0, 1), e.g. [0.9,0.999]"
+    values = list(betas) if isinstance(betas, Sequence) and not isinstance(betas, str) else [betas]
+    if len(values) != 2 or not all(
+        isinstance(b, (int, float)) and not isinstance(b, bool) and 0 <= b < 1 for b in values
+    ):
+        raise ConfigError("optimizer.betas", values, allowed)
+
+
 def validate_config(cfg: DictConfig) -> None:
     """Raise :class:`ConfigError` naming the first invalid field, its value and what is allowed."""
+    seed = cfg.get("seed", 0)
+    if seed is None or not 0 <= seed <= MAX_SEED:
+        raise ConfigError("seed", seed, "an integer from 0 to 2**63 - 1")
+    _check_devices(cfg)
+    check_checkpoint_backend()
     for path in ("trainer.total_frames", "env.num_envs", "collector.frames_per_batch"):
         _positive(cfg, path)
     if cfg.trainer.log_interval <= 0:
@@ -28,6 +135,13 @@ def validate_config(cfg: DictConfig) -> None:
             cfg.trainer.save_trainer_interval,
             "0 (at the end) or a positive number of frames",
         )
+    keep = cfg.trainer.get("keep_checkpoints", 1)
+    if keep is None or keep < 1:
+        raise ConfigError(
+            "trainer.keep_checkpoints", keep, "a positive number of checkpoints to keep, e.g. 2"
+        )
+    if "optimizer" in cfg:
+        _check_betas(cfg)
     if cfg.eval.episodes <= 0:
         raise ConfigError("eval.episodes", cfg.eval.episodes, "a positive number of episodes")
     frames, envs = cfg.collector.frames_per_batch, cfg.env.num_envs
@@ -58,6 +172,13 @@ def validate_config(cfg: DictConfig) -> None:
     if cfg.algorithm == "sac":
         _positive(cfg, "replay_buffer.size")
         _positive(cfg, "replay_buffer.batch_size")
+        size, batch_size = cfg.replay_buffer.size, cfg.replay_buffer.batch_size
+        if batch_size > size:
+            raise ConfigError(
+                "replay_buffer.batch_size",
+                batch_size,
+                f"at most replay_buffer.size ({size})",
+            )
         if cfg.trainer.learning_starts < 0:
             raise ConfigError(
                 "trainer.learning_starts",

@@ -7,9 +7,10 @@ without Hydra.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -94,12 +95,13 @@ def make_env(
     }
     if max_episode_steps is not None:
         kwargs["max_episode_steps"] = max_episode_steps
-    if vectorization == "sync":
-        base = GymEnv(env_name, num_envs=num_envs, **kwargs)
-    elif vectorization == "async":
-        base = ParallelEnv(num_envs, _GymEnvFactory(env_name, kwargs))
-    else:
+    if vectorization not in ("sync", "async"):
         raise ConfigError("env.vectorization", vectorization, "'sync' or 'async'")
+    with _missing_dependencies_as_config_error(env_name):
+        if vectorization == "sync":
+            base = GymEnv(env_name, num_envs=num_envs, **kwargs)
+        else:
+            base = ParallelEnv(num_envs, _GymEnvFactory(env_name, kwargs))
     extra = list(transforms)
     for i, transform in enumerate(extra):
         if not isinstance(transform, Transform):
@@ -117,6 +119,30 @@ def make_env(
     if reward_scale != 1.0:
         chain.append(RewardScaling(loc=0.0, scale=reward_scale))
     return TransformedEnv(base, Compose(*chain, *extra))
+
+
+@contextlib.contextmanager
+def _missing_dependencies_as_config_error(env_name: str) -> Iterator[None]:
+    """Report an env whose dependencies are not installed as a :class:`ConfigError` on
+    ``env.env_name``, with the install command gymnasium suggests."""
+    from gymnasium.error import DependencyNotInstalled
+
+    try:
+        yield
+    except DependencyNotInstalled as err:
+        raise ConfigError(
+            "env.env_name",
+            env_name,
+            f"its dependencies are not installed: {' '.join(str(err).split())}",
+        ) from err
+    except ModuleNotFoundError as err:
+        module = (err.name or str(err)).split(".")[0]
+        raise ConfigError(
+            "env.env_name",
+            env_name,
+            f"it needs the Python module {module!r}, which is not installed "
+            f"(install the package that provides it, often pip install {module})",
+        ) from err
 
 
 def _pixel_transforms(image_size: int, grayscale: bool, frame_stack: int) -> list:

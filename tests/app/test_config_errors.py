@@ -1,0 +1,197 @@
+"""A bad config, environment variable or checkpoint stops the run before training with one
+``Error: ...`` line naming the field and what is accepted, and exit status 2."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import textwrap
+
+import pytest
+import torch
+
+from rl_trainers.trainers.checkpoint import (
+    CheckpointError,
+    latest_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+)
+
+from .conftest import TINY
+from .test_cli import train
+
+
+def assert_user_error(proc, *expected: str) -> None:
+    """Exit status 2 and one ``Error:`` line holding every ``expected`` string."""
+    err = proc.stderr
+    assert proc.returncode == 2, err[-3000:]
+    assert "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if line.startswith("Error: ")]
+    assert len(lines) == 1, err
+    for word in expected:
+        assert word in lines[0], err
+    assert "summary.json" not in err and not proc.stdout.strip(), proc.stdout
+
+
+def run_bad(algorithm, tmp_path, *args, env=None):
+    return train(
+        algorithm,
+        *TINY[algorithm],
+        *args,
+        f"hydra.run.dir={tmp_path}/run",
+        cwd=tmp_path,
+        env=env,
+    )
+
+
+def _no_cuda_device(index: int) -> bool:
+    return torch.cuda.device_count() <= index
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "args", "expected"),
+    [
+        ("ppo", ["device=banana"], ["device='banana'", "not a torch device", "cpu"]),
+        pytest.param(
+            "ppo",
+            ["device=cuda:9"],
+            ["device='cuda:9'", "not available on this machine", "cpu"],
+            marks=pytest.mark.skipif(not _no_cuda_device(9), reason="this machine has cuda:9"),
+        ),
+        ("ppo", ["env.device=banana"], ["env.device='banana'", "not a torch device"]),
+        ("ppo", ["collector.device=banana"], ["collector.device='banana'", "not a torch device"]),
+        ("ppo", ["trainer.keep_checkpoints=0"], ["trainer.keep_checkpoints=0", "positive"]),
+        ("ppo", ["seed=-1"], ["seed=-1", "from 0"]),
+        (
+            "ppo",
+            ["optimizer.betas=[0.9,0.999,0.5]"],
+            ["optimizer.betas=[0.9, 0.999, 0.5]", "two numbers in [0, 1)"],
+        ),
+        ("ppo", ["optimizer=adamw", "optimizer.betas=[0.9,1.5]"], ["optimizer.betas", "[0, 1)"]),
+        (
+            "sac",
+            ["replay_buffer.batch_size=100000", "replay_buffer.size=10000"],
+            ["replay_buffer.batch_size=100000", "at most replay_buffer.size (10000)"],
+        ),
+    ],
+)
+def test_bad_value_is_one_line_with_exit_status_2(algorithm, args, expected, tmp_path):
+    assert_user_error(run_bad(algorithm, tmp_path, *args), *expected)
+
+
+def test_unknown_checkpoint_backend_fails_before_training(tmp_path):
+    env = dict(os.environ, CKPT_BACKEND="tourch")
+    proc = run_bad("ppo", tmp_path, env=env)
+    assert_user_error(proc, "CKPT_BACKEND='tourch'", "torch or torchsnapshot")
+    assert not (tmp_path / "run" / "checkpoints").exists() or not any(
+        (tmp_path / "run" / "checkpoints").iterdir()
+    )
+
+
+@pytest.mark.skipif(importlib.util.find_spec("Box2D") is not None, reason="Box2D is installed")
+def test_env_without_its_dependency_names_env_name_and_pip(tmp_path):
+    proc = run_bad("ppo", tmp_path, "env.env_name=LunarLander-v3")
+    assert_user_error(proc, "env.env_name='LunarLander-v3'", "Box2D", "pip install")
+
+
+FAKE_ENVS = """
+import gymnasium
+from gymnasium.error import DependencyNotInstalled
+
+
+class NeedsFoo(gymnasium.Env):
+    def __init__(self, **kwargs):
+        raise DependencyNotInstalled('foo is not installed, run `pip install "foo[env]"`')
+
+
+class ImportsMissingModule(gymnasium.Env):
+    def __init__(self, **kwargs):
+        import no_such_module_for_rl_trainers_tests  # noqa: F401
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("NeedsFoo", ['pip install "foo[env]"']),
+        ("ImportsMissingModule", ["'no_such_module_for_rl_trainers_tests'", "not installed"]),
+    ],
+)
+def test_missing_env_dependency_is_a_config_error(name, expected, tmp_path):
+    (tmp_path / "fake_envs_for_errors.py").write_text(textwrap.dedent(FAKE_ENVS))
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    )
+    proc = run_bad("ppo", tmp_path, f"env.env_name=fake_envs_for_errors:{name}", env=env)
+    assert_user_error(proc, f"env.env_name='fake_envs_for_errors:{name}'", *expected)
+
+
+def test_resume_from_a_text_file_is_a_checkpoint_error(tmp_path):
+    text = tmp_path / "config.yaml"
+    text.write_text("seed: 0\nenv:\n  env_name: CartPole-v1\n")
+    proc = run_bad("ppo", tmp_path, f"trainer.resume_from={text}")
+    assert_user_error(proc, f"Checkpoint {text}", "not a torch file")
+
+
+def test_resume_with_checkpoints_of_the_other_backend_says_which(tmp_path):
+    snapshot = tmp_path / "run" / "checkpoints" / "trainer_512"
+    snapshot.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if k != "CKPT_BACKEND"}
+    proc = run_bad("ppo", tmp_path, "trainer.resume=true", env=env)
+    assert_user_error(proc, "trainer_512", "CKPT_BACKEND=torchsnapshot")
+    assert "starting a new run" not in proc.stderr
+
+
+# ----------------------------------------------------------------------------- checkpoint.py
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"seed: 0\nenv:\n  env_name: CartPole-v1\n",  # Hydra's config.yaml: IndexError
+        b"hello world\n",  # KeyError
+        b'{"a": 1}\n',  # UnpicklingError, with torch's weights_only advice
+        b"",  # EOFError
+        b"e",
+    ],
+)
+def test_load_checkpoint_of_a_non_torch_file_names_the_path(content, tmp_path, monkeypatch):
+    monkeypatch.delenv("CKPT_BACKEND", raising=False)
+    path = tmp_path / "not_a_checkpoint.pt"
+    path.write_bytes(content)
+    with pytest.raises(CheckpointError, match="not a torch file") as info:
+        load_checkpoint(path)
+    message = str(info.value)
+    assert str(path) in message and "\n" not in message
+    assert "weights_only` set to `False`" not in message
+
+
+def test_latest_checkpoint_refuses_snapshots_under_the_torch_backend(tmp_path, monkeypatch):
+    monkeypatch.delenv("CKPT_BACKEND", raising=False)
+    (tmp_path / "trainer_512").mkdir()
+    with pytest.raises(CheckpointError, match="CKPT_BACKEND=torchsnapshot") as info:
+        latest_checkpoint(tmp_path / "trainer.pt")
+    assert "trainer_512" in str(info.value) and str(tmp_path) in str(info.value)
+
+
+def test_latest_checkpoint_refuses_torch_files_under_torchsnapshot(tmp_path, monkeypatch):
+    monkeypatch.delenv("CKPT_BACKEND", raising=False)
+    save_checkpoint({"format": "rl_trainers.trainer", "version": 1}, tmp_path / "trainer_256.pt")
+    monkeypatch.setenv("CKPT_BACKEND", "torchsnapshot")
+    with pytest.raises(CheckpointError, match="CKPT_BACKEND=torch to resume") as info:
+        latest_checkpoint(tmp_path / "trainer.pt")
+    assert "trainer_256.pt" in str(info.value)
+
+
+def test_latest_checkpoint_of_an_empty_or_missing_directory_is_none(tmp_path, monkeypatch):
+    monkeypatch.delenv("CKPT_BACKEND", raising=False)
+    assert latest_checkpoint(tmp_path / "missing" / "trainer.pt") is None
+    (tmp_path / "trainer_notanumber").mkdir()
+    (tmp_path / ".trainer_512.tmp").mkdir()  # a leftover of an interrupted write
+    assert latest_checkpoint(tmp_path / "trainer.pt") is None
+
+
+def test_unknown_backend_is_a_checkpoint_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("CKPT_BACKEND", "tourch")
+    with pytest.raises(CheckpointError, match="CKPT_BACKEND='tourch'"):
+        save_checkpoint({"x": 1}, tmp_path / "c.pt")
