@@ -7,11 +7,14 @@ import glob
 import io
 import json
 import os
+import random
 import re
 import struct
 import sys
+import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import yaml
@@ -316,6 +319,40 @@ def _wandb_records(path):
             yield record
 
 
+def _finished_wandb_records(path, timeout=60.0):
+    """The records of a finished run's .wandb file. ``run.finish()`` may return before the
+    W&B service has flushed the file, so it is read until it holds the ``exit`` record."""
+    deadline = time.monotonic() + timeout
+    while True:
+        records = list(_wandb_records(path))
+        if any(r.WhichOneof("record_type") == "exit" for r in records):
+            return records
+        assert time.monotonic() < deadline, f"{path} holds no exit record"
+        time.sleep(0.2)
+
+
+def _wandb_history_and_config(path):
+    history, config = [], {}
+    for record in _finished_wandb_records(path):
+        kind = record.WhichOneof("record_type")
+        if kind == "history":
+            history.append(
+                {
+                    i.key or "/".join(i.nested_key): json.loads(i.value_json)
+                    for i in record.history.item
+                }
+            )
+        elif kind == "config":
+            config.update({i.key: json.loads(i.value_json) for i in record.config.update})
+    return history, config
+
+
+def _offline_runs(save_dir):
+    """``{run file: run id}`` of the offline runs under ``<save_dir>/wandb``."""
+    files = glob.glob(os.path.join(save_dir, "wandb", "offline-run-*", "run-*.wandb"))
+    return {f: os.path.basename(f)[len("run-") : -len(".wandb")] for f in files}
+
+
 def test_wandb_offline_read_back(tmp_path, monkeypatch):
     monkeypatch.delenv("WANDB_API_KEY", raising=False)  # no account needed offline
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.netrc or settings either
@@ -336,18 +373,7 @@ def test_wandb_offline_read_back(tmp_path, monkeypatch):
 
     (run_dir,) = glob.glob(str(tmp_path / "wb" / "wandb" / "offline-run-*"))
     (run_file,) = glob.glob(os.path.join(run_dir, f"run-{logger.id}.wandb"))
-    history, config = [], {}
-    for record in _wandb_records(run_file):
-        kind = record.WhichOneof("record_type")
-        if kind == "history":
-            history.append(
-                {
-                    i.key or "/".join(i.nested_key): json.loads(i.value_json)
-                    for i in record.history.item
-                }
-            )
-        elif kind == "config":
-            config.update({i.key: json.loads(i.value_json) for i in record.config.update})
+    history, config = _wandb_history_and_config(run_file)
     losses = [(h["_step"], h["train/loss"]) for h in history if "train/loss" in h]
     assert losses == [(0, 0.0), (1, 0.5), (2, 1.0)]
     assert config["optim"] == {"lr": 0.5}
@@ -394,3 +420,177 @@ def test_mlflow_read_back_and_resume(tmp_path):
     texts = [a.path for a in client.list_artifacts(state["run_id"], "texts")]
     assert texts == ["texts/note_3.txt"]
     assert client.get_run(fresh_run).info.lifecycle_stage == "deleted"
+
+
+def test_mlflow_resume_leaves_one_run_with_both_sessions(tmp_path):
+    """A resume builds the logger, logs the config, then loads the checkpoint's state: no
+    second run appears, and the config logged before the load goes to the resumed run."""
+    from mlflow.entities import ViewType
+    from mlflow.tracking import MlflowClient
+
+    from rl_trainers.record.loggers import MLFlowLogger
+
+    first = MLFlowLogger("exp", tracking_uri=str(tmp_path / "ml"))
+    first.log_hparams({"trainer": {"total_frames": 1024}, "seed": 0})
+    first.log_metrics({"train/loss": 1.0}, step=256)
+    first.log_scalar("train/loss", 2.0, step=512)
+    state = first.state_dict()
+    first.close()
+
+    resumed = MLFlowLogger("exp", tracking_uri=str(tmp_path / "ml"))
+    resumed.log_hparams({"trainer": {"total_frames": 2048}, "seed": 0, "new": "x"})
+    resumed.load_state_dict(state)
+    resumed.log_scalar("train/loss", 3.0, step=768)
+    resumed.close()
+
+    client = MlflowClient(tracking_uri=first.tracking_uri)
+    runs = client.search_runs([state["experiment_id"]], run_view_type=ViewType.ALL)
+    assert [r.info.run_id for r in runs] == [state["run_id"]]  # not even a deleted one
+    (run,) = runs
+    history = client.get_metric_history(run.info.run_id, "train/loss")
+    assert sorted((m.step, m.value) for m in history) == [(256, 1.0), (512, 2.0), (768, 3.0)]
+    # MLflow params are immutable: the changed value is kept as a tag.
+    assert run.data.params == {"trainer.total_frames": "1024", "seed": "0", "new": "x"}
+    assert run.data.tags["resumed.trainer.total_frames"] == "2048"
+    assert run.info.status == "FINISHED"
+
+
+def test_mlflow_run_started_before_load_is_deleted(tmp_path):
+    from mlflow.entities import ViewType
+    from mlflow.tracking import MlflowClient
+
+    from rl_trainers.record.loggers import MLFlowLogger
+
+    with MLFlowLogger("exp", tracking_uri=str(tmp_path / "ml")) as first:
+        first.log_scalar("r", 1.0, step=1)
+        state = first.state_dict()
+    second = MLFlowLogger("exp", tracking_uri=str(tmp_path / "ml"))
+    second.log_hparams({"lr": 0.1})
+    fresh = second.run_id  # starts a run of its own
+    second.load_state_dict(state)
+    second.close()
+    client = MlflowClient(tracking_uri=first.tracking_uri)
+    active = client.search_runs([state["experiment_id"]], run_view_type=ViewType.ACTIVE_ONLY)
+    assert [r.info.run_id for r in active] == [state["run_id"]]
+    assert client.get_run(fresh).info.lifecycle_stage == "deleted"
+    assert client.get_run(state["run_id"]).data.params == {"lr": "0.1"}
+
+
+def _rng_states():
+    np_state = np.random.get_state()
+    return random.getstate(), np_state[1].tolist(), np_state[2:], torch.get_rng_state()
+
+
+def _assert_same_rng(before, after):
+    assert before[:3] == after[:3]
+    assert torch.equal(before[3], after[3])
+
+
+def test_mlflow_runs_get_distinct_names_without_touching_rng(tmp_path):
+    """The app seeds the global RNGs before building the logger; MLflow's own run names
+    come from ``random``, so every run was called the same."""
+    from mlflow.tracking import MlflowClient
+
+    from rl_trainers.record.loggers import MLFlowLogger
+
+    names = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        np.random.seed(0)
+        random.seed(0)
+        before = _rng_states()
+        logger = MLFlowLogger("exp", tracking_uri=str(tmp_path / "ml"))
+        logger.log_hparams({"seed": 0})
+        logger.log_scalar("r", 1.0, step=1)
+        logger.close()
+        _assert_same_rng(before, _rng_states())
+        run = MlflowClient(tracking_uri=logger.tracking_uri).get_run(logger.run_id)
+        names.append(run.info.run_name)
+    assert names[0] != names[1]
+    assert all(name.startswith("exp_") for name in names)
+    with MLFlowLogger("exp", tracking_uri=str(tmp_path / "ml"), run_name="mine") as named:
+        named.log_scalar("r", 1.0, step=1)
+    run = MlflowClient(tracking_uri=named.tracking_uri).get_run(named.run_id)
+    assert run.info.run_name == "mine"
+
+
+@pytest.mark.parametrize("logger_type", LOGGER_TYPES)
+def test_logger_leaves_global_rng_streams_unchanged(logger_type, tmp_path, monkeypatch):
+    """A seeded run must stay reproducible whatever the logger: creating a logger, writing,
+    saving its state and closing it draw nothing from the global RNGs."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    kwargs = {"offline": True} if logger_type == "wandb" else {}
+    torch.manual_seed(0)
+    np.random.seed(0)
+    random.seed(0)
+    before = _rng_states()
+    logger = get_logger(logger_type, str(tmp_path / "logs"), "exp", **kwargs)
+    logger.log_hparams({"seed": 0})
+    logger.log_scalar("r", 1.0, step=1)
+    logger.state_dict()
+    logger.close()
+    _assert_same_rng(before, _rng_states())
+
+
+def test_wandb_resume_leaves_no_extra_offline_run(tmp_path, monkeypatch):
+    """Resuming must not leave an offline run with a new id (``wandb sync`` would upload it
+    as a junk run); the config logged before the load goes to the resumed run."""
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    from rl_trainers.record.loggers import WandbLogger
+
+    save_dir = str(tmp_path / "wb")
+    first = WandbLogger("exp", offline=True, save_dir=save_dir, project="tests")
+    first.log_hparams({"trainer": {"total_frames": 1024}})
+    first.log_scalar("train/loss", 1.0, step=256)
+    state = first.state_dict()
+    first.close()
+    assert set(_offline_runs(save_dir).values()) == {state["id"]}
+
+    resumed = WandbLogger("exp", offline=True, save_dir=save_dir, project="tests")
+    resumed.log_hparams({"trainer": {"total_frames": 2048}})
+    resumed.load_state_dict(state)
+    resumed.log_scalar("train/loss", 2.0, step=512)
+    resumed.close()
+
+    runs = _offline_runs(save_dir)
+    assert set(runs.values()) == {state["id"]} and len(runs) == 2  # one per session
+    sessions = sorted(
+        (_wandb_history_and_config(f) for f in runs), key=lambda s: s[0][0]["_step"]
+    )  # by their first step
+    losses = [
+        [(h["_step"], h["train/loss"]) for h in hist if "train/loss" in h] for hist, _ in sessions
+    ]
+    assert losses == [[(256, 1.0)], [(512, 2.0)]]
+    assert [config["trainer"] for _, config in sessions] == [
+        {"total_frames": 1024},
+        {"total_frames": 2048},
+    ]
+
+
+def test_wandb_run_started_before_load_is_removed(tmp_path, monkeypatch):
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    from rl_trainers.record.loggers import WandbLogger
+
+    save_dir = str(tmp_path / "wb")
+    with WandbLogger("exp", offline=True, save_dir=save_dir, project="tests") as first:
+        first.log_scalar("r", 1.0, step=1)
+        state = first.state_dict()
+    second = WandbLogger("exp", offline=True, save_dir=save_dir, project="tests")
+    second.log_hparams({"lr": 0.1})
+    fresh_dir = second.run_dir  # starts a run with a new id
+    assert second.id != state["id"] and os.path.isdir(fresh_dir)
+    second.load_state_dict(state)
+    assert not os.path.exists(fresh_dir)
+    second.log_scalar("r", 2.0, step=2)
+    second.close()
+    assert set(_offline_runs(save_dir).values()) == {state["id"]}
+
+
+def test_wandb_logger_without_writes_starts_no_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    from rl_trainers.record.loggers import WandbLogger
+
+    WandbLogger("exp", offline=True, save_dir=str(tmp_path / "wb")).close()
+    assert _offline_runs(str(tmp_path / "wb")) == {}

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import abc
+import contextlib
 import io
 import math
+import random
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["Logger", "flatten_hparams", "video_to_frames", "encode_gif"]
+__all__ = ["Logger", "flatten_hparams", "video_to_frames", "encode_gif", "preserve_rng_state"]
 
 _HPARAM_SCALARS = (bool, int, float, str)
 
@@ -177,6 +179,28 @@ def encode_gif(video: Tensor | np.ndarray, fps: float = 30) -> bytes:
     return buffer.getvalue()
 
 
+@contextlib.contextmanager
+def preserve_rng_state() -> Iterator[None]:
+    """Restores the global ``random``, numpy and torch RNG states on exit.
+
+    Backends may draw from the global generators (MLflow picks its random run names with
+    ``random``); creating a logger inside this context leaves a seeded run's streams as they
+    were, whatever the logger. CUDA generators are saved only if CUDA is initialised.
+    """
+    py_state = random.getstate()
+    np_state = np.random.get_state()
+    torch_state = torch.get_rng_state()
+    cuda_states = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+    try:
+        yield
+    finally:
+        random.setstate(py_state)
+        np.random.set_state(np_state)
+        torch.set_rng_state(torch_state)
+        if cuda_states is not None:
+            torch.cuda.set_rng_state_all(cuda_states)
+
+
 def missing_extra(package: str, extra: str) -> ImportError:
     """Builds the ImportError raised when an optional backend is not installed."""
     return ImportError(
@@ -201,16 +225,37 @@ class Logger(abc.ABC):
         log_dir: where the backend writes (its meaning depends on the backend).
     """
 
+    #: Create the backend object on first use of :attr:`experiment` instead of in ``__init__``.
+    lazy_experiment: ClassVar[bool] = False
+
     def __init__(self, exp_name: str, log_dir: str | None) -> None:
         self.exp_name = exp_name
         self.log_dir = log_dir
         self._closed = False
         self._last_steps: dict[str, int] = {}
-        self.experiment = self._create_experiment()
+        self._experiment: Any = None
+        if not self.lazy_experiment:
+            self._experiment = self._open_experiment()
 
     @abc.abstractmethod
     def _create_experiment(self) -> Any:
         """Creates and returns the backend object."""
+
+    def _open_experiment(self) -> Any:
+        """Calls :meth:`_create_experiment` without touching the global RNG streams."""
+        with preserve_rng_state():
+            return self._create_experiment()
+
+    @property
+    def experiment(self) -> Any:
+        """The backend object, created on first access by lazy loggers."""
+        if self._experiment is None:
+            self._experiment = self._open_experiment()
+        return self._experiment
+
+    @experiment.setter
+    def experiment(self, value: Any) -> None:
+        self._experiment = value
 
     @abc.abstractmethod
     def log_scalar(self, name: str, value: float, step: int | None = None) -> None:
@@ -273,7 +318,7 @@ class Logger(abc.ABC):
 
     def flush(self) -> None:
         """Writes buffered records to the backend (calls ``experiment.flush()`` if it exists)."""
-        flush = getattr(self.experiment, "flush", None)
+        flush = getattr(self._experiment, "flush", None)  # a backend not created yet has nothing
         if callable(flush):
             flush()
 

@@ -139,5 +139,5 @@ class TensorboardLogger(Logger):
         last = self.last_step
         self.experiment.close()
         self._purge_step = None if last is None else last + 1
-        self.experiment = self._create_experiment()
+        self.experiment = self._open_experiment()
         self._closed = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -32,8 +33,16 @@ class WandbLogger(Logger):
     never contacts a server nor asks to log in; upload it later with ``wandb sync``.
     Videos are encoded as GIFs with Pillow (no moviepy needed).
 
+    The W&B run is started on the first write (or first use of :attr:`experiment`,
+    :attr:`run_dir` or :meth:`state_dict`); hyper-parameters logged before that go into its
+    config when it starts. ``wandb.init`` draws no number from the global RNGs, and is
+    called with their states preserved.
+
     To resume a run, pass the ``id`` of the previous run (``logger.state_dict()["id"]``),
     or call :meth:`load_state_dict`, which re-attaches to the saved run if it differs.
+    Called before any write (as a resumed training run does), no other run is started; the
+    config logged so far goes to the resumed run. An offline run this logger had already
+    started with a fresh id and no data is finished and its directory removed.
 
     Args:
         exp_name: the run name.
@@ -45,6 +54,8 @@ class WandbLogger(Logger):
         **kwargs: forwarded to ``wandb.init`` (e.g. ``entity``, ``group``, ``tags``,
             ``config``).
     """
+
+    lazy_experiment = True
 
     def __init__(
         self,
@@ -66,6 +77,13 @@ class WandbLogger(Logger):
         self.project = project if project is not None else "rl_trainers"
         self.video_fps = video_fps
         self._init_kwargs = kwargs
+        self._config: dict[str, Any] = {}  # every hyper-parameter given to this logger
+        self._fresh_id = False  # the started run got its id from wandb (not given)
+        self._wrote_data = False  # something was logged to the started run
+        try:
+            import wandb  # noqa: F401 - fail now, not at the first write
+        except ImportError as err:
+            raise missing_extra("wandb", "wandb") from err
         super().__init__(exp_name=exp_name, log_dir=save_dir)
 
     def _create_experiment(self):
@@ -86,7 +104,11 @@ class WandbLogger(Logger):
         if self.offline:
             kwargs["mode"] = "offline"
         run = wandb.init(project=self.project, name=self.exp_name, id=self.id, **kwargs)
+        self._fresh_id = self.id is None
+        self._wrote_data = False
         self.id = run.id
+        if self._config:
+            run.config.update(self._config, allow_val_change=True)
         return run
 
     @property
@@ -110,6 +132,7 @@ class WandbLogger(Logger):
             self.experiment.log(data)
         else:
             self.experiment.log(data, step=int(step))
+        self._wrote_data = True
 
     def log_video(self, name: str, video: Tensor, step: int | None = None, **kwargs) -> None:
         """Logs a video as an animated GIF; ``fps`` overrides the default frame rate."""
@@ -127,8 +150,14 @@ class WandbLogger(Logger):
         self._record_step(name, step)
 
     def log_hparams(self, cfg: Mapping[str, Any] | Any) -> None:
-        """Updates the run config with the (nested, resolved) hyper-parameters."""
-        self.experiment.config.update(hparams_to_dict(cfg), allow_val_change=True)
+        """Updates the run config with the (nested, resolved) hyper-parameters.
+
+        Before the run is started they are kept and become its config when it starts.
+        """
+        config = hparams_to_dict(cfg)
+        self._config.update(config)
+        if self._experiment is not None:
+            self._experiment.config.update(config, allow_val_change=True)
 
     def log_histogram(
         self, name: str, data: Sequence | Tensor, step: int | None = None, **kwargs
@@ -147,24 +176,44 @@ class WandbLogger(Logger):
         self._record_step(name, step)
 
     def close(self) -> None:
-        """Finishes the run (writes the summary)."""
-        if not self._closed:
+        """Finishes the run (writes the summary); a logger given nothing starts no run."""
+        if not self._closed and (self._experiment is not None or self._config):
             self.experiment.finish()
         super().close()
 
     def state_dict(self) -> dict[str, Any]:
-        """The base state plus the run ``id`` and ``project``."""
+        """The base state plus the run ``id`` and ``project`` (starts the run if needed)."""
         state = super().state_dict()
+        if self._experiment is None:
+            self.experiment = self._open_experiment()
         state.update(id=self.id, project=self.project)
         return state
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
-        """Restores counters and, if the saved run differs, resumes that run instead."""
+        """Restores counters and, if the saved run differs, resumes that run instead.
+
+        The saved run is started again (``resume="allow"``) on the next write.
+        """
         super().load_state_dict(state_dict)
         saved_id = state_dict.get("id")
-        if saved_id is not None and saved_id != self.id:
-            self.experiment.finish()
-            self.id = saved_id
-            self.project = state_dict.get("project", self.project)
-            self.experiment = self._create_experiment()
-            self._closed = False
+        if saved_id is None or saved_id == self.id:
+            return
+        run = self._experiment
+        if run is not None:
+            junk = self.offline and self._fresh_id and not self._wrote_data
+            run_dir = Path(run.dir).parent
+            run.finish()
+            if junk:
+                _remove_offline_run(run_dir)
+            self._experiment = None
+        self.id = saved_id
+        self.project = state_dict.get("project", self.project)
+        self._closed = False
+
+
+def _remove_offline_run(run_dir: Path) -> None:
+    """Deletes an offline run directory, and the ``latest-run`` link if it points there."""
+    shutil.rmtree(run_dir, ignore_errors=True)
+    latest = run_dir.parent / "latest-run"
+    if latest.is_symlink() and not latest.exists():
+        latest.unlink()
