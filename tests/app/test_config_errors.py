@@ -195,3 +195,18 @@ def test_unknown_backend_is_a_checkpoint_error(tmp_path, monkeypatch):
     monkeypatch.setenv("CKPT_BACKEND", "tourch")
     with pytest.raises(CheckpointError, match="CKPT_BACKEND='tourch'"):
         save_checkpoint({"x": 1}, tmp_path / "c.pt")
+
+
+def test_an_accelerator_device_is_refused_not_ignored(monkeypatch):
+    """The trainers do not move their networks to an accelerator: a GPU user asking for one
+    is told so instead of training on the CPU unknowingly."""
+    from omegaconf import OmegaConf
+
+    from rl_trainers.trainers.algorithms import validation
+    from rl_trainers.trainers.algorithms.errors import ConfigError
+
+    monkeypatch.setattr(validation, "check_device", lambda field, value: None)  # "available"
+    cfg = OmegaConf.create({"device": "cuda:0", "env": {"device": "cpu"}, "collector": {}})
+    with pytest.raises(ConfigError, match=r"device='cuda:0'.*run on the CPU in this version"):
+        validation._check_devices(cfg)
+    validation._check_devices(OmegaConf.create({"device": "cpu", "env": {"device": "cpu"}}))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -102,29 +103,55 @@ class LogEpisodeReturn(TrainerHookBase):
         return out
 
 
-def evaluate_episodes(env, policy, episodes: int, deterministic: bool = True) -> list[float]:
+#: Steps after which an evaluation episode that has not ended is counted as ended (envs
+#: without a time limit, e.g. CliffWalking, would otherwise never finish a stuck episode).
+EVAL_MAX_EPISODE_STEPS = 10_000
+
+
+def evaluate_episodes(
+    env,
+    policy,
+    episodes: int,
+    deterministic: bool = True,
+    max_episode_steps: int = EVAL_MAX_EPISODE_STEPS,
+) -> list[float]:
     """Returns of ``episodes`` complete episodes of ``policy`` on the batched ``env``.
 
     Each sub-env contributes its episodes in turn from a fresh reset, so short episodes are
     not over-represented. Rewards are summed as the env gives them (build the evaluation
-    env without reward scaling).
+    env without reward scaling). An episode still running after ``max_episode_steps``
+    steps is counted with the return it has so far (with a warning naming
+    ``env.max_episode_steps``, the time limit to set for such envs).
     """
     num_envs = env.batch_size.numel() if len(env.batch_size) else 1
     per_env = -(-episodes // num_envs)
     mode = ExplorationType.DETERMINISTIC if deterministic else ExplorationType.RANDOM
     returns: list[list[float]] = [[] for _ in range(num_envs)]
     running = torch.zeros(num_envs)
+    lengths = torch.zeros(num_envs, dtype=torch.long)
+    cut = 0
     td = env.reset()
     with torch.no_grad(), set_exploration_type(mode):
         while min(len(r) for r in returns) < per_env:
             td = policy(td)
             td, next_td = env.step_and_maybe_reset(td)
             running += td.get(("next", "reward")).reshape(num_envs)
+            lengths += 1
             done = td.get(("next", "done")).reshape(num_envs)
-            for i in done.nonzero().flatten().tolist():
+            stuck = ~done & (lengths >= max_episode_steps)
+            cut += int(stuck.sum())
+            for i in (done | stuck).nonzero().flatten().tolist():
                 returns[i].append(float(running[i]))
                 running[i] = 0.0
+                lengths[i] = 0
             td = next_td
+    if cut:
+        warnings.warn(
+            f"{cut} evaluation episode(s) had not ended after {max_episode_steps} steps and "
+            "were counted with their return so far; give the env a time limit "
+            "(env.max_episode_steps=...).",
+            stacklevel=2,
+        )
     flat = [r for env_returns in returns for r in env_returns[:per_env]]
     return flat[:episodes]
 

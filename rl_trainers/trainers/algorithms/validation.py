@@ -65,6 +65,8 @@ def check_device(field: str, value: object) -> None:
 
 
 def _check_devices(cfg: DictConfig) -> None:
+    import torch
+
     for path, optional in (
         ("device", False),
         ("env.device", False),
@@ -76,6 +78,14 @@ def _check_devices(cfg: DictConfig) -> None:
         if value is missing or (value is None and optional):
             continue
         check_device(path, value)
+    if torch.device(str(cfg.device)).type != "cpu":
+        # an accelerator given here would be ignored: refuse it rather than train on CPU
+        raise ConfigError(
+            "device",
+            cfg.device,
+            "the PPO and SAC trainers run on the CPU in this version (device=cpu); their "
+            "networks, losses and buffers are not moved to an accelerator",
+        )
 
 
 def check_checkpoint_backend() -> None:

@@ -82,7 +82,7 @@ class PPOTrainerConfig:
 
     algorithm: str = config_field("ppo", "algorithm trainer to build")
     seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
-    device: str = config_field("cpu", "device of networks and losses")
+    device: str = config_field("cpu", "device of networks and losses (only cpu for now)")
     env: GymEnvConfig = config_field(GymEnvConfig(), "training environment")
     network: ActorCriticNetworkConfig = config_field(
         ActorCriticNetworkConfig(), "hidden layers and encoder (group network)"
@@ -103,7 +103,7 @@ class SACTrainerConfig:
 
     algorithm: str = config_field("sac", "algorithm trainer to build")
     seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
-    device: str = config_field("cpu", "device of networks and losses")
+    device: str = config_field("cpu", "device of networks and losses (only cpu for now)")
     env: GymEnvConfig = config_field(
         GymEnvConfig(env_name="Pendulum-v1", num_envs=1), "training environment"
     )
