@@ -582,29 +582,6 @@ class Trainer:
                 windows[key] = window
                 logger.log_scalar(key, _as_float(value), step=self.collected_frames)
 
-    def _restore_log_windows(self, saved_modules: dict[str, Any]) -> None:
-        """Rebuild the log gate's windows when a checkpoint is loaded.
-
-        A key's window is ``step // log_interval`` of the last point logged for it, which
-        the logger's saved state holds (``"last_steps"``, when the logger is registered as
-        a module, as in the Hydra app). Without this a resumed run would log every key again
-        at its first appearance in the current window, a point the uninterrupted run does not
-        have. With no saved logger state the gate starts empty.
-        """
-        self._log_windows = {}
-        if self.logger is None:
-            return
-        for name, module in self._modules.items():
-            state = saved_modules.get(name) if module is self.logger else None
-            last_steps = state.get("last_steps") if isinstance(state, dict) else None
-            if not isinstance(last_steps, dict):
-                continue
-            for key, step in last_steps.items():
-                if isinstance(step, torch.Tensor) and step.numel() == 1:
-                    step = step.item()
-                if isinstance(step, int | float) and 0 <= step <= self.collected_frames:
-                    self._log_windows[key] = int(step) // self.log_interval
-
     def _run_log_ops(self, ops: list[Callable], batch: TensorDictBase) -> None:
         for op in ops:
             self._log(op(batch))
@@ -858,6 +835,7 @@ class Trainer:
                 "iteration": self.iteration,
                 "last_save_frames": self._last_save_frames,
                 "every": self._every_counts(),
+                "log_windows": dict(self._log_windows),
             },
             "meta": dict(self.checkpoint_metadata),
             "modules": {name: module.state_dict() for name, module in self._modules.items()},
@@ -924,7 +902,8 @@ class Trainer:
         self.iteration = int(counters["iteration"])
         self._last_save_frames = int(counters.get("last_save_frames", self.collected_frames))
         self._set_every_counts(counters.get("every") or {})
-        self._restore_log_windows(saved)
+        # the log gate: which window each key was last logged in (no repeated point on resume)
+        self._log_windows = {str(k): int(v) for k, v in (counters.get("log_windows") or {}).items()}
         _ckpt.set_rng_state(state_dict["rng"])
 
     def _every_ops(self) -> dict[str, list[_Every]]:
