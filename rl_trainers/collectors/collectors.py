@@ -63,11 +63,11 @@ class DataCollectorBase:
         self.shutdown()
 
 
-def _make_env(create_env_fn: Any) -> Any:
-    if hasattr(create_env_fn, "step_and_maybe_reset"):
+def _make_env(create_env_fn: Any, create_env_kwargs: dict[str, Any] | None = None) -> Any:
+    if hasattr(create_env_fn, "step_and_maybe_reset") and not isinstance(create_env_fn, type):
         return create_env_fn
     if callable(create_env_fn):
-        return create_env_fn()
+        return create_env_fn(**(create_env_kwargs or {}))
     raise TypeError(
         f"create_env_fn must be an env or a callable returning one, got {type(create_env_fn)}"
     )
@@ -102,6 +102,10 @@ class SyncDataCollector(DataCollectorBase):
         replay_buffer: when given, every batch is also written to this buffer; needed by
             :meth:`start` (asynchronous collection).
         reset_when_done: unused (finished sub-envs are always reset).
+        create_env_kwargs: keyword arguments for ``create_env_fn`` when it is a callable.
+        max_frames_per_traj: when > 0, trajectories are cut (truncated) after this many
+            steps: the env is wrapped in ``TransformedEnv(env, StepCounter(max_frames_per_traj))``
+            as torchrl does.
 
     Example:
         >>> collector = SyncDataCollector(GymEnv("CartPole-v1", num_envs=8), policy,
@@ -128,9 +132,16 @@ class SyncDataCollector(DataCollectorBase):
         exploration_type: InteractionType = InteractionType.RANDOM,
         replay_buffer: Any = None,
         reset_when_done: bool = True,
+        create_env_kwargs: dict[str, Any] | None = None,
+        max_frames_per_traj: int | None = None,
     ) -> None:
-        self.env = _make_env(create_env_fn)
+        self.env = _make_env(create_env_fn, create_env_kwargs)
         self._owns_env = self.env is not create_env_fn
+        if max_frames_per_traj is not None and max_frames_per_traj > 0:
+            from rl_trainers.envs.transforms import StepCounter, TransformedEnv
+
+            self.env = TransformedEnv(self.env, StepCounter(max_steps=max_frames_per_traj))
+        self.max_frames_per_traj = max_frames_per_traj
         self.policy = policy
         batch_size = torch.Size(self.env.batch_size)
         self.n_envs = max(1, batch_size.numel())
@@ -172,10 +183,7 @@ class SyncDataCollector(DataCollectorBase):
 
     # ------------------------------------------------------------------ acting
     def _reset(self) -> None:
-        self._td = self.env.reset()
-        self._traj_ids = torch.arange(self._traj_counter, self._traj_counter + self.n_envs)
-        self._traj_ids = self._traj_ids.reshape(self.batch_size)
-        self._traj_counter += self.n_envs
+        self.reset()
 
     def _act(self, td: TensorDictBase, random: bool) -> TensorDictBase:
         if random or self.policy is None:
@@ -240,6 +248,20 @@ class SyncDataCollector(DataCollectorBase):
             batch = batch.to(self.storing_device)
         self.frames_collected += self.frames_per_batch
         return batch
+
+    def reset(self, index: Any = None, **kwargs: Any) -> None:
+        """Reset the env now (new trajectory ids); ``kwargs`` go to ``env.reset``.
+
+        ``index`` (torchrl's partial reset of some sub-envs) is not supported.
+        """
+        if index is not None:
+            raise NotImplementedError(
+                "SyncDataCollector.reset(index=...) is not supported; reset() resets every sub-env"
+            )
+        self._td = self.env.reset(**kwargs)
+        self._traj_ids = torch.arange(self._traj_counter, self._traj_counter + self.n_envs)
+        self._traj_ids = self._traj_ids.reshape(self.batch_size)
+        self._traj_counter += self.n_envs
 
     def iterator(self) -> Iterator[TensorDictBase]:
         """Yield batches until ``total_frames`` frames were collected (forever if -1)."""

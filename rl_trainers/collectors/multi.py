@@ -131,7 +131,19 @@ class _MultiCollectorBase(DataCollectorBase):
         exploration_type: InteractionType = InteractionType.RANDOM,
         mp_start_method: str | None = None,
         timeout: float = 120.0,
+        max_frames_per_traj: int | None = None,
+        cat_results: str | int | None = None,
     ) -> None:
+        if cat_results is None:
+            cat_results = "stack"
+        if not isinstance(cat_results, int) and cat_results != "stack":
+            raise ValueError(
+                "cat_results must be a string ('stack') or an integer representing the cat "
+                f"dimension. Got {cat_results}."
+            )
+        if not isinstance(self, MultiSyncDataCollector) and cat_results != "stack":
+            raise ValueError("cat_results can only be used with ``MultiSyncDataCollector``.")
+        self.cat_results = cat_results
         if callable(create_env_fn) and not isinstance(create_env_fn, (list, tuple)):
             create_env_fn = [create_env_fn] * (num_workers or 1)
         create_env_fn = list(create_env_fn)
@@ -162,6 +174,7 @@ class _MultiCollectorBase(DataCollectorBase):
             "policy_device": policy_device,
             "reset_at_each_iter": reset_at_each_iter,
             "exploration_type": exploration_type,
+            "max_frames_per_traj": max_frames_per_traj,
         }
         method = mp_start_method or ("fork" if sys.platform.startswith("linux") else "spawn")
         ctx = mp.get_context(method)
@@ -330,6 +343,10 @@ class MultiSyncDataCollector(_MultiCollectorBase):
         total_frames: frames in a run; -1 for ever.
         num_workers: number of workers when ``create_env_fn`` is a single callable.
         mp_start_method: "fork" (default on Linux) or "spawn".
+        cat_results: ``"stack"`` (default; unbatched workers give ``[num_workers, T]``,
+            batched ones are concatenated along the env dimension) or the dimension along
+            which the workers' batches are concatenated (``-1``: time, e.g. ``[W * T]``).
+        max_frames_per_traj: as :class:`SyncDataCollector`.
         timeout: seconds without any message from a busy worker before giving up.
         **kwargs: as :class:`SyncDataCollector` (init_random_frames, split_trajs, devices,
             postproc, reset_at_each_iter, exploration_type).
@@ -351,7 +368,9 @@ class MultiSyncDataCollector(_MultiCollectorBase):
                 batches = [
                     self._relabel(self._recv(i, expect="batch"), i) for i in range(self.num_workers)
                 ]
-                if batches[0].batch_dims == 1:
+                if self.cat_results != "stack":
+                    batch = torch.cat(batches, self.cat_results)
+                elif batches[0].batch_dims == 1:
                     batch = torch.stack(batches, 0)
                 else:
                     batch = torch.cat(batches, 0)

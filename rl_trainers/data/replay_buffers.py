@@ -6,7 +6,7 @@ import json
 import os
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -127,6 +127,22 @@ class ReplayBuffer:
         elif single:
             data = data[0]
         return data if self._transform is None else self._transform(data)
+
+    def __iter__(self) -> Iterator[Any]:
+        """Yield :meth:`sample` batches until the sampler runs out (torchrl's iteration).
+
+        With :class:`SamplerWithoutReplacement` that is the rest of the current epoch (a whole
+        epoch when it starts fresh); other samplers never run out, so iteration is endless.
+        """
+        if self._batch_size is None:
+            raise RuntimeError(
+                "Cannot iterate over the replay buffer. Batch_size was not specified during "
+                "construction of the replay buffer."
+            )
+        if self._sampler.ran_out:
+            self._sampler.ran_out = False
+        while not self._sampler.ran_out:
+            yield self.sample()
 
     def append_transform(self, transform: Callable[[Any], Any]) -> ReplayBuffer:
         """Apply ``transform`` to what the buffer hands out (samples and ``rb[index]``), after

@@ -105,6 +105,10 @@ class SamplerWithoutReplacement(Sampler):
     def ran_out(self) -> bool:
         return self._ran_out
 
+    @ran_out.setter
+    def ran_out(self, value: bool) -> None:
+        self._ran_out = bool(value)
+
     def empty(self) -> None:
         self._order = None
         self._pos = 0

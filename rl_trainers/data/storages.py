@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,21 @@ class Storage:
     def get(self, index: torch.Tensor) -> Any:
         """Read the items at ``index``."""
         raise NotImplementedError
+
+    def __getitem__(self, index: int | slice | Sequence[int] | torch.Tensor) -> Any:
+        """``storage[i]`` / ``storage[a:b]``: :meth:`get` with ints, slices or index lists."""
+        n = len(self)
+        if isinstance(index, slice):
+            positions = torch.arange(n)[index]
+        else:
+            positions = torch.as_tensor(index, dtype=torch.long)
+        single = positions.dim() == 0
+        positions = positions.reshape(-1)
+        positions = torch.where(positions < 0, positions + n, positions)
+        if bool(((positions < 0) | (positions >= n)).any()):
+            raise IndexError(f"index {index!r} is out of range for a storage of {n} items")
+        data = self.get(positions)
+        return data[0] if single else data
 
     def empty(self) -> None:
         """Forget every item (the capacity and allocated memory are kept)."""

@@ -163,3 +163,24 @@ def test_keyboard_interrupt_ends_workers(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def _unbatched_env():
+    return CountingEnv((3,), batched=False)
+
+
+def test_multisync_cat_results():
+    # torchrl's default "stack" gives [num_workers, T] for unbatched envs; an int concatenates
+    collector = MultiSyncDataCollector(
+        [_unbatched_env] * 2, frames_per_batch=8, total_frames=8, cat_results=-1
+    )
+    (batch,) = list(collector)
+    assert batch.batch_size == torch.Size([8])
+    collector.shutdown()
+    collector = MultiSyncDataCollector(
+        [_unbatched_env] * 2, frames_per_batch=8, total_frames=8, cat_results="stack"
+    )
+    assert [b.batch_size for b in collector] == [torch.Size([2, 4])]
+    collector.shutdown()
+    with pytest.raises(ValueError, match="cat_results"):
+        MultiaSyncDataCollector([_unbatched_env] * 2, frames_per_batch=8, cat_results=0)

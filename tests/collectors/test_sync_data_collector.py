@@ -344,3 +344,43 @@ def test_transformed_env_keeps_its_transforms():
     assert env.rollout_batch(env.reset(), 10) is None
     batch = SyncDataCollector(env, frames_per_batch=40, total_frames=40).next()
     assert (batch["next", "reward"] == 3.0).all()
+
+
+def test_max_frames_per_traj_truncates_trajectories():
+    from rl_trainers.envs import GymEnv
+
+    collector = SyncDataCollector(
+        lambda: GymEnv("Pendulum-v1"), frames_per_batch=12, total_frames=12, max_frames_per_traj=4
+    )
+    (batch,) = list(collector)
+    assert batch["next", "truncated"].flatten().tolist() == [False, False, False, True] * 3
+    assert batch["next", "done"].flatten().tolist() == [False, False, False, True] * 3
+    assert batch["collector", "traj_ids"].tolist() == [0] * 4 + [1] * 4 + [2] * 4
+    collector.shutdown()
+
+
+def test_create_env_kwargs_and_env_class():
+    from rl_trainers.envs import GymEnv
+
+    collector = SyncDataCollector(
+        GymEnv,
+        create_env_kwargs={"env_name": "Pendulum-v1"},
+        frames_per_batch=4,
+        total_frames=4,
+    )
+    assert [b.batch_size for b in collector] == [torch.Size([4])]
+    collector.shutdown()
+
+
+def test_reset_starts_new_trajectories():
+    collector = SyncDataCollector(CountingEnv((3, 5)), frames_per_batch=4, total_frames=-1)
+    first = collector.next()
+    collector.reset()
+    second = collector.next()
+    # a reset restarts every sub-env: observations start at a new episode's step 0
+    assert obs(second)[:, 0].remainder(1000).tolist() == [0, 0]
+    assert set(second["collector", "traj_ids"][:, 0].tolist()).isdisjoint(
+        first["collector", "traj_ids"].flatten().tolist()
+    )
+    with pytest.raises(NotImplementedError):
+        collector.reset(index=0)

@@ -431,3 +431,38 @@ def test_appended_transforms_apply_in_order_to_samples(storage_cls):
     assert torch.equal(batch["scaled"], batch["id"] * 10 + 1)
     assert rb[3]["scaled"].item() == 31  # reading stored items goes through it too (torchrl)
     assert "scaled" not in rb.storage.get(torch.tensor([3]))[0].keys()  # stored item intact
+
+
+def test_iteration_yields_batches_until_the_epoch_ends():
+    # torchrl: `for batch in rb` yields rb.sample() until the sampler runs out
+    rb = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(20),
+        sampler=SamplerWithoutReplacement(shuffle=False),
+        batch_size=4,
+    )
+    rb.extend(make_batch(10))
+    sizes = [b.batch_size for b in rb]
+    assert sizes == [torch.Size([4]), torch.Size([4]), torch.Size([2])]
+    assert len(list(rb)) == 3  # a second epoch
+    rb = ReplayBuffer(
+        storage=LazyTensorStorage(20),
+        sampler=SamplerWithoutReplacement(drop_last=True),
+        batch_size=4,
+    )
+    rb.extend(make_batch(10))
+    assert len(list(rb)) == 2
+    with pytest.raises(RuntimeError, match="Batch_size was not specified"):
+        next(iter(ReplayBuffer(storage=ListStorage(5))))
+
+
+def test_storage_getitem():
+    storage = LazyTensorStorage(5)
+    rb = TensorDictReplayBuffer(storage=storage, batch_size=2)
+    rb.extend(make_batch(5))
+    rb.extend(make_batch(2, start=5))  # wraps around: positions 0, 1 hold items 5, 6
+    assert storage[0]["observation"][0].item() == 5
+    assert storage[-1]["observation"][0].item() == 4
+    assert storage[1:3]["observation"][:, 0].tolist() == [6, 2]
+    lst = ListStorage(5)
+    ReplayBuffer(storage=lst).extend([1, 2, 3])
+    assert lst[1] == 2 and lst[:2] == [1, 2]

@@ -174,3 +174,22 @@ def test_double_to_float_frame_skip_noop():
 def test_transform_missing_key_error():
     with pytest.raises(KeyError, match="keys present"):
         Resize(8, 8, in_keys=["image"])(TensorDict({"pixels": torch.zeros(3, 4, 4)}, []))
+
+
+def test_step_counter_update_done_false_keeps_done():
+    # torchrl: StepCounter(max_steps, update_done=False) sets truncated but leaves done alone
+    env = TransformedEnv(GymEnv("Pendulum-v1"), StepCounter(max_steps=3, update_done=False))
+    td = env.rollout(5, break_when_any_done=False)
+    # no done, so no reset: the count goes on and stays past max_steps, as in torchrl
+    assert td["next", "truncated"].flatten().tolist() == [False, False, True, True, True]
+    assert not td["next", "done"].any()
+    env.close()
+
+
+def test_reward_sum_accepts_torchrl_reset_keys():
+    env = TransformedEnv(GymEnv("Pendulum-v1"), RewardSum(reset_keys=["_reset"]))
+    td = env.rollout(3)
+    assert torch.allclose(td["next", "episode_reward"], td["next", "reward"].cumsum(0))
+    env.close()
+    with pytest.raises(ValueError, match="reset_keys"):
+        RewardSum(reset_keys=[("agents", "_reset")])

@@ -513,6 +513,7 @@ class StepCounter(Transform):
         max_steps: episode length limit (None: count only).
         truncated_key: the truncated flag to set.
         step_count_key: the counter key.
+        update_done: also set ``"done"`` where ``max_steps`` truncates (torchrl's default).
     """
 
     def __init__(
@@ -520,6 +521,7 @@ class StepCounter(Transform):
         max_steps: int | None = None,
         truncated_key: str = "truncated",
         step_count_key: str = "step_count",
+        update_done: bool = True,
     ) -> None:
         if max_steps is not None and int(max_steps) < 1:
             raise ValueError(f"StepCounter: max_steps must be >= 1 or None, got {max_steps}.")
@@ -527,6 +529,7 @@ class StepCounter(Transform):
         self.max_steps = None if max_steps is None else int(max_steps)
         self.truncated_key = truncated_key
         self.step_count_key = step_count_key
+        self.update_done = bool(update_done)
 
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
         return tensordict
@@ -555,7 +558,8 @@ class StepCounter(Transform):
             hit = count >= self.max_steps
             trunc = next_tensordict.get(self.truncated_key) | hit
             fast_set(next_tensordict, self.truncated_key, trunc)
-            fast_set(next_tensordict, "done", next_tensordict.get("done") | trunc)
+            if self.update_done:
+                fast_set(next_tensordict, "done", next_tensordict.get("done") | trunc)
         return next_tensordict
 
     def transform_observation_spec(self, observation_spec: Composite) -> Composite:
@@ -576,13 +580,23 @@ class RewardSum(Transform):
     Args:
         in_keys: reward keys.
         out_keys: return keys.
+        reset_keys: torchrl's per-done-level reset keys; only ``"_reset"`` (or ``None``)
+            exists for the single-agent envs here.
     """
 
     def __init__(
         self,
         in_keys: Key | Sequence[Key] | None = None,
         out_keys: Key | Sequence[Key] | None = None,
+        reset_keys: Key | Sequence[Key] | None = None,
     ) -> None:
+        if reset_keys is not None and _keys(reset_keys, []) != ["_reset"] * len(
+            _keys(reset_keys, [])
+        ):
+            raise ValueError(
+                f"RewardSum: reset_keys={reset_keys!r} is not supported; only '_reset' "
+                "(single-agent envs)."
+            )
         in_keys = _keys(in_keys, ["reward"])
         super().__init__(in_keys, _keys(out_keys, ["episode_reward"] * len(in_keys)))
 
