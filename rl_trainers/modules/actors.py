@@ -182,18 +182,81 @@ class ProbabilisticActor(TensorDictModuleBase):
         return tensordict
 
 
-class TanhModule(nn.Module):
-    """Squashes its input into ``[low, high]`` with ``tanh`` (bounded deterministic actors)."""
+def _is_keys(value) -> bool:
+    if isinstance(value, str):
+        return True
+    return isinstance(value, (list, tuple)) and all(isinstance(k, (str, tuple)) for k in value)
 
-    def __init__(self, low: torch.Tensor | float = -1.0, high: torch.Tensor | float = 1.0) -> None:
+
+class TanhModule(TensorDictModuleBase):
+    """Squashes its input into ``[low, high]`` with ``tanh`` (bounded deterministic actors).
+
+    Two forms:
+
+    * torchrl's: ``TanhModule(in_keys, out_keys=None, *, spec=None, low=None, high=None,
+      clamp=False)`` is a tensordict module reading ``in_keys`` and writing ``out_keys``
+      (default: ``in_keys``); the bounds come from ``low``/``high``, else from ``spec``
+      (a bounded spec, or a composite keyed by the out key), else ``[-1, 1]``. ``clamp``
+      keeps the output ``eps`` inside the bounds.
+    * on tensors: ``TanhModule(low=-1.0, high=1.0)`` maps ``x`` to
+      ``center + half_range * tanh(x)`` (e.g. ``nn.Sequential(mlp, TanhModule(low, high))``).
+    """
+
+    def __init__(
+        self,
+        in_keys=None,
+        out_keys=None,
+        *,
+        spec=None,
+        low: torch.Tensor | float | None = None,
+        high: torch.Tensor | float | None = None,
+        clamp: bool = False,
+    ) -> None:
         super().__init__()
-        low = torch.as_tensor(low, dtype=torch.float32)
-        high = torch.as_tensor(high, dtype=torch.float32)
+        if in_keys is not None and not _is_keys(in_keys):
+            # the tensor form's positional order: TanhModule(low, high)
+            low, high, in_keys, out_keys = in_keys, out_keys, None, None
+        if in_keys is None:
+            self.in_keys, self.out_keys = [], []
+        else:
+            in_keys = [in_keys] if isinstance(in_keys, str) else list(in_keys)
+            out_keys = in_keys if out_keys is None else out_keys
+            out_keys = [out_keys] if isinstance(out_keys, str) else list(out_keys)
+            if len(in_keys) != len(out_keys):
+                raise ValueError(f"in_keys {in_keys} and out_keys {out_keys} differ in length")
+            self.in_keys, self.out_keys = in_keys, out_keys
+        if (low is None or high is None) and spec is not None:
+            if self.out_keys and not hasattr(spec, "low"):
+                try:
+                    spec = spec[self.out_keys[0]]
+                except (KeyError, TypeError):
+                    pass
+            low = spec.low if low is None else low
+            high = spec.high if high is None else high
+        low = torch.as_tensor(-1.0 if low is None else low, dtype=torch.float32)
+        high = torch.as_tensor(1.0 if high is None else high, dtype=torch.float32)
+        if not (low < high).all():
+            raise ValueError(f"TanhModule needs low < high, got low={low} high={high}")
+        self.spec = spec
+        self.clamp = clamp
         self.register_buffer("center", (high + low) / 2)
         self.register_buffer("half_range", (high - low) / 2)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.center + self.half_range * torch.tanh(x)
+    def _squash(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.tanh(x)
+        if self.clamp:
+            eps = torch.finfo(y.dtype).resolution
+            y = y.clamp(-1 + eps, 1 - eps)
+        return self.center + self.half_range * y
+
+    def forward(self, x):
+        if not isinstance(x, TensorDictBase):
+            return self._squash(x)
+        if not self.in_keys:
+            raise TypeError("TanhModule(low, high) works on tensors; give in_keys for tensordicts")
+        for in_key, out_key in zip(self.in_keys, self.out_keys):
+            x.set(out_key, self._squash(x.get(in_key)))
+        return x
 
 
 class Actor(TensorDictModule):

@@ -90,6 +90,7 @@ class TanhNormal:
         tanh_loc: squash ``loc`` with ``upscale * tanh(loc / upscale)`` first (keeps it bounded).
         upscale: scale of that squashing.
         event_dims: number of trailing event dims summed in ``log_prob`` (1).
+        min, max: torchrl's older names of ``low`` and ``high``.
     """
 
     has_rsample = True
@@ -103,7 +104,14 @@ class TanhNormal:
         tanh_loc: bool = False,
         upscale: float = 5.0,
         event_dims: int = 1,
+        *,
+        min: torch.Tensor | float | None = None,  # noqa: A002 (torchrl's old names)
+        max: torch.Tensor | float | None = None,  # noqa: A002
     ) -> None:
+        if min is not None:
+            low = min
+        if max is not None:
+            high = max
         if tanh_loc:
             loc = upscale * torch.tanh(loc / upscale)
         self.loc = loc

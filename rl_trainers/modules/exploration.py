@@ -27,6 +27,11 @@ def _exploring() -> bool:
     return itype is None or itype == InteractionType.RANDOM
 
 
+def _check_device(device) -> None:
+    if device is not None and torch.device(device).type != "cpu":
+        raise NotImplementedError(f"device={device!r}: the exploration modules run on CPU")
+
+
 class _Annealed(TensorDictModuleBase):
     """Holds a linearly annealed scalar as a buffer (saved in the state dict)."""
 
@@ -62,6 +67,7 @@ class EGreedyModule(_Annealed):
         eps_end: final epsilon.
         annealing_num_steps: frames over which epsilon decays linearly.
         action_key: key of the action.
+        device: CPU only (torchrl's ``device``).
     """
 
     def __init__(
@@ -71,8 +77,11 @@ class EGreedyModule(_Annealed):
         eps_end: float = 0.1,
         annealing_num_steps: int = 1000,
         action_key: str = "action",
+        *,
+        device: torch.device | str | None = None,
     ) -> None:
         super().__init__("eps", eps_init, eps_end, annealing_num_steps)
+        _check_device(device)
         if spec is None:
             raise ValueError("EGreedyModule needs the action spec to draw random actions")
         self.spec = spec
@@ -113,6 +122,9 @@ class AdditiveGaussianModule(_Annealed):
         mean: mean of the noise.
         std: standard deviation of the noise before scaling.
         action_key: key of the action.
+        safe: clamp the noisy action to the spec's bounds (torchrl's ``safe``; the DDPG
+            example passes ``False``).
+        device: CPU only (torchrl's ``device``).
     """
 
     def __init__(
@@ -124,8 +136,12 @@ class AdditiveGaussianModule(_Annealed):
         mean: float = 0.0,
         std: float = 1.0,
         action_key: str = "action",
+        *,
+        safe: bool = True,
+        device: torch.device | str | None = None,
     ) -> None:
         super().__init__("sigma", sigma_init, sigma_end, annealing_num_steps)
+        _check_device(device)
         self.spec = spec
         self.mean = mean
         self.std = std
@@ -134,7 +150,7 @@ class AdditiveGaussianModule(_Annealed):
         self.out_keys = [action_key]
         low = getattr(spec, "low", None) if spec is not None else None
         high = getattr(spec, "high", None) if spec is not None else None
-        self._bounded = low is not None and high is not None
+        self._bounded = safe and low is not None and high is not None
         if self._bounded:
             self.register_buffer("low", torch.as_tensor(low).float().clone(), persistent=False)
             self.register_buffer("high", torch.as_tensor(high).float().clone(), persistent=False)

@@ -347,6 +347,11 @@ def _fused_mlp(mlp: nn.Sequential, x: torch.Tensor) -> torch.Tensor | None:
     return out if x.dim() == 2 else out.reshape(*lead, out.shape[-1])
 
 
+def _is_list(value) -> bool:
+    """A per-layer sequence (what :func:`_as_list` spreads over the layers)."""
+    return isinstance(value, Sequence) and not isinstance(value, str)
+
+
 def _as_list(value, length: int, name: str) -> list:
     """Broadcasts a scalar to a list of ``length`` items, or checks a sequence's length."""
     if isinstance(value, Sequence) and not isinstance(value, str):
@@ -369,15 +374,22 @@ class MLP(nn.Sequential):
         depth: number of hidden layers when ``num_cells`` is an int.
         num_cells: hidden sizes (a sequence), or one size repeated ``depth`` times.
         activation_class: activation constructor used after each hidden layer.
-        activation_kwargs: keyword arguments for ``activation_class``.
-        activate_last_layer: also apply the activation after the output layer.
-        layer_class: linear layer constructor (``nn.Linear`` by default).
-        layer_kwargs: keyword arguments for ``layer_class``.
-        dropout: dropout probability after each hidden activation (``None``: no dropout).
+        activation_kwargs: keyword arguments for ``activation_class`` (or a list of them, one
+            per activation: ``depth + activate_last_layer`` entries).
+        norm_class: optional normalisation layer constructor, placed before each activation.
+        norm_kwargs: keyword arguments for ``norm_class`` (or a list, like ``activation_kwargs``).
+        dropout: dropout probability before each normalisation/activation (``None``: none).
         bias_last_layer: whether the output layer has a bias.
-        norm_class: optional normalisation layer constructor applied after hidden layers.
-        norm_kwargs: keyword arguments for ``norm_class``.
+        single_bias_last_layer: not supported (torchrl raises ``NotImplementedError`` too).
+        layer_class: linear layer constructor (``nn.Linear`` by default).
+        layer_kwargs: keyword arguments for ``layer_class`` (or a list of ``depth + 1``); a
+            ``bias`` entry overrides the layer's bias.
+        activate_last_layer: also apply (dropout, norm and) the activation after the output
+            layer.
         device: device of the parameters.
+
+    The parameters are in torchrl's order, and the layers too: ``Linear``, then
+    ``Dropout``, norm and activation after each hidden layer.
 
     Example:
         >>> mlp = MLP(out_features=2, num_cells=[64, 64])
@@ -392,18 +404,21 @@ class MLP(nn.Sequential):
         depth: int | None = None,
         num_cells: int | Sequence[int] | None = None,
         activation_class: type[nn.Module] = nn.Tanh,
-        activation_kwargs: dict | None = None,
-        activate_last_layer: bool = False,
-        layer_class: type[nn.Module] = nn.Linear,
-        layer_kwargs: dict | None = None,
+        activation_kwargs: dict | Sequence[dict] | None = None,
+        norm_class: type[nn.Module] | None = None,
+        norm_kwargs: dict | Sequence[dict] | None = None,
         dropout: float | None = None,
         bias_last_layer: bool = True,
-        norm_class: type[nn.Module] | None = None,
-        norm_kwargs: dict | None = None,
+        single_bias_last_layer: bool = False,
+        layer_class: type[nn.Module] = nn.Linear,
+        layer_kwargs: dict | Sequence[dict] | None = None,
+        activate_last_layer: bool = False,
         device: torch.device | str | None = None,
     ) -> None:
         if out_features is None:
             raise ValueError("MLP needs out_features (an int or a shape)")
+        if single_bias_last_layer:
+            raise NotImplementedError("single_bias_last_layer is not supported")
         if isinstance(out_features, Sequence):
             self.out_shape = torch.Size(out_features)
             out_size = int(torch.Size(out_features).numel())
@@ -411,8 +426,7 @@ class MLP(nn.Sequential):
             self.out_shape = None
             out_size = int(out_features)
         if num_cells is None:
-            num_cells = 32 if depth is None else 32
-            depth = 3 if depth is None else depth
+            num_cells = [32] * (3 if depth is None else int(depth))
         if isinstance(num_cells, Sequence):
             cells = [int(c) for c in num_cells]
             if depth is not None and depth != len(cells):
@@ -424,24 +438,34 @@ class MLP(nn.Sequential):
                 )
             cells = [int(num_cells)] * int(depth)
         self.in_features = in_features
-        self.out_features = out_size
+        self.out_features = out_features
         self.num_cells = cells
-        act_kw = activation_kwargs or {}
+        self.depth = len(cells)
+        self.activation_class = activation_class
+        self.norm_class = norm_class
+        self.dropout = dropout
+        self.bias_last_layer = bias_last_layer
+        self.layer_class = layer_class
+        self.activate_last_layer = activate_last_layer
+        n_act = len(cells) + int(bool(activate_last_layer))
+        act_kws = _kwargs_list(activation_kwargs, n_act, "activation_kwargs")
+        norm_kws = _kwargs_list(norm_kwargs, n_act, "norm_kwargs")
+        lay_kws = _kwargs_list(layer_kwargs, len(cells) + 1, "layer_kwargs")
         if activation_class is nn.Tanh:
             activation_class = FastTanh  # same function, faster CPU kernel
-        lay_kw = dict(layer_kwargs or {})
         layers: list[nn.Module] = []
         sizes = [in_features, *cells]
-        for i, width in enumerate(cells):
-            layers.append(_linear(layer_class, sizes[i], width, device, lay_kw, True))
-            if norm_class is not None:
-                layers.append(norm_class(**(norm_kwargs or {})))
-            layers.append(activation_class(**act_kw))
-            if dropout:
-                layers.append(nn.Dropout(dropout))
-        layers.append(_linear(layer_class, sizes[-1], out_size, device, lay_kw, bias_last_layer))
-        if activate_last_layer:
-            layers.append(activation_class(**act_kw))
+        widths = [*cells, out_size]
+        for i, width in enumerate(widths):
+            lay_kw = dict(lay_kws[i])
+            bias = lay_kw.pop("bias", bias_last_layer if i == len(cells) else True)
+            layers.append(_linear(layer_class, sizes[i], width, device, lay_kw, bias))
+            if i < len(cells) or activate_last_layer:
+                if dropout is not None:
+                    layers.append(nn.Dropout(dropout))
+                if norm_class is not None:
+                    layers.append(_on_device(norm_class(**norm_kws[i]), device))
+                layers.append(_on_device(activation_class(**act_kws[i]), device))
         super().__init__(*layers)
 
     def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
@@ -466,6 +490,23 @@ class MLP(nn.Sequential):
         if self.out_shape is not None:
             x = x.reshape(*x.shape[:-1], *self.out_shape)
         return x
+
+
+def _kwargs_list(kwargs, n: int, name: str) -> list[dict]:
+    """One keyword dict per layer: ``kwargs`` repeated, or a list of ``n`` of them (torchrl's
+    per-layer form)."""
+    if kwargs is None:
+        return [{} for _ in range(n)]
+    if isinstance(kwargs, dict):
+        return [dict(kwargs) for _ in range(n)]
+    kwargs = list(kwargs)
+    if len(kwargs) != n:
+        raise ValueError(f"{name} has {len(kwargs)} entries, expected {n} (one per layer)")
+    return [dict(k) for k in kwargs]
+
+
+def _on_device(module: nn.Module, device) -> nn.Module:
+    return module.to(device) if device is not None and isinstance(module, nn.Module) else module
 
 
 def _linear(layer_class, n_in, n_out, device, kwargs, bias):
@@ -535,13 +576,21 @@ class ConvNet(nn.Sequential):
         if isinstance(num_cells, Sequence):
             cells = [int(c) for c in num_cells]
         else:
+            if depth is None:  # torchrl takes the depth from any per-layer list
+                lists = [v for v in (kernel_sizes, strides, paddings) if _is_list(v)]
+                depth = len(lists[0]) if lists else None
             if depth is None:
-                raise ValueError("ConvNet with an int num_cells needs depth")
+                raise ValueError(
+                    "ConvNet with an int num_cells needs depth (or a per-layer list of "
+                    "kernel_sizes, strides or paddings)"
+                )
             cells = [int(num_cells)] * depth
         n = len(cells)
         kernels = _as_list(kernel_sizes, n, "kernel_sizes")
         strides_ = _as_list(strides, n, "strides")
         pads = _as_list(paddings, n, "paddings")
+        act_kws = _kwargs_list(activation_kwargs, n, "activation_kwargs")
+        norm_kws = _kwargs_list(norm_kwargs, n, "norm_kwargs")
         layers: list[nn.Module] = []
         prev = in_features
         for i, ch in enumerate(cells):
@@ -553,9 +602,9 @@ class ConvNet(nn.Sequential):
                     prev, ch, kernels[i], strides_[i], pads[i], bias=bias, device=device
                 )
             layers.append(conv)
-            layers.append(activation_class(**(activation_kwargs or {})))
+            layers.append(_on_device(activation_class(**act_kws[i]), device))
             if norm_class is not None:
-                layers.append(norm_class(**(norm_kwargs or {})))
+                layers.append(_on_device(norm_class(**norm_kws[i]), device))
             prev = ch
         if aggregator_class is not None:
             kw = aggregator_kwargs if aggregator_kwargs is not None else {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from enum import Enum
+from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
@@ -60,6 +61,24 @@ def check_loss_function(loss_function: str) -> str:
 
 
 @torch.no_grad()
+def check_torchrl_options(samples_mc_entropy, exclude_dims, reduction, device) -> None:
+    """Accepts torchrl's loss options at the values rl_trainers implements, refuses others."""
+    if samples_mc_entropy != 1:
+        raise NotImplementedError(
+            f"samples_mc_entropy={samples_mc_entropy}: the entropy of a distribution without "
+            "a closed form is estimated with one sample"
+        )
+    if tuple(exclude_dims):
+        raise NotImplementedError(
+            "normalize_advantage_exclude_dims is not supported (the advantage is "
+            "normalised over the whole batch)"
+        )
+    if reduction not in (None, "mean"):
+        raise NotImplementedError(f"reduction={reduction!r}: the losses are means")
+    if device is not None and torch.device(device).type != "cpu":
+        raise NotImplementedError(f"device={device!r}: the losses run on CPU")
+
+
 def explained_variance(target: torch.Tensor, prediction: torch.Tensor) -> torch.Tensor:
     """``1 - Var[target - prediction] / Var[target]`` (1 is perfect, 0 no better than a constant).
 
@@ -154,6 +173,43 @@ class LossModule(nn.Module):
     def has_targets(self) -> bool:
         return bool(self._target_names)
 
+    # -- tensordict keys (torchrl's set_keys) -----------------------------------------------
+    #: torchrl key name -> attribute holding it; names mapped to None are read at fixed keys
+    _key_attrs: dict = {}
+
+    def set_keys(self, **kwargs) -> LossModule:
+        """Renames the entries the loss reads or writes, with torchrl's key names (e.g.
+        ``set_keys(sample_log_prob="log_prob", value="state_value")``); the value estimator
+        follows. Returns the loss."""
+        for name, key in kwargs.items():
+            if name not in self._key_attrs:
+                raise ValueError(
+                    f"{type(self).__name__}.set_keys: unknown key {name!r}; "
+                    f"accepted: {sorted(self._key_attrs)}"
+                )
+            attr = self._key_attrs[name]
+            if attr is None:
+                if key != name:
+                    raise NotImplementedError(
+                        f"{type(self).__name__} reads ('next', {name!r}) at a fixed key"
+                    )
+                continue
+            setattr(self, attr, key)
+        if self._value_estimator is not None and hasattr(self._value_estimator, "set_keys"):
+            names = self._value_estimator._key_attrs
+            self._value_estimator.set_keys(**{k: v for k, v in kwargs.items() if k in names})
+        return self
+
+    @property
+    def tensor_keys(self) -> SimpleNamespace:
+        """The current keys under torchrl's names (``loss.tensor_keys.advantage``...)."""
+        return SimpleNamespace(
+            **{
+                name: (name if attr is None else getattr(self, attr))
+                for name, attr in self._key_attrs.items()
+            }
+        )
+
     # -- value estimators ------------------------------------------------------------------
     @property
     def value_estimator(self):
@@ -183,6 +239,12 @@ class LossModule(nn.Module):
         self._value_estimator = make_estimator(
             value_type, value_network=self._estimator_network(), **hyperparams
         )
+        shared = {
+            name: getattr(self, attr)
+            for name, attr in self._key_attrs.items()
+            if attr is not None and self._value_estimator._key_attrs.get(name) is not None
+        }
+        self._value_estimator.set_keys(**shared)
         return self
 
     def _estimator_network(self):

@@ -24,6 +24,7 @@ from rl_trainers.objectives.common import (
     ValueEstimators,
     call_tensor_module,
     check_loss_function,
+    check_torchrl_options,
     distance_loss,
     explained_variance,
 )
@@ -63,10 +64,28 @@ def _normalized(adv: torch.Tensor) -> torch.Tensor:
     return (adv - adv.mean()) / adv.std().clamp_min(1e-8)
 
 
+def _alias(name: str, value, old_name: str, old_value, default: float) -> float:
+    """torchrl's losses take both spellings (``entropy_coeff`` is the older one)."""
+    if value is not None and old_value is not None and float(value) != float(old_value):
+        raise ValueError(f"got both {name}={value} and {old_name}={old_value}; pass one")
+    value = value if value is not None else old_value
+    return default if value is None else float(value)
+
+
 class _ActorCriticLoss(LossModule):
     """Shared plumbing: advantage retrieval, critic loss, entropy bonus."""
 
     default_value_estimator = ValueEstimators.GAE
+    _key_attrs = {
+        "advantage": "advantage_key",
+        "value_target": "value_target_key",
+        "value": "value_key",
+        "sample_log_prob": "log_prob_key",
+        "action": "action_key",
+        "reward": None,
+        "done": None,
+        "terminated": None,
+    }
 
     def __init__(
         self,
@@ -74,8 +93,8 @@ class _ActorCriticLoss(LossModule):
         critic_network: nn.Module | None,
         *,
         entropy_bonus: bool = True,
-        entropy_coef: float = 0.01,
-        critic_coef: float = 1.0,
+        entropy_coef: float | None = None,
+        critic_coef: float | None = None,
         loss_critic_type: str = "smooth_l1",
         normalize_advantage: bool = False,
         clip_value: float | None = None,
@@ -85,8 +104,31 @@ class _ActorCriticLoss(LossModule):
         value_key: str = "state_value",
         log_prob_key: str = "sample_log_prob",
         action_key: str = "action",
+        entropy_coeff: float | None = None,
+        critic_coeff: float | None = None,
+        samples_mc_entropy: int = 1,
+        log_explained_variance: bool = True,
+        normalize_advantage_exclude_dims: tuple = (),
+        separate_losses: bool = False,
+        reduction: str | None = None,
+        functional: bool = True,
+        device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
+        entropy_coef = _alias("entropy_coef", entropy_coef, "entropy_coeff", entropy_coeff, 0.01)
+        critic_coef = _alias("critic_coef", critic_coef, "critic_coeff", critic_coeff, 1.0)
+        check_torchrl_options(
+            samples_mc_entropy, normalize_advantage_exclude_dims, reduction, device
+        )
+        if separate_losses and critic_network is not None:
+            actor_params = {id(p) for p in actor_network.parameters()}
+            if any(id(p) in actor_params for p in critic_network.parameters()):
+                raise NotImplementedError(
+                    "separate_losses=True with parameters shared by the actor and the critic "
+                    "is not supported; use separate networks"
+                )
+        self.separate_losses = separate_losses
+        self.log_explained_variance = log_explained_variance
         if not hasattr(actor_network, "get_dist"):
             raise TypeError(
                 f"actor_network must be a probabilistic actor with get_dist(), got {type(actor_network).__name__}"
@@ -150,7 +192,7 @@ class _ActorCriticLoss(LossModule):
         if old_value is not None:
             clipped = old_value + (value - old_value).clamp(-self.clip_value, self.clip_value)
             loss = torch.maximum(loss, distance_loss(clipped, target, self.loss_critic_type))
-        if self.diagnostics:
+        if self.diagnostics and self.log_explained_variance:
             out["explained_variance"] = explained_variance(target.detach(), value.detach())
         return self.critic_coef * loss.mean()
 
@@ -182,8 +224,15 @@ class PPOLoss(_ActorCriticLoss):
         critic_coef: critic loss weight.
         loss_critic_type: ``"smooth_l1"``, ``"l2"`` or ``"l1"``.
         normalize_advantage: standardise the advantage per batch.
-        clip_value: clip the value update around the stored ``state_value`` (PPO2 style).
+        clip_value: clip the value update around the stored ``state_value`` (PPO2 style);
+            ``ClipPPOLoss`` also takes a bool (``True``: clip at ``clip_epsilon``).
         gamma: discount of the default value estimator.
+        entropy_coeff, critic_coeff: torchrl's other spellings of the two weights.
+        log_explained_variance: write the ``explained_variance`` diagnostic.
+        samples_mc_entropy, normalize_advantage_exclude_dims, reduction, device, functional,
+            separate_losses: torchrl's options, accepted at the values implemented here
+            (1, ``()``, ``"mean"``, CPU, any, no parameters shared by actor and critic);
+            others raise ``NotImplementedError``.
     """
 
     def _ratio(self, td: TensorDictBase, out: dict, dist=None):
@@ -225,6 +274,9 @@ class ClipPPOLoss(PPOLoss):
         clip_epsilon: float = 0.2,
         **kwargs,
     ) -> None:
+        clip_value = kwargs.get("clip_value")
+        if isinstance(clip_value, bool):  # torchrl: True clips the value at clip_epsilon
+            kwargs["clip_value"] = clip_epsilon if clip_value else None
         super().__init__(actor_network, critic_network, **kwargs)
         if clip_epsilon <= 0:
             raise ValueError(f"clip_epsilon must be positive, got {clip_epsilon}")

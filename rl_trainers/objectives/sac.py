@@ -28,6 +28,7 @@ from rl_trainers.objectives.common import (
     LossModule,
     actor_obs_keys,
     check_loss_function,
+    check_torchrl_options,
     discount,
     distance_loss,
 )
@@ -74,6 +75,9 @@ class SACLoss(LossModule):
         delay_actor: unused (kept for signature compatibility; SAC needs no target actor).
         delay_qvalue: keep target critics (update them with SoftUpdate).
         gamma: discount (also settable with ``make_value_estimator(gamma=...)``).
+        value_network, separate_losses, reduction, device: torchrl's options, accepted at
+            the values implemented here (None, no parameters shared by actor and critics,
+            ``"mean"``, CPU); others raise ``NotImplementedError``.
     """
 
     def __init__(
@@ -92,8 +96,26 @@ class SACLoss(LossModule):
         delay_actor: bool = False,
         delay_qvalue: bool = True,
         gamma: float | None = None,
+        value_network: nn.Module | None = None,
+        separate_losses: bool = False,
+        reduction: str | None = None,
+        device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
+        if value_network is not None:
+            raise NotImplementedError(
+                "SACLoss(value_network=...) (SAC v1, with a state-value network) is not "
+                "supported; the loss is SAC v2 (no value network), torchrl's default"
+            )
+        check_torchrl_options(1, (), reduction, device)
+        if separate_losses:
+            actor_params = {id(p) for p in actor_network.parameters()}
+            if any(id(p) in actor_params for p in qvalue_network.parameters()):
+                raise NotImplementedError(
+                    "separate_losses=True with parameters shared by the actor and the "
+                    "critics is not supported; use separate networks"
+                )
+        self.separate_losses = separate_losses
         if not hasattr(actor_network, "get_dist"):
             raise TypeError(
                 f"SAC needs a probabilistic actor with get_dist(), got {type(actor_network).__name__}"

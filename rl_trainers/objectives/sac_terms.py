@@ -119,7 +119,10 @@ def tanh_normal_sample(out: torch.Tensor, eps: torch.Tensor, head: TanhNormalHea
     scale = softplus.clamp_min(head.scale_lb)
     dist = TanhNormal(loc, scale, head.low, head.high)
     squashed, action, log_prob = dist.from_noise(eps)
-    return action, log_prob, (eps, squashed, scale, shifted, softplus, dist._half)
+    # the bounds' half range is 0-dim (scalar low/high, TanhNormal's default) or [d]: a view
+    # expanded to [N, d] lets the callers cut rows out of every saved tensor alike
+    half = dist._half.expand_as(loc)
+    return action, log_prob, (eps, squashed, scale, shifted, softplus, half)
 
 
 def tanh_normal_backward(g_action, g_log_prob, saved, scale_lb: float) -> torch.Tensor:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 from tensordict import TensorDict, TensorDictBase
+from tensordict.nn import TensorDictModule, TensorDictModuleBase
 from torch import nn
 
 from rl_trainers.objectives.common import (
@@ -25,11 +26,37 @@ from rl_trainers.objectives.sac import _critic_parts
 __all__ = ["TD3Loss", "DDPGLoss"]
 
 
+class _TensorDictActorFn(nn.Module):
+    """Calls a tensordict actor (e.g. torchrl's ``TensorDictSequential(net_module,
+    TanhModule(...))``) as ``fn(*observations) -> action``."""
+
+    def __init__(self, actor: TensorDictModuleBase, obs_keys: list, action_key) -> None:
+        super().__init__()
+        self.actor = actor
+        self.obs_keys = obs_keys
+        self.action_key = action_key
+
+    def forward(self, *obs: torch.Tensor) -> torch.Tensor:
+        batch = obs[0].shape[:-1]
+        td = TensorDict(dict(zip(self.obs_keys, obs)), batch_size=batch)
+        return self.actor(td).get(self.action_key)
+
+
 def _actor_parts(actor: nn.Module) -> tuple[nn.Module, list]:
-    module = getattr(actor, "module", None)
-    if module is None or not getattr(actor, "in_keys", None):
-        raise TypeError(f"the actor must be an Actor/TensorDictModule, got {type(actor).__name__}")
-    return module, list(actor.in_keys)
+    """``(fn(*observations) -> action, observation keys)`` of a deterministic actor."""
+    in_keys = list(getattr(actor, "in_keys", None) or [])
+    if not in_keys:
+        raise TypeError(
+            f"the actor must be an Actor or another tensordict module, got {type(actor).__name__}"
+        )
+    if isinstance(actor, TensorDictModule) and list(actor.out_keys) == ["action"]:
+        return actor.module, in_keys  # the network itself: no tensordict per call
+    if isinstance(actor, TensorDictModuleBase) and "action" in list(actor.out_keys):
+        return _TensorDictActorFn(actor, in_keys, "action"), in_keys
+    raise TypeError(
+        f"the actor ({type(actor).__name__}, out_keys={list(getattr(actor, 'out_keys', []))}) "
+        "must write 'action'"
+    )
 
 
 class TD3Loss(LossModule):

@@ -192,6 +192,28 @@ class ValueEstimatorBase(nn.Module):
         self.value_target_key = value_target_key
         self.value_key = value_key
 
+    _key_attrs = {
+        "advantage": "advantage_key",
+        "value_target": "value_target_key",
+        "value": "value_key",
+        "reward": None,
+        "done": None,
+        "terminated": None,
+    }
+
+    def set_keys(self, **kwargs) -> ValueEstimatorBase:
+        """Renames the entries read/written, with torchrl's names (``advantage``,
+        ``value_target``, ``value``); ``reward``/``done``/``terminated`` are fixed keys."""
+        for name, key in kwargs.items():
+            if name not in self._key_attrs:
+                raise ValueError(f"unknown key {name!r}; accepted: {sorted(self._key_attrs)}")
+            attr = self._key_attrs[name]
+            if attr is None and key != name:
+                raise NotImplementedError(f"the estimators read ('next', {name!r}) at a fixed key")
+            if attr is not None:
+                setattr(self, attr, key)
+        return self
+
     def _values(self, td: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
         """Runs the critic on current and next observations in one call; writes both values."""
         net = self.value_network

@@ -236,8 +236,10 @@ def test_fused_mlp_falls_back_for_other_networks_and_inputs():
     half = MLP(4, 2, num_cells=[8]).to(torch.bfloat16)
     out = half(x.to(torch.bfloat16))
     assert out.dtype == torch.bfloat16 and "Fused" not in type(out.grad_fn).__name__
-    with pytest.raises(RuntimeError):  # integer inputs fail exactly like nn.Linear
-        MLP(4, 2, num_cells=[8])(torch.ones(5, 4, dtype=torch.long))
+    # integer/bool inputs (one-hot Discrete observations) are cast to float first
+    mlp = MLP(4, 2, num_cells=[8])
+    ints = torch.ones(5, 4, dtype=torch.long)
+    torch.testing.assert_close(mlp(ints), mlp(ints.float()))
 
 
 def test_fused_mlp_lazy_layer_and_hooks():

@@ -104,6 +104,37 @@ def test_one_node_matches_op_by_op_for_loss_options(kwargs, monkeypatch):
     _assert_same(loss, _batch(64, 1), ("loss_actor", "loss_qvalue", "loss_alpha"), monkeypatch)
 
 
+@pytest.mark.parametrize(
+    "dist_kwargs, n",
+    [(None, 16), ({"low": -torch.ones(3), "high": torch.ones(3)}, 2)],
+    ids=["torchrl-default-scalar-bounds", "batch-smaller-than-action-dim"],
+)
+def test_hand_built_torchrl_actor_takes_the_one_node_path(dist_kwargs, n, monkeypatch):
+    """torchrl's SAC actor written by hand: TanhNormal without distribution_kwargs has
+    0-dim bounds (an IndexError in the one-node path), and [d] bounds must not be cut as
+    if they were rows when the batch is smaller than the action."""
+    from tensordict.nn import NormalParamExtractor
+
+    from rl_trainers.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
+
+    torch.manual_seed(0)
+    net = nn.Sequential(
+        MLP(in_features=3, out_features=6, num_cells=[16], activation_class=nn.ReLU),
+        NormalParamExtractor(),
+    )
+    actor = ProbabilisticActor(
+        TensorDictModule(net, in_keys=["observation"], out_keys=["loc", "scale"]),
+        in_keys=["loc", "scale"],
+        distribution_class=TanhNormal,
+        distribution_kwargs=dist_kwargs,
+    )
+    q = MLP(in_features=6, out_features=1, num_cells=[16], activation_class=nn.ReLU)
+    critic = ValueOperator(q, in_keys=["observation", "action"])
+    loss = SACLoss(actor, critic, gamma=0.9)
+    keys = ("loss_actor", "loss_qvalue", "loss_alpha")
+    _assert_same(loss, _batch(n, 3), keys, monkeypatch)
+
+
 def test_one_node_matches_op_by_op_in_float64(monkeypatch):
     loss = _sac(SPEC_2D, dtype=torch.float64)
     td = _batch(32, 2, torch.float64)
