@@ -15,7 +15,7 @@ import torch
 from tensordict import TensorDictBase
 
 from rl_trainers.data.samplers import PrioritizedSampler, RandomSampler, Sampler
-from rl_trainers.data.storages import ListStorage, Storage, TensorStorage
+from rl_trainers.data.storages import ListStorage, Storage, TensorStorage, item_positions
 from rl_trainers.data.writers import RoundRobinWriter, Writer
 from rl_trainers.envs.utils import flatten_batch
 
@@ -108,16 +108,7 @@ class ReplayBuffer:
         ones count from the end), through the buffer's transform as samples are: a read, no
         sampling, so samplers and priorities are untouched. ``rb[3]`` is one item,
         ``rb[:10]`` or ``rb[[0, 5]]`` a batch of them."""
-        n = len(self)
-        if isinstance(index, slice):
-            positions = torch.arange(n)[index]
-        else:
-            positions = torch.as_tensor(index, dtype=torch.long)
-        single = positions.dim() == 0
-        positions = positions.reshape(-1)
-        positions = torch.where(positions < 0, positions + n, positions)
-        if bool(((positions < 0) | (positions >= n)).any()):
-            raise IndexError(f"index {index!r} is out of range for a buffer of {n} items")
+        positions, single = item_positions(index, len(self), "buffer")
         with self._lock:
             data = self._storage.get(positions)
         if isinstance(data, list):

@@ -34,6 +34,25 @@ def _check_max_size(max_size: int) -> int:
     return max_size
 
 
+def item_positions(index: Any, n: int, what: str) -> tuple[torch.Tensor, bool]:
+    """Positions ``0 .. n - 1`` selected by ``index`` (an int, slice, index list or tensor;
+    negative ones count from the end) and whether it named a single item.
+
+    Raises:
+        IndexError: for a position outside the ``n`` items of the ``what``.
+    """
+    if isinstance(index, slice):
+        positions = torch.arange(n)[index]
+    else:
+        positions = torch.as_tensor(index, dtype=torch.long)
+    single = positions.dim() == 0
+    positions = positions.reshape(-1)
+    positions = torch.where(positions < 0, positions + n, positions)
+    if bool(((positions < 0) | (positions >= n)).any()):
+        raise IndexError(f"index {index!r} is out of range for a {what} of {n} items")
+    return positions, single
+
+
 class Storage:
     """Base class: a fixed-capacity container of items addressed by integer index.
 
@@ -66,16 +85,7 @@ class Storage:
 
     def __getitem__(self, index: int | slice | Sequence[int] | torch.Tensor) -> Any:
         """``storage[i]`` / ``storage[a:b]``: :meth:`get` with ints, slices or index lists."""
-        n = len(self)
-        if isinstance(index, slice):
-            positions = torch.arange(n)[index]
-        else:
-            positions = torch.as_tensor(index, dtype=torch.long)
-        single = positions.dim() == 0
-        positions = positions.reshape(-1)
-        positions = torch.where(positions < 0, positions + n, positions)
-        if bool(((positions < 0) | (positions >= n)).any()):
-            raise IndexError(f"index {index!r} is out of range for a storage of {n} items")
+        positions, single = item_positions(index, len(self), "storage")
         data = self.get(positions)
         return data[0] if single else data
 

@@ -61,6 +61,17 @@ def check_loss_function(loss_function: str) -> str:
 
 
 @torch.no_grad()
+def check_no_shared_parameters(actor_network, critic_network, critic_name: str) -> None:
+    """torchrl's ``separate_losses=True`` is accepted for networks that share no parameter
+    (the only case rl_trainers' losses implement); shared ones raise."""
+    actor_params = {id(p) for p in actor_network.parameters()}
+    if any(id(p) in actor_params for p in critic_network.parameters()):
+        raise NotImplementedError(
+            f"separate_losses=True with parameters shared by the actor and the {critic_name} "
+            "is not supported; use separate networks"
+        )
+
+
 def check_torchrl_options(samples_mc_entropy, exclude_dims, reduction, device) -> None:
     """Accepts torchrl's loss options at the values rl_trainers implements, refuses others."""
     if samples_mc_entropy != 1:

@@ -24,6 +24,7 @@ from rl_trainers.objectives.common import (
     ValueEstimators,
     call_tensor_module,
     check_loss_function,
+    check_no_shared_parameters,
     check_torchrl_options,
     distance_loss,
     explained_variance,
@@ -121,12 +122,7 @@ class _ActorCriticLoss(LossModule):
             samples_mc_entropy, normalize_advantage_exclude_dims, reduction, device
         )
         if separate_losses and critic_network is not None:
-            actor_params = {id(p) for p in actor_network.parameters()}
-            if any(id(p) in actor_params for p in critic_network.parameters()):
-                raise NotImplementedError(
-                    "separate_losses=True with parameters shared by the actor and the critic "
-                    "is not supported; use separate networks"
-                )
+            check_no_shared_parameters(actor_network, critic_network, "critic")
         self.separate_losses = separate_losses
         self.log_explained_variance = log_explained_variance
         if not hasattr(actor_network, "get_dist"):

@@ -28,6 +28,7 @@ from rl_trainers.objectives.common import (
     LossModule,
     actor_obs_keys,
     check_loss_function,
+    check_no_shared_parameters,
     check_torchrl_options,
     discount,
     distance_loss,
@@ -109,12 +110,7 @@ class SACLoss(LossModule):
             )
         check_torchrl_options(1, (), reduction, device)
         if separate_losses:
-            actor_params = {id(p) for p in actor_network.parameters()}
-            if any(id(p) in actor_params for p in qvalue_network.parameters()):
-                raise NotImplementedError(
-                    "separate_losses=True with parameters shared by the actor and the "
-                    "critics is not supported; use separate networks"
-                )
+            check_no_shared_parameters(actor_network, qvalue_network, "critics")
         self.separate_losses = separate_losses
         if not hasattr(actor_network, "get_dist"):
             raise TypeError(
