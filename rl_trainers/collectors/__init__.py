@@ -1,13 +1,19 @@
 """Data collectors: play a policy in environments and yield ``[num_envs, T]`` batches."""
 
 from rl_trainers.collectors.collectors import DataCollectorBase, SyncDataCollector
-from rl_trainers.collectors.multi import MultiaSyncDataCollector, MultiSyncDataCollector
-from rl_trainers.collectors.utils import split_trajectories
+from rl_trainers.collectors.multi import (
+    MultiaSyncDataCollector,
+    MultiSyncDataCollector,
+    aSyncDataCollector,
+)
+from rl_trainers.collectors.utils import RandomPolicy, split_trajectories
 
 __all__ = [
     "DataCollectorBase",
     "MultiSyncDataCollector",
     "MultiaSyncDataCollector",
+    "RandomPolicy",
     "SyncDataCollector",
+    "aSyncDataCollector",
     "split_trajectories",
 ]

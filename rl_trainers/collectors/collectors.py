@@ -9,6 +9,7 @@ reset between batches: trajectories continue across batches and keep their
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
@@ -84,8 +85,8 @@ class SyncDataCollector(DataCollectorBase):
         create_env_fn: an env, or a callable returning one.
         policy: a TensorDict module writing ``"action"``; None plays random actions from
             ``env.action_spec``.
-        frames_per_batch: frames per yielded batch; must be divisible by the number of
-            sub-envs (``env.batch_size.numel()``).
+        frames_per_batch: frames per yielded batch; rounded up (with a warning) to a
+            multiple of the number of sub-envs (``env.batch_size.numel()``), as torchrl does.
         total_frames: frames in a run; -1 collects forever.
         init_random_frames: the first batches, until this many frames were collected, use
             random actions; they are yielded like any other batch (so they reach the buffer).
@@ -147,17 +148,22 @@ class SyncDataCollector(DataCollectorBase):
         self.n_envs = max(1, batch_size.numel())
         if not isinstance(frames_per_batch, int) or frames_per_batch < 1:
             raise ValueError(f"frames_per_batch must be a positive int, got {frames_per_batch!r}")
+        self.requested_frames_per_batch = frames_per_batch
         if frames_per_batch % self.n_envs:
-            raise ValueError(
-                f"frames_per_batch={frames_per_batch} is not divisible by the number of "
-                f"environments {self.n_envs} (env.batch_size={tuple(batch_size)}); use a "
-                f"multiple of {self.n_envs}"
+            # torchrl's behaviour: round up to whole steps of every sub-env, with a warning
+            rounded = -(-frames_per_batch // self.n_envs) * self.n_envs
+            warnings.warn(
+                f"frames_per_batch ({frames_per_batch}) is not exactly divisible by the number "
+                f"of batched environments ({self.n_envs}); each batch holds {rounded} frames.",
+                stacklevel=2,
             )
+            frames_per_batch = rounded
         if total_frames is None or total_frames == 0:
             total_frames = -1
-        if total_frames > 0 and total_frames < frames_per_batch:
+        if total_frames > 0 and total_frames < self.requested_frames_per_batch:
             raise ValueError(
-                f"total_frames={total_frames} is smaller than frames_per_batch={frames_per_batch}"
+                f"total_frames={total_frames} is smaller than "
+                f"frames_per_batch={self.requested_frames_per_batch}"
             )
         self.frames_per_batch = frames_per_batch
         self.total_frames = int(total_frames)

@@ -30,7 +30,7 @@ from tensordict.nn import InteractionType
 from rl_trainers.collectors.collectors import TRAJ_KEY, DataCollectorBase, SyncDataCollector
 from rl_trainers.collectors.utils import split_trajectories
 
-__all__ = ["MultiSyncDataCollector", "MultiaSyncDataCollector"]
+__all__ = ["MultiSyncDataCollector", "MultiaSyncDataCollector", "aSyncDataCollector"]
 
 _POLL_S = 0.5
 
@@ -374,7 +374,7 @@ class MultiSyncDataCollector(_MultiCollectorBase):
                     batch = torch.stack(batches, 0)
                 else:
                     batch = torch.cat(batches, 0)
-                self.frames_collected += self.frames_per_batch
+                self.frames_collected += batch.numel()  # more if workers rounded theirs up
                 yield self._finish(batch)
         except KeyboardInterrupt:
             self.shutdown()
@@ -414,7 +414,7 @@ class MultiaSyncDataCollector(_MultiCollectorBase):
                 i = self._conns.index(ready[0])
                 batch = self._relabel(self._recv(i, expect="batch"), i)
                 self._pending.discard(i)
-                self.frames_collected += self.frames_per_batch
+                self.frames_collected += batch.numel()
                 remaining = self.total_frames < 0 or self.frames_collected < self.total_frames
                 if remaining:
                     self._send(i, "collect")
@@ -423,3 +423,27 @@ class MultiaSyncDataCollector(_MultiCollectorBase):
         except KeyboardInterrupt:
             self.shutdown()
             raise
+
+
+class aSyncDataCollector(MultiaSyncDataCollector):  # noqa: N801 - torchrl's name
+    """One :class:`SyncDataCollector` in a worker process, collecting the next batch while
+    the trainer uses the current one (a :class:`MultiaSyncDataCollector` with one worker).
+
+    Args:
+        create_env_fn: an env factory (or env).
+        policy: as :class:`SyncDataCollector`.
+        **kwargs: as :class:`MultiaSyncDataCollector` (``frames_per_batch``,
+            ``total_frames``, ``init_random_frames``, ...), without ``num_workers``.
+    """
+
+    def __init__(
+        self,
+        create_env_fn: Callable[[], Any] | Any,
+        policy: Callable[[TensorDictBase], TensorDictBase] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if "num_workers" in kwargs:
+            raise TypeError(
+                "aSyncDataCollector runs one worker; use MultiaSyncDataCollector for several"
+            )
+        super().__init__([create_env_fn], policy, **kwargs)

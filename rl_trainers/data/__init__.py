@@ -6,25 +6,23 @@ once, in :mod:`rl_trainers.envs.specs`.
 
 from rl_trainers.data.postprocs import MultiStep
 from rl_trainers.data.replay_buffers import (
-    PrioritizedReplayBuffer,
-    ReplayBuffer,
-    TensorDictPrioritizedReplayBuffer,
-    TensorDictReplayBuffer,
-)
-from rl_trainers.data.samplers import (
-    PrioritizedSampler,
-    RandomSampler,
-    Sampler,
-    SamplerWithoutReplacement,
-)
-from rl_trainers.data.storages import (
     LazyMemmapStorage,
     LazyTensorStorage,
     ListStorage,
+    PrioritizedReplayBuffer,
+    PrioritizedSampler,
+    RandomSampler,
+    ReplayBuffer,
+    RoundRobinWriter,
+    Sampler,
+    SamplerWithoutReplacement,
+    SliceSampler,
     Storage,
+    TensorDictPrioritizedReplayBuffer,
+    TensorDictReplayBuffer,
     TensorStorage,
+    Writer,
 )
-from rl_trainers.data.writers import RoundRobinWriter, Writer
 from rl_trainers.envs.specs import (
     Binary,
     BinaryDiscreteTensorSpec,
@@ -74,6 +72,7 @@ __all__ = [
     "RoundRobinWriter",
     "Sampler",
     "SamplerWithoutReplacement",
+    "SliceSampler",
     "Storage",
     "TensorDictPrioritizedReplayBuffer",
     "TensorDictReplayBuffer",

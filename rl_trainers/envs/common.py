@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from rl_trainers.envs.specs import Categorical, Composite, TensorSpec, Unbounded
+from rl_trainers.envs.specs import Categorical, Composite, TensorSpec, Unbounded, unbatched
 from rl_trainers.envs.utils import DONE_KEYS, fast_set, step_mdp
 
 __all__ = ["EnvBase", "make_done_spec"]
@@ -121,6 +121,58 @@ class EnvBase:
     def done_keys(self) -> list[str]:
         """Names of the done entries."""
         return list(DONE_KEYS)
+
+    @property
+    def reward_keys(self) -> list[str]:
+        """Names of the reward entries."""
+        return list(self.full_reward_spec.keys(True, True))
+
+    @property
+    def action_keys(self) -> list[str]:
+        """Names of the action entries."""
+        return list(self.full_action_spec.keys(True, True))
+
+    # --- specs of one sub-env (torchrl's ``*_spec_unbatched``) --------------------------------
+    @property
+    def full_observation_spec_unbatched(self) -> Composite:
+        """``full_observation_spec`` without the env's batch dims."""
+        return unbatched(self.full_observation_spec, len(self.batch_size))
+
+    @property
+    def observation_spec_unbatched(self) -> Composite:
+        """``observation_spec`` without the env's batch dims."""
+        return self.full_observation_spec_unbatched
+
+    @property
+    def full_action_spec_unbatched(self) -> Composite:
+        """``full_action_spec`` without the env's batch dims."""
+        return unbatched(self.full_action_spec, len(self.batch_size))
+
+    @property
+    def action_spec_unbatched(self) -> TensorSpec:
+        """``action_spec`` of one sub-env, e.g. for ``TanhNormal`` bounds:
+        ``env.action_spec_unbatched.space.low``."""
+        return unbatched(self.action_spec, len(self.batch_size))
+
+    @property
+    def full_reward_spec_unbatched(self) -> Composite:
+        """``full_reward_spec`` without the env's batch dims."""
+        return unbatched(self.full_reward_spec, len(self.batch_size))
+
+    @property
+    def reward_spec_unbatched(self) -> TensorSpec:
+        """``reward_spec`` without the env's batch dims."""
+        return unbatched(self.reward_spec, len(self.batch_size))
+
+    @property
+    def full_done_spec_unbatched(self) -> Composite:
+        """``full_done_spec`` without the env's batch dims."""
+        return unbatched(self.full_done_spec, len(self.batch_size))
+
+    @property
+    def done_spec_unbatched(self) -> Composite:
+        """``done_spec`` without the env's batch dims."""
+        return self.full_done_spec_unbatched
 
     @property
     def numel(self) -> int:
@@ -245,6 +297,16 @@ class EnvBase:
         if not steps:
             raise ValueError(f"rollout needs max_steps >= 1, got {max_steps}.")
         return torch.stack(steps, dim=len(self.batch_size))
+
+    def append_transform(self, transform: Any) -> EnvBase:
+        """``TransformedEnv(self, transform)``: this env with a transform appended.
+
+        Example:
+            >>> env = GymEnv("Pendulum-v1").append_transform(StepCounter(200))  # doctest: +SKIP
+        """
+        from rl_trainers.envs.transforms import TransformedEnv
+
+        return TransformedEnv(self, transform)
 
     def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
         """Write a random action from the action spec into ``tensordict`` (new if None)."""

@@ -32,6 +32,7 @@ __all__ = [
     "Binary",
     "Composite",
     "specs_from_gym_space",
+    "unbatched",
     "BoundedTensorSpec",
     "UnboundedContinuousTensorSpec",
     "UnboundedDiscreteTensorSpec",
@@ -727,6 +728,30 @@ def _torch_dtype(np_dtype: Any, remap_float64: bool = True) -> torch.dtype:
     if remap_float64 and dt == torch.float64:
         return torch.float32
     return dt
+
+
+def unbatched(spec: TensorSpec | Composite, batch_dims: int) -> TensorSpec | Composite:
+    """``spec`` without its ``batch_dims`` leading (env batch) dims: the spec of one sub-env.
+
+    Per-element tensors (``low``/``high``, ``nvec``) keep the first sub-env's values; e.g.
+    ``unbatched(GymEnv("Pendulum-v1", num_envs=4).action_spec, 1).space.low`` is ``[-2.]``.
+    """
+    if batch_dims == 0:
+        return spec.clone()
+    if isinstance(spec, Composite):
+        out = Composite(shape=spec.shape[batch_dims:], device=spec.device)
+        for key, value in spec.items():
+            out._specs[key] = unbatched(value, batch_dims)
+        return out
+    out = spec.clone()
+    out.shape = spec.shape[batch_dims:]
+    first = (0,) * batch_dims
+    for name, value in spec._kwargs().items():
+        if isinstance(value, torch.Tensor) and value.shape == spec.shape:
+            setattr(out, name, value[first].clone())
+    if isinstance(out, Bounded):
+        out.space = SimpleNamespace(low=out.low, high=out.high)
+    return out
 
 
 def specs_from_gym_space(

@@ -6,6 +6,8 @@ from rl_trainers.modules.actors import (
     Actor,
     ProbabilisticActor,
     QValueActor,
+    QValueModule,
+    SafeProbabilisticModule,
     TanhModule,
     ValueOperator,
     spec_kind,
@@ -23,7 +25,10 @@ from rl_trainers.modules.distributions import (
     Categorical,
     Delta,
     IndependentNormal,
+    MaskedCategorical,
+    MaskedOneHotCategorical,
     OneHotCategorical,
+    TanhDelta,
     TanhNormal,
 )
 from rl_trainers.modules.exploration import (
@@ -31,6 +36,7 @@ from rl_trainers.modules.exploration import (
     AdditiveGaussianWrapper,
     EGreedyModule,
     EGreedyWrapper,
+    OrnsteinUhlenbeckProcessModule,
 )
 from rl_trainers.modules.model_builders import (
     PolicyKindError,
@@ -42,7 +48,22 @@ from rl_trainers.modules.model_builders import (
     make_tanh_normal_model,
     make_value_model,
 )
-from rl_trainers.modules.models import MLP, ConvNet, DuelingCnnDQNet, FastTanh, SquashDims
+from rl_trainers.modules.models import (
+    MLP,
+    AddStateIndependentNormalScale,
+    ConvNet,
+    DuelingCnnDQNet,
+    FastTanh,
+    SquashDims,
+)
+from rl_trainers.modules.operators import (
+    ActorCriticOperator,
+    ActorCriticWrapper,
+    ActorValueOperator,
+    SafeModule,
+    SafeProbabilisticTensorDictSequential,
+    SafeSequential,
+)
 
 OneHotCategoricalDist = OneHotCategorical
 
@@ -53,21 +74,34 @@ __all__ = [
     "SquashDims",
     "FastTanh",
     "NormalParamExtractor",
+    "AddStateIndependentNormalScale",
     "TanhNormal",
     "IndependentNormal",
     "Categorical",
     "OneHotCategorical",
+    "MaskedCategorical",
+    "MaskedOneHotCategorical",
     "Delta",
+    "TanhDelta",
     "ProbabilisticActor",
     "Actor",
     "ValueOperator",
     "QValueActor",
+    "QValueModule",
+    "SafeModule",
+    "SafeSequential",
+    "SafeProbabilisticModule",
+    "SafeProbabilisticTensorDictSequential",
+    "ActorValueOperator",
+    "ActorCriticOperator",
+    "ActorCriticWrapper",
     "TanhModule",
     "spec_kind",
     "EGreedyModule",
     "EGreedyWrapper",
     "AdditiveGaussianModule",
     "AdditiveGaussianWrapper",
+    "OrnsteinUhlenbeckProcessModule",
     "make_actor",
     "make_value",
     "make_qvalue",

@@ -16,17 +16,21 @@ from tensordict.nn import (
     InteractionType,
     TensorDictModule,
     TensorDictModuleBase,
+    dispatch,
     interaction_type,
 )
 from torch import nn
 
 from rl_trainers.modules.distributions import TanhNormal
+from rl_trainers.modules.operators import project_outputs
 
 __all__ = [
     "ProbabilisticActor",
+    "SafeProbabilisticModule",
     "Actor",
     "ValueOperator",
     "QValueActor",
+    "QValueModule",
     "TanhModule",
     "spec_kind",
 ]
@@ -80,6 +84,8 @@ class ProbabilisticActor(TensorDictModuleBase):
         return_log_prob: also write the action's log-probability at ``log_prob_key``.
         log_prob_key: key of the log-probability (``"sample_log_prob"``).
         default_interaction_type: used when no interaction type is set (deterministic).
+        safe: project actions outside ``spec`` back onto it.
+        cache_dist, n_empirical_estimate: torchrl's options (no effect here).
     """
 
     def __init__(
@@ -92,10 +98,17 @@ class ProbabilisticActor(TensorDictModuleBase):
         distribution_class: type = TanhNormal,
         distribution_kwargs: dict | None = None,
         return_log_prob: bool = False,
-        log_prob_key: NestedKey = "sample_log_prob",
+        log_prob_key: NestedKey | None = "sample_log_prob",
         default_interaction_type: InteractionType = InteractionType.DETERMINISTIC,
+        safe: bool = False,
+        cache_dist: bool = False,
+        n_empirical_estimate: int = 1000,
     ) -> None:
         super().__init__()
+        if safe and spec is None:
+            raise RuntimeError("ProbabilisticActor(safe=True) needs a spec")
+        self.safe = safe
+        log_prob_key = "sample_log_prob" if log_prob_key is None else log_prob_key
         if not isinstance(module, TensorDictModuleBase):
             raise TypeError(
                 f"ProbabilisticActor needs a tensordict module (e.g. TensorDictModule), got {type(module).__name__}"
@@ -119,8 +132,13 @@ class ProbabilisticActor(TensorDictModuleBase):
         self.return_log_prob = return_log_prob
         self.log_prob_key = log_prob_key
         self.default_interaction_type = default_interaction_type
-        self._action_dtype = getattr(spec, "dtype", None) if spec is not None else None
-        self.in_keys = list(module.in_keys)
+        leaf = spec
+        if spec is not None and hasattr(spec, "keys"):  # a composite: its action entry
+            leaf = spec[out_keys[0]] if out_keys[0] in spec.keys(True) else None
+        self._action_dtype = getattr(leaf, "dtype", None) if leaf is not None else None
+        # the network's inputs, then distribution inputs it does not write (e.g. a mask)
+        extra = [k for k in self._dist_keys.values() if k not in module.out_keys]
+        self.in_keys = list(dict.fromkeys([*module.in_keys, *extra]))
         self.out_keys = (
             list(module.out_keys) + out_keys + ([log_prob_key] if return_log_prob else [])
         )
@@ -177,9 +195,69 @@ class ProbabilisticActor(TensorDictModuleBase):
         if self._action_dtype is not None and action.dtype != self._action_dtype:
             action = action.to(self._action_dtype)
         tensordict.set(self.action_key, action)
+        if self.safe:
+            project_outputs(tensordict, self.spec, [self.action_key])
         if log_prob is not None:
             tensordict.set(self.log_prob_key, log_prob)
         return tensordict
+
+
+class _ReadParams(TensorDictModuleBase):
+    """Reads distribution parameters already in the tensordict (no network)."""
+
+    def __init__(self, keys: list) -> None:
+        super().__init__()
+        self.in_keys = list(keys)
+        self.out_keys = []
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return tensordict
+
+
+class SafeProbabilisticModule(ProbabilisticActor):
+    """Samples an action from distribution parameters already in the tensordict (torchrl's
+    ``SafeProbabilisticModule``); put it after the network in a
+    :class:`~rl_trainers.modules.SafeProbabilisticTensorDictSequential`.
+
+    Args:
+        in_keys: keys of the distribution parameters (see :class:`ProbabilisticActor`).
+        out_keys: where to write the action (``["action"]``).
+        spec, safe, default_interaction_type, distribution_class, distribution_kwargs,
+            return_log_prob, log_prob_key, cache_dist, n_empirical_estimate: as in
+            :class:`ProbabilisticActor`.
+    """
+
+    def __init__(
+        self,
+        in_keys: Sequence[NestedKey] | dict[str, NestedKey],
+        out_keys: Sequence[NestedKey] | None = None,
+        spec=None,
+        safe: bool = False,
+        default_interaction_type: InteractionType = InteractionType.DETERMINISTIC,
+        distribution_class: type = TanhNormal,
+        distribution_kwargs: dict | None = None,
+        return_log_prob: bool = False,
+        log_prob_key: NestedKey | None = "sample_log_prob",
+        cache_dist: bool = False,
+        n_empirical_estimate: int = 1000,
+    ) -> None:
+        keys = [in_keys] if isinstance(in_keys, str) else in_keys
+        params = list(keys.values()) if isinstance(keys, dict) else list(keys)
+        super().__init__(
+            _ReadParams(params),
+            in_keys,
+            out_keys,
+            spec=spec,
+            distribution_class=distribution_class,
+            distribution_kwargs=distribution_kwargs,
+            return_log_prob=return_log_prob,
+            log_prob_key=log_prob_key,
+            default_interaction_type=default_interaction_type,
+            safe=safe,
+            cache_dist=cache_dist,
+            n_empirical_estimate=n_empirical_estimate,
+        )
+        self.out_keys = [k for k in self.out_keys if k not in params]
 
 
 def _is_keys(value) -> bool:
@@ -267,6 +345,7 @@ class Actor(TensorDictModule):
         in_keys: input keys (``["observation"]``).
         out_keys: output keys (``["action"]``).
         spec: the action spec (kept for exploration wrappers).
+        safe: project actions outside ``spec`` back onto it.
     """
 
     def __init__(
@@ -276,13 +355,23 @@ class Actor(TensorDictModule):
         out_keys: Sequence[NestedKey] | None = None,
         *,
         spec=None,
+        safe: bool = False,
     ) -> None:
         super().__init__(
             module,
             in_keys=list(in_keys) if in_keys is not None else ["observation"],
             out_keys=list(out_keys) if out_keys is not None else ["action"],
         )
+        if safe and spec is None:
+            raise RuntimeError("Actor(safe=True) needs a spec")
         self.spec = spec
+        self.safe = safe
+
+    def forward(self, *args, **kwargs):
+        out = super().forward(*args, **kwargs)
+        if self.safe and isinstance(out, TensorDictBase):
+            project_outputs(out, self.spec, list(self.out_keys))
+        return out
 
 
 class ValueOperator(TensorDictModule):
@@ -310,6 +399,120 @@ class ValueOperator(TensorDictModule):
         super().__init__(module, in_keys=in_keys, out_keys=list(out_keys))
 
 
+_ACTION_SPACES = {"one_hot": "one_hot", "one-hot": "one_hot", "onehot": "one_hot"}
+_ACTION_SPACES["categorical"] = "categorical"
+
+
+def _action_spec(spec):
+    """The action entry of a composite spec (torchrl passes ``Composite(action=...)``)."""
+    if spec is not None and hasattr(spec, "keys"):
+        if "action" not in spec.keys():
+            raise KeyError(
+                "action could not be found in the spec: pass the action spec, or a composite "
+                "spec with an 'action' entry, or only action_space"
+            )
+        return spec["action"]
+    return spec
+
+
+def discrete_kind(action_space, spec, owner: str) -> tuple[str, object]:
+    """``("one_hot" | "categorical", action spec)`` from torchrl's ``action_space``/``spec``
+    pair: ``action_space`` is a name or a spec; without it the spec decides."""
+    spec = _action_spec(spec)
+    if action_space is not None and not isinstance(action_space, str):
+        spec, action_space = action_space, None
+    if action_space is None and spec is None:
+        raise ValueError(f"{owner} needs a spec or an action_space ('one_hot' or 'categorical')")
+    kind = spec_kind(spec) if action_space is None else action_space
+    kind = _ACTION_SPACES.get(kind, kind)
+    if kind in ("mult_one_hot", "mult-one-hot", "binary"):
+        raise NotImplementedError(f"{owner}: action_space {kind!r} is not supported")
+    if kind not in ("one_hot", "categorical"):
+        raise ValueError(f"{owner} supports one_hot or categorical actions, got {kind!r}")
+    if action_space is not None and spec is not None and spec_kind(spec) != kind:
+        raise ValueError(
+            f"The action spec and the action space do not match: got action_space={kind} "
+            f"and spec={type(spec).__name__}."
+        )
+    return kind, spec
+
+
+def greedy_action(
+    values: torch.Tensor, kind: str, dtype=None, mask: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(action, chosen value [*B, 1])`` of the greedy choice over ``values`` ``[*B, n]``;
+    ``mask`` (bool ``[*B, n]``) excludes the False actions."""
+    if mask is not None:
+        values = values.masked_fill(~mask.bool(), float("-inf"))
+    index = values.argmax(-1)
+    chosen = values.gather(-1, index.unsqueeze(-1))
+    if kind == "one_hot":
+        action = F.one_hot(index, values.shape[-1]).to(dtype or torch.int64)
+    else:
+        action = index if dtype is None else index.to(dtype)
+    return action, chosen
+
+
+class QValueModule(TensorDictModuleBase):
+    """Turns action values into the greedy action (torchrl's ``QValueModule``).
+
+    Reads ``action_value_key`` (``[*B, n]``) and writes ``out_keys`` = ``["action",
+    action_value_key, "chosen_action_value"]``. Works on tensordicts and on tensors:
+    ``module(values)`` returns ``(action, values, chosen_action_value)``.
+
+    Args:
+        action_space: ``"one_hot"``/``"categorical"`` or an action spec.
+        action_value_key: key of the action values (``"action_value"``).
+        out_keys: the three output keys.
+        var_nums: torchrl's multi-one-hot cardinalities (not supported; must be None).
+        spec: the action spec (or a composite with an ``"action"`` entry).
+        safe: project the action onto the spec (greedy actions always lie in it).
+        action_mask_key: key of a boolean mask of the allowed actions.
+    """
+
+    def __init__(
+        self,
+        action_space=None,
+        action_value_key: NestedKey | None = None,
+        out_keys: Sequence[NestedKey] | None = None,
+        var_nums: int | None = None,
+        spec=None,
+        safe: bool = False,
+        action_mask_key: NestedKey | None = None,
+    ) -> None:
+        super().__init__()
+        if var_nums is not None:
+            raise NotImplementedError("QValueModule(var_nums=...): mult-one-hot is not supported")
+        self.action_space, self.spec = discrete_kind(action_space, spec, "QValueModule")
+        self.safe = safe
+        action_value_key = "action_value" if action_value_key is None else action_value_key
+        if out_keys is None:
+            out_keys = ["action", action_value_key, "chosen_action_value"]
+        elif action_value_key not in out_keys:
+            raise RuntimeError(
+                f"Expected the action-value key to be '{action_value_key}' but got "
+                f"{out_keys[1]} instead."
+            )
+        self.action_mask_key = action_mask_key
+        self.in_keys = [action_value_key] + ([action_mask_key] if action_mask_key else [])
+        self.out_keys = list(out_keys)
+        self._action_dtype = getattr(self.spec, "dtype", None)
+
+    @property
+    def action_value_key(self) -> NestedKey:
+        return self.in_keys[0]
+
+    @dispatch(auto_batch_size=False)
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        values = tensordict.get(self.action_value_key, None)
+        if values is None:
+            raise KeyError(f"Action value key {self.action_value_key} not found in {tensordict}.")
+        mask = tensordict.get(self.action_mask_key) if self.action_mask_key else None
+        action, chosen = greedy_action(values, self.action_space, self._action_dtype, mask)
+        tensordict.update(dict(zip(self.out_keys, (action, values, chosen))))
+        return tensordict
+
+
 class QValueActor(TensorDictModuleBase):
     """Greedy actor over a Q-network's action values.
 
@@ -318,11 +521,13 @@ class QValueActor(TensorDictModuleBase):
 
     Args:
         module: network mapping the inputs to ``[*B, n]`` action values (or a tensordict module
-            writing ``"action_value"``).
+            writing ``action_value_key``).
         in_keys: input keys (``["observation"]``).
-        spec: the action spec (OneHot or Categorical).
-        action_space: ``"one_hot"`` or ``"categorical"`` when no spec is given.
-        action_value_key: key of the action values.
+        spec: the action spec (OneHot or Categorical, or a composite with an ``"action"``).
+        action_space: ``"one_hot"`` or ``"categorical"`` (or a spec) when no spec is given.
+        action_value_key: key of the action values (``"action_value"``).
+        safe: torchrl's projection onto the spec (greedy actions always lie in it).
+        action_mask_key: key of a boolean mask of the allowed actions.
     """
 
     def __init__(
@@ -331,22 +536,21 @@ class QValueActor(TensorDictModuleBase):
         in_keys: Sequence[NestedKey] | None = None,
         spec=None,
         action_space: str | None = None,
-        action_value_key: NestedKey = "action_value",
+        action_value_key: NestedKey | None = None,
+        *,
+        safe: bool = False,
+        action_mask_key: NestedKey | None = None,
     ) -> None:
         super().__init__()
-        if spec is None and action_space is None:
-            raise ValueError(
-                "QValueActor needs a spec or an action_space ('one_hot' or 'categorical')"
-            )
-        kind = action_space if spec is None else spec_kind(spec)
-        aliases = {"one-hot": "one_hot", "onehot": "one_hot", "categorical": "categorical"}
-        kind = aliases.get(kind, kind)
-        if kind not in ("one_hot", "categorical"):
-            raise ValueError(f"QValueActor supports one_hot or categorical actions, got {kind!r}")
+        kind, spec = discrete_kind(action_space, spec, "QValueActor")
         self.action_space = kind
         self.spec = spec
+        self.safe = safe
         self._action_dtype = getattr(spec, "dtype", None) if spec is not None else None
+        action_value_key = "action_value" if action_value_key is None else action_value_key
         if isinstance(module, TensorDictModuleBase):
+            if action_value_key not in module.out_keys:
+                raise KeyError(f"The key '{action_value_key}' is not part of the module out-keys.")
             self._td_module = True
             in_keys = list(module.in_keys)
         else:
@@ -354,24 +558,21 @@ class QValueActor(TensorDictModuleBase):
             in_keys = ["observation"] if in_keys is None else list(in_keys)
         self.module = module
         self.action_value_key = action_value_key
-        self.in_keys = in_keys
+        self.action_mask_key = action_mask_key
+        self.in_keys = in_keys + ([action_mask_key] if action_mask_key else [])
+        self._net_keys = in_keys
         self.out_keys = ["action", action_value_key, "chosen_action_value"]
 
     def action_values(self, tensordict: TensorDictBase) -> torch.Tensor:
         """Returns the action values ``[*B, n]`` without writing anything."""
         if self._td_module:
             return self.module(tensordict).get(self.action_value_key)
-        return self.module(*(tensordict.get(k) for k in self.in_keys))
+        return self.module(*(tensordict.get(k) for k in self._net_keys))
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         values = self.action_values(tensordict)
-        index = values.argmax(-1)
-        chosen = values.gather(-1, index.unsqueeze(-1))
-        if self.action_space == "one_hot":
-            action = F.one_hot(index, values.shape[-1])
-            action = action.to(self._action_dtype or torch.int64)
-        else:
-            action = index if self._action_dtype is None else index.to(self._action_dtype)
+        mask = tensordict.get(self.action_mask_key) if self.action_mask_key else None
+        action, chosen = greedy_action(values, self.action_space, self._action_dtype, mask)
         tensordict.set(self.action_value_key, values)
         tensordict.set("action", action)
         tensordict.set("chosen_action_value", chosen)

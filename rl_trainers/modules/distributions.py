@@ -16,7 +16,16 @@ import math
 import torch
 import torch.nn.functional as F
 
-__all__ = ["TanhNormal", "IndependentNormal", "Categorical", "OneHotCategorical", "Delta"]
+__all__ = [
+    "TanhNormal",
+    "IndependentNormal",
+    "Categorical",
+    "OneHotCategorical",
+    "Delta",
+    "TanhDelta",
+    "MaskedCategorical",
+    "MaskedOneHotCategorical",
+]
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 _LOG2 = math.log(2.0)
@@ -91,6 +100,7 @@ class TanhNormal:
         upscale: scale of that squashing.
         event_dims: number of trailing event dims summed in ``log_prob`` (1).
         min, max: torchrl's older names of ``low`` and ``high``.
+        safe_tanh: torchrl's option; ``log_prob`` always clamps just inside the bounds.
     """
 
     has_rsample = True
@@ -107,6 +117,7 @@ class TanhNormal:
         *,
         min: torch.Tensor | float | None = None,  # noqa: A002 (torchrl's old names)
         max: torch.Tensor | float | None = None,  # noqa: A002
+        safe_tanh: bool = True,
     ) -> None:
         if min is not None:
             low = min
@@ -304,6 +315,78 @@ class OneHotCategorical(Categorical):
         return self._index_log_prob(one_hot_index(value))
 
 
+class _Masked:
+    """Masking shared by the masked categoricals: disallowed actions get ``neg_inf`` logits
+    (probability 0, never sampled, log-probability ``-inf``)."""
+
+    def _masked_logits(self, logits, probs, mask, indices, neg_inf, padding_value):
+        if mask is None:
+            raise ValueError("a masked categorical needs mask= (True for allowed actions)")
+        if indices is not None or padding_value is not None:
+            raise NotImplementedError("indices= / padding_value= (sparse masks) are not supported")
+        if (logits is None) == (probs is None):
+            raise ValueError("a masked categorical needs exactly one of logits or probs")
+        if logits is None:
+            logits = probs.clamp_min(torch.finfo(probs.dtype).tiny).log()
+        self.mask = mask.bool()
+        return logits.masked_fill(~self.mask, neg_inf)
+
+    def entropy(self) -> torch.Tensor:
+        logp = self.log_probs
+        return -torch.where(self.mask, logp.exp() * logp, 0.0).sum(-1)
+
+
+class MaskedCategorical(_Masked, Categorical):
+    """Categorical over the allowed actions only (torchrl's ``MaskedCategorical``), e.g.
+    ``ProbabilisticActor(..., in_keys={"logits": "logits", "mask": "action_mask"},
+    distribution_class=MaskedCategorical)``.
+
+    Args:
+        logits: unnormalised log-probabilities ``[*B, n]``.
+        probs: probabilities instead of logits.
+        mask: bool ``[*B, n]``, True for the allowed actions.
+        neg_inf: logit given to the masked actions.
+        indices, padding_value, use_cross_entropy, padding_side: torchrl's sparse-mask
+            options (not supported, or no effect).
+    """
+
+    def __init__(
+        self,
+        logits: torch.Tensor | None = None,
+        probs: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        indices: torch.Tensor | None = None,
+        neg_inf: float = float("-inf"),
+        padding_value: int | None = None,
+        use_cross_entropy: bool = True,
+        padding_side: str = "left",
+    ) -> None:
+        logits = self._masked_logits(logits, probs, mask, indices, neg_inf, padding_value)
+        Categorical.__init__(self, logits=logits)
+
+
+class MaskedOneHotCategorical(_Masked, OneHotCategorical):
+    """:class:`MaskedCategorical` with one-hot samples (torchrl's ``MaskedOneHotCategorical``).
+
+    Args: as :class:`MaskedCategorical`, plus ``dtype`` of the samples.
+    """
+
+    def __init__(
+        self,
+        logits: torch.Tensor | None = None,
+        probs: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        indices: torch.Tensor | None = None,
+        neg_inf: float = float("-inf"),
+        padding_value: int | None = None,
+        use_cross_entropy: bool = True,
+        padding_side: str = "left",
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        logits = self._masked_logits(logits, probs, mask, indices, neg_inf, padding_value)
+        OneHotCategorical.__init__(self, logits=logits, dtype=dtype)
+
+
 def one_hot_index(value: torch.Tensor) -> torch.Tensor:
     """The index of the hot entry of one-hot vectors ``[*B, n]`` (bool, int or float)."""
     if value.dtype == torch.bool:
@@ -312,25 +395,124 @@ def one_hot_index(value: torch.Tensor) -> torch.Tensor:
 
 
 class Delta:
-    """A point mass at ``param`` (deterministic policies inside a probabilistic actor)."""
+    """A point mass at ``param`` (deterministic policies inside a probabilistic actor).
+
+    As torchrl's: ``log_prob`` is ``+inf`` where a value matches ``param`` (within
+    ``atol + rtol * |param|`` on every event entry) and ``-inf`` elsewhere.
+
+    Args:
+        param: the point ``[*B, *event]``.
+        atol: absolute tolerance of the match.
+        rtol: relative tolerance of the match.
+        batch_shape: default ``param.shape[:-1]``.
+        event_shape: default ``param.shape[-1:]``.
+    """
 
     has_rsample = True
 
-    def __init__(self, param: torch.Tensor) -> None:
+    def __init__(
+        self,
+        param: torch.Tensor,
+        atol: float = 1e-6,
+        rtol: float = 1e-6,
+        batch_shape: torch.Size | None = None,
+        event_shape: torch.Size | None = None,
+    ) -> None:
         self.param = param
+        self.atol = atol
+        self.rtol = rtol
+        if batch_shape is None and event_shape is None:
+            batch_shape, event_shape = param.shape[:-1], param.shape[-1:]
+        elif event_shape is None:
+            event_shape = param.shape[len(batch_shape) :]
+        elif batch_shape is None:
+            batch_shape = param.shape[: param.dim() - len(event_shape)]
+        self.batch_shape = torch.Size(batch_shape)
+        self.event_shape = torch.Size(event_shape)
 
     @property
     def mode(self) -> torch.Tensor:
         return self.param
 
-    mean = mode
-    deterministic_sample = mode
+    @property
+    def mean(self) -> torch.Tensor:
+        return self.mode
+
+    @property
+    def deterministic_sample(self) -> torch.Tensor:
+        return self.mode
 
     def rsample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
-        return self.param.expand(torch.Size(sample_shape) + self.param.shape)
+        point = self.mode
+        return point.expand(torch.Size(sample_shape) + point.shape)
 
     def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
         return self.rsample(sample_shape).detach()
 
+    def rsample_and_log_prob(self) -> tuple[torch.Tensor, torch.Tensor]:
+        value = self.rsample()
+        return value, self.log_prob(value)
+
+    def sample_and_log_prob(self) -> tuple[torch.Tensor, torch.Tensor]:
+        value = self.sample()
+        return value, self.log_prob(value)
+
     def log_prob(self, value: torch.Tensor) -> torch.Tensor:
-        return torch.zeros(value.shape[:-1], dtype=value.dtype, device=value.device)
+        point = self.mode.detach()
+        close = (value - point).abs() <= self.atol + self.rtol * point.abs()
+        if self.event_shape:
+            close = close.flatten(-len(self.event_shape)).all(-1)
+        inf = torch.tensor(float("inf"), dtype=value.dtype, device=value.device)
+        return torch.where(close, inf, -inf)
+
+    def entropy(self) -> torch.Tensor:
+        return torch.zeros(self.batch_shape, dtype=self.param.dtype, device=self.param.device)
+
+
+class TanhDelta(Delta):
+    """A point mass at ``low + (high - low) * (tanh(param) + 1) / 2`` (bounded deterministic
+    actions from a probabilistic actor, e.g. DDPG's ``ProbabilisticActor(...,
+    distribution_class=TanhDelta, distribution_kwargs={"low": spec.low, "high": spec.high})``).
+
+    Args:
+        param: the pre-squash point ``[*B, *event]``.
+        low: lower bound (scalar or tensor), default -1.
+        high: upper bound (scalar or tensor), default 1.
+        event_dims: number of trailing event dims (1).
+        atol, rtol: tolerances of ``log_prob``'s match (see :class:`Delta`).
+        batch_shape, event_shape: as in :class:`Delta`.
+        min, max: torchrl's older names of ``low`` and ``high``.
+    """
+
+    def __init__(
+        self,
+        param: torch.Tensor,
+        low: torch.Tensor | float = -1.0,
+        high: torch.Tensor | float = 1.0,
+        event_dims: int = 1,
+        atol: float = 1e-6,
+        rtol: float = 1e-6,
+        batch_shape: torch.Size | None = None,
+        event_shape: torch.Size | None = None,
+        *,
+        min: torch.Tensor | float | None = None,  # noqa: A002 (torchrl's old names)
+        max: torch.Tensor | float | None = None,  # noqa: A002
+    ) -> None:
+        low = low if min is None else min
+        high = high if max is None else max
+        low = _as_tensor(low, param)
+        high = _as_tensor(high, param)
+        if not (low < high).all():
+            raise ValueError(f"TanhDelta needs low < high, got low={low} high={high}")
+        if batch_shape is None and event_shape is None:
+            split = param.dim() - event_dims
+            batch_shape, event_shape = param.shape[:split], param.shape[split:]
+        super().__init__(param, atol, rtol, batch_shape, event_shape)
+        self.low = low
+        self.high = high
+
+    @property
+    def mode(self) -> torch.Tensor:
+        mid = (self.high + self.low) / 2
+        half = (self.high - self.low) / 2
+        return mid + half * torch.tanh(self.param)

@@ -1,4 +1,5 @@
-"""Exploration modules: epsilon-greedy and additive Gaussian noise, with linear annealing.
+"""Exploration modules: epsilon-greedy, additive Gaussian and Ornstein-Uhlenbeck noise, with
+linear annealing.
 
 They act only while the interaction type is RANDOM (or unset), so evaluation under
 ``set_interaction_type(InteractionType.DETERMINISTIC)`` sees the greedy policy. Call
@@ -6,6 +7,9 @@ They act only while the interaction type is RANDOM (or unset), so evaluation und
 """
 
 from __future__ import annotations
+
+import math
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -19,12 +23,23 @@ __all__ = [
     "EGreedyWrapper",
     "AdditiveGaussianModule",
     "AdditiveGaussianWrapper",
+    "OrnsteinUhlenbeckProcessModule",
 ]
 
 
 def _exploring() -> bool:
     itype = interaction_type()
     return itype is None or itype == InteractionType.RANDOM
+
+
+def _leaf_spec(spec, action_key):
+    """The action's spec: a composite spec (torchrl's ``Composite(action=...)``, or an
+    actor's spec) is read at ``action_key``."""
+    if spec is not None and hasattr(spec, "keys"):
+        if action_key not in spec.keys(True):
+            raise KeyError(f"the composite spec has no {action_key!r} entry: {spec}")
+        return spec[action_key]
+    return spec
 
 
 def _check_device(device) -> None:
@@ -62,11 +77,14 @@ class EGreedyModule(_Annealed):
     """Replaces each action by a random one with probability ``eps``.
 
     Args:
-        spec: the action spec (OneHot, Categorical, or any spec with ``rand``).
+        spec: the action spec (OneHot, Categorical, or any spec with ``rand``; a composite
+            spec is read at ``action_key``).
         eps_init: initial epsilon.
         eps_end: final epsilon.
         annealing_num_steps: frames over which epsilon decays linearly.
         action_key: key of the action.
+        action_mask_key: key of a boolean mask ``[*B, n]`` of the allowed actions (random
+            actions are drawn among them).
         device: CPU only (torchrl's ``device``).
     """
 
@@ -78,22 +96,31 @@ class EGreedyModule(_Annealed):
         annealing_num_steps: int = 1000,
         action_key: str = "action",
         *,
+        action_mask_key: str | None = None,
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__("eps", eps_init, eps_end, annealing_num_steps)
         _check_device(device)
         if spec is None:
             raise ValueError("EGreedyModule needs the action spec to draw random actions")
+        spec = _leaf_spec(spec, action_key)
         self.spec = spec
         self.kind = spec_kind(spec)
+        if action_mask_key is not None and self.kind not in ("one_hot", "categorical"):
+            raise ValueError("action_mask_key needs a OneHot or Categorical action spec")
         self.action_key = action_key
-        self.in_keys = [action_key]
+        self.action_mask_key = action_mask_key
+        self.in_keys = [action_key] + ([action_mask_key] if action_mask_key else [])
         self.out_keys = [action_key]
 
-    def _random(self, like: torch.Tensor, batch: torch.Size) -> torch.Tensor:
+    def _random(self, like: torch.Tensor, batch: torch.Size, allowed=None) -> torch.Tensor:
         if self.kind in ("one_hot", "categorical"):
             n = int(self.spec.n)
-            index = torch.randint(n, batch, device=like.device)
+            if allowed is None:
+                index = torch.randint(n, batch, device=like.device)
+            else:  # uniform over the allowed actions
+                weights = allowed.reshape(-1, n).float()
+                index = torch.multinomial(weights, 1).reshape(batch)
             out = F.one_hot(index, n) if self.kind == "one_hot" else index
             return out.to(like.dtype)
         return self.spec.rand(batch).to(like.device, like.dtype)
@@ -105,7 +132,8 @@ class EGreedyModule(_Annealed):
         batch = tensordict.batch_size
         mask = torch.rand(batch, device=action.device) < self.eps
         if mask.any():
-            random = self._random(action, batch)
+            allowed = tensordict.get(self.action_mask_key) if self.action_mask_key else None
+            random = self._random(action, batch, allowed)
             mask = mask.reshape(*batch, *([1] * (action.dim() - len(batch))))
             tensordict.set(self.action_key, torch.where(mask, random, action))
         return tensordict
@@ -142,6 +170,7 @@ class AdditiveGaussianModule(_Annealed):
     ) -> None:
         super().__init__("sigma", sigma_init, sigma_end, annealing_num_steps)
         _check_device(device)
+        spec = _leaf_spec(spec, action_key)
         self.spec = spec
         self.mean = mean
         self.std = std
@@ -164,6 +193,136 @@ class AdditiveGaussianModule(_Annealed):
         if self._bounded:
             action = torch.maximum(torch.minimum(action, self.high), self.low)
         tensordict.set(self.action_key, action)
+        return tensordict
+
+
+class OrnsteinUhlenbeckProcessModule(_Annealed):
+    """Adds temporally correlated Ornstein-Uhlenbeck noise to continuous actions (DDPG).
+
+    Per step, with ``n`` the steps since the trajectory started:
+    ``noise <- noise + theta * (mu - noise) * dt + sigma_n * sqrt(dt) * N(0, 1)`` and
+    ``action <- action + eps * noise``, where ``sigma_n = max(sigma_min, sigma - (sigma -
+    sigma_min) * n / n_steps_annealing)`` (constant ``sigma`` without ``sigma_min``) and
+    ``eps`` decays linearly from ``eps_init`` to ``eps_end`` with :meth:`step`.
+
+    The process state travels with the data, as in torchrl: the module writes
+    ``"_ou_prev_noise"`` and ``"_ou_steps"`` into the tensordict, and starts them afresh
+    where ``is_init_key`` is True (add ``InitTracker()`` to the env) or where they are absent.
+
+    Args:
+        spec: the action spec (bounded actions are clamped to ``[low, high]`` when ``safe``).
+        eps_init: initial noise factor.
+        eps_end: final noise factor (not above ``eps_init``).
+        annealing_num_steps: frames over which ``eps`` decays.
+        theta: mean-reversion rate.
+        mu: mean of the process.
+        sigma: noise scale.
+        dt: time step.
+        x0: initial value of the process (scalar or tensor), default 0.
+        sigma_min: final noise scale of the per-trajectory annealing (None: no annealing).
+        n_steps_annealing: steps of that annealing.
+        action_key: key of the action.
+        is_init_key: key of the trajectory-start flag.
+        safe: clamp the noisy action to the spec's bounds.
+        device: CPU only (torchrl's ``device``).
+    """
+
+    noise_key = "_ou_prev_noise"
+    steps_key = "_ou_steps"
+
+    def __init__(
+        self,
+        spec,
+        eps_init: float = 1.0,
+        eps_end: float = 0.1,
+        annealing_num_steps: int = 1000,
+        theta: float = 0.15,
+        mu: float = 0.0,
+        sigma: float = 0.2,
+        dt: float = 1e-2,
+        x0: torch.Tensor | float | None = None,
+        sigma_min: float | None = None,
+        n_steps_annealing: int = 1000,
+        *,
+        action_key: str = "action",
+        is_init_key: str = "is_init",
+        safe: bool = True,
+        device: torch.device | str | None = None,
+    ) -> None:
+        if spec is None:
+            raise RuntimeError("spec cannot be None.")
+        if eps_end > eps_init:
+            raise ValueError(
+                "eps should decrease over time or be constant, "
+                f"got eps_init={eps_init} and eps_end={eps_end}"
+            )
+        super().__init__("eps", eps_init, eps_end, annealing_num_steps)
+        _check_device(device)
+        spec = _leaf_spec(spec, action_key)
+        self.spec = spec
+        self.theta = float(theta)
+        self.mu = float(mu)
+        self.sigma = float(sigma)
+        self.dt = float(dt)
+        self.sigma_min = self.sigma if sigma_min is None else float(sigma_min)
+        self._sigma_slope = (
+            0.0 if sigma_min is None else -(self.sigma - self.sigma_min) / n_steps_annealing
+        )
+        self.register_buffer("x0", torch.as_tensor(0.0 if x0 is None else x0).float().clone())
+        self.action_key = action_key
+        self.is_init_key = is_init_key
+        self.in_keys = [action_key]
+        self.out_keys = [action_key, self.noise_key, self.steps_key]
+        low = getattr(spec, "low", None)
+        high = getattr(spec, "high", None)
+        self._bounded = safe and low is not None and high is not None
+        if self._bounded:
+            self.register_buffer("low", torch.as_tensor(low).float().clone(), persistent=False)
+            self.register_buffer("high", torch.as_tensor(high).float().clone(), persistent=False)
+
+    def current_sigma(self, n_steps: torch.Tensor) -> torch.Tensor:
+        """The noise scale after ``n_steps`` steps of a trajectory."""
+        return (self._sigma_slope * n_steps + self.sigma).clamp_min(self.sigma_min)
+
+    def _state(self, tensordict: TensorDictBase, action: torch.Tensor):
+        batch = tensordict.batch_size
+        noise = tensordict.get(self.noise_key, None)
+        steps = tensordict.get(self.steps_key, None)
+        if noise is None or steps is None or noise.shape != action.shape:
+            noise = torch.zeros_like(action)
+            steps = torch.zeros(batch, dtype=torch.long, device=action.device)
+        is_init = tensordict.get(self.is_init_key, None)
+        if is_init is None:
+            warnings.warn(
+                f"the tensordict has no {self.is_init_key!r} entry: the Ornstein-Uhlenbeck "
+                "noise is not reset at the start of trajectories; add InitTracker() to the env",
+                stacklevel=3,
+            )
+            return noise, steps
+        is_init = is_init.reshape(*batch, -1).any(-1)
+        steps = steps.masked_fill(is_init, 0)
+        noise = noise.masked_fill(is_init.reshape(*batch, *([1] * (noise.dim() - len(batch)))), 0)
+        return noise, steps
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        if not _exploring():
+            return tensordict
+        action = tensordict.get(self.action_key)
+        prev, steps = self._state(tensordict, action)
+        prev = prev + self.x0
+        sigma = self.current_sigma(steps.to(action.dtype))
+        sigma = sigma.reshape(*sigma.shape, *([1] * (action.dim() - sigma.dim())))
+        noise = (
+            prev
+            + self.theta * (self.mu - prev) * self.dt
+            + sigma * math.sqrt(self.dt) * torch.randn_like(action)
+        )
+        action = action + self.eps * noise
+        if self._bounded:
+            action = torch.maximum(torch.minimum(action, self.high), self.low)
+        tensordict.set(self.action_key, action)
+        tensordict.set(self.noise_key, noise - self.x0)
+        tensordict.set(self.steps_key, steps + 1)
         return tensordict
 
 

@@ -12,7 +12,12 @@ from rl_trainers.objectives.ensemble import CriticEnsemble
 from rl_trainers.objectives.ppo import A2CLoss, ClipPPOLoss, KLPENPPOLoss, PPOLoss, ReinforceLoss
 from rl_trainers.objectives.sac import SACLoss
 from rl_trainers.objectives.td3 import DDPGLoss, TD3Loss
-from rl_trainers.objectives.utils import HardUpdate, SoftUpdate, TargetNetUpdater
+from rl_trainers.objectives.utils import (
+    HardUpdate,
+    SoftUpdate,
+    TargetNetUpdater,
+    group_optimizers,
+)
 from rl_trainers.objectives.value import (
     GAE,
     TD0Estimator,
@@ -43,6 +48,7 @@ __all__ = [
     "SoftUpdate",
     "HardUpdate",
     "TargetNetUpdater",
+    "group_optimizers",
     "GAE",
     "TDLambdaEstimator",
     "TD1Estimator",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Sequence
 from enum import Enum
 from types import SimpleNamespace
@@ -10,7 +11,7 @@ from types import SimpleNamespace
 import torch
 import torch.nn.functional as F
 from tensordict import TensorDict, TensorDictBase
-from tensordict.nn import TensorDictModule
+from tensordict.nn import TensorDictModule, TensorDictParams, TensorDictSequential
 from torch import nn
 from torch.nn.parameter import UninitializedParameter
 
@@ -20,6 +21,8 @@ __all__ = [
     "distance_loss",
     "explained_variance",
     "buffer_copy",
+    "ParamsView",
+    "params_view",
 ]
 
 
@@ -33,6 +36,14 @@ class ValueEstimators(Enum):
 
 
 _LOSS_FUNCTIONS = ("l1", "l2", "smooth_l1")
+
+
+def _estimator_type(name: str) -> ValueEstimators:
+    try:
+        return ValueEstimators(name.lower())
+    except ValueError:
+        allowed = [v.value for v in ValueEstimators]
+        raise ValueError(f"unknown value estimator {name!r}; allowed: {allowed}") from None
 
 
 def distance_loss(
@@ -124,6 +135,71 @@ def buffer_copy(module: nn.Module) -> nn.Module:
     return target
 
 
+class ParamsView:
+    """torchrl's ``loss.<name>_params`` surface on a module holding a network's tensors.
+
+    torchrl keeps a loss's parameters in ``TensorDictParams``; scripts read them as a
+    TensorDict, e.g. ``Adam(loss.qvalue_network_params.flatten_keys().values())``. Here the
+    module itself holds the tensors (and still runs as the network); these methods return
+    views whose leaves are its very parameters and buffers.
+    """
+
+    def params_td(self) -> TensorDict:
+        """The module's parameters and buffers as a TensorDict (same tensor objects)."""
+        return TensorDict.from_module(self)
+
+    def flatten_keys(self, separator: str = ".") -> TensorDict:
+        return self.params_td().flatten_keys(separator)
+
+    def keys(self, include_nested: bool = False, leaves_only: bool = False):
+        return self.params_td().keys(include_nested, leaves_only)
+
+    def values(self, include_nested: bool = False, leaves_only: bool = False):
+        return self.params_td().values(include_nested, leaves_only)
+
+    def items(self, include_nested: bool = False, leaves_only: bool = False):
+        return self.params_td().items(include_nested, leaves_only)
+
+    def clone(self) -> TensorDict:
+        """A copy of the tensors (e.g. to compare before and after an update)."""
+        return self.params_td().clone()
+
+
+def _rebuild_with_params_view(cls: type, state: dict) -> nn.Module:
+    module = cls.__new__(cls)
+    module.__setstate__(state)
+    return with_params_view(module)
+
+
+def _reduce_with_params_view(self, protocol):
+    # pickled as the original class plus the view (a generated class has no importable name)
+    return _rebuild_with_params_view, (self._view_base, self.__dict__.copy())
+
+
+@functools.cache
+def _with_params_view(cls: type) -> type:
+    namespace = {
+        "__module__": cls.__module__,
+        "_view_base": cls,
+        "__reduce_ex__": _reduce_with_params_view,
+    }
+    return type(cls.__name__, (ParamsView, cls), namespace)
+
+
+def with_params_view(module: nn.Module) -> nn.Module:
+    """Gives ``module`` the :class:`ParamsView` methods (in place, as
+    ``torch.nn.utils.parametrize`` does: its class becomes a subclass of its class)."""
+    if not isinstance(module, ParamsView):
+        module.__class__ = _with_params_view(type(module))
+    return module
+
+
+def params_view(module: nn.Module) -> TensorDictParams:
+    """``module``'s parameters and buffers as torchrl's ``TensorDictParams`` (its leaves are
+    the module's own tensors: an optimiser built on them trains the module)."""
+    return TensorDictParams(TensorDict.from_module(module), no_convert=True)
+
+
 def _source_target_pairs(source: nn.Module, target: nn.Module):
     """Matches source parameters with target buffers by name."""
     tgt = dict(target.named_buffers())
@@ -151,6 +227,8 @@ class LossModule(nn.Module):
     """
 
     default_value_estimator: ValueEstimators = ValueEstimators.TD0
+    #: the loss computes its TD(0) targets itself (off-policy losses): other estimators raise
+    one_step_targets = False
     functional = True
     diagnostics = True
 
@@ -164,7 +242,7 @@ class LossModule(nn.Module):
     def _register_target(self, name: str, source: nn.Module) -> None:
         """Creates ``self.target_<name>_params``, a buffer-only copy of ``source``."""
         self._target_names.append(name)
-        setattr(self, f"target_{name}_params", buffer_copy(source))
+        setattr(self, f"target_{name}_params", with_params_view(buffer_copy(source)))
 
     def _source_of(self, name: str) -> nn.Module:
         return getattr(self, name)
@@ -221,6 +299,31 @@ class LossModule(nn.Module):
             }
         )
 
+    # -- outputs (torchrl's out_keys / select_out_keys) -------------------------------------
+    def _default_out_keys(self) -> list[str]:
+        return []
+
+    @property
+    def out_keys(self) -> list[str]:
+        """The entries :meth:`forward` writes (those kept by :meth:`select_out_keys`)."""
+        keys = self._default_out_keys()
+        selected = getattr(self, "_selected_out_keys", None)
+        return keys if selected is None else [k for k in keys if k in selected]
+
+    def select_out_keys(self, *keys: str) -> LossModule:
+        """Makes :meth:`forward` return only ``keys`` (e.g.
+        ``loss.select_out_keys("loss_actor", "loss_qvalue")``). Returns the loss."""
+        unknown = [k for k in keys if k not in self._default_out_keys()]
+        if unknown:
+            raise ValueError(
+                f"{type(self).__name__} does not write {unknown}; its entries: "
+                f"{self._default_out_keys()}"
+            )
+        if getattr(self, "_selected_out_keys", None) is None:
+            self.register_forward_hook(_select_outputs)
+        self._selected_out_keys = list(keys)
+        return self
+
     # -- value estimators ------------------------------------------------------------------
     @property
     def value_estimator(self):
@@ -243,6 +346,14 @@ class LossModule(nn.Module):
         from rl_trainers.objectives.value import make_estimator
 
         value_type = self.default_value_estimator if value_type is None else value_type
+        if isinstance(value_type, str):
+            value_type = _estimator_type(value_type)
+        if self.one_step_targets and value_type != ValueEstimators.TD0:
+            raise NotImplementedError(
+                f"{type(self).__name__} computes one-step (TD0) targets from each transition; "
+                f"{value_type} is not supported (use ValueEstimators.TD0, or n-step batches "
+                "from MultiStep)"
+            )
         if "gamma" in hyperparams:
             self.gamma = float(hyperparams["gamma"])
         else:
@@ -265,9 +376,41 @@ class LossModule(nn.Module):
         raise NotImplementedError
 
 
+def _select_outputs(loss: LossModule, args, output):
+    if isinstance(output, TensorDictBase):
+        return output.select(*loss._selected_out_keys, strict=False)
+    return output
+
+
+class TensorDictFn(nn.Module):
+    """Calls a tensordict module as ``fn(*tensors) -> tensor``: the inputs go in at
+    ``in_keys``, the result is read at ``out_key`` (losses call networks on tensors)."""
+
+    def __init__(self, module: nn.Module, in_keys: list, out_key) -> None:
+        super().__init__()
+        self.module = module
+        self.in_keys = list(in_keys)
+        self.out_key = out_key
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        batch = inputs[0].shape[:-1]
+        td = TensorDict(dict(zip(self.in_keys, inputs)), batch_size=batch)
+        return self.module(td).get(self.out_key)
+
+
+def is_plain_module(module: nn.Module) -> bool:
+    """A one-output ``TensorDictModule`` whose ``.module`` can be called on its inputs
+    directly (not a ``TensorDictSequential``, which subclasses it)."""
+    return (
+        isinstance(module, TensorDictModule)
+        and not isinstance(module, TensorDictSequential)
+        and len(module.out_keys) == 1
+    )
+
+
 def call_tensor_module(module: nn.Module, td: TensorDictBase, out_key: str | None = None):
     """Runs a single-output tensordict module on ``td`` without writing into ``td``."""
-    if isinstance(module, TensorDictModule) and len(module.out_keys) == 1:
+    if is_plain_module(module):
         return module.module(*(td.get(k) for k in module.in_keys))
     key = out_key or module.out_keys[0]
     return module(td.select(*module.in_keys)).get(key)

@@ -9,41 +9,82 @@ from __future__ import annotations
 
 import torch
 from tensordict import TensorDict, TensorDictBase
+from tensordict.nn import TensorDictModuleBase, TensorDictSequential
 from torch import nn
 
+from rl_trainers.modules.actors import discrete_kind
 from rl_trainers.objectives.common import (
     LossModule,
     check_loss_function,
+    check_torchrl_options,
     discount,
     distance_loss,
+    params_view,
     stack_current_next,
 )
 
 __all__ = ["DQNLoss"]
 
 
-def _unwrap_qactor(network: nn.Module) -> nn.Module:
+class _ActionValueNetwork(nn.Module):
+    """A tensordict module writing ``"action_value"`` (e.g. torchrl's
+    ``TensorDictSequential(TensorDictModule(net, out_keys=["action_value"]),
+    QValueModule(...))``) seen through the QValueActor interface the loss uses."""
+
+    def __init__(self, module: TensorDictModuleBase, action_value_key, action_space) -> None:
+        super().__init__()
+        self.module = module
+        self.action_value_key = action_value_key
+        self.action_space = action_space
+        self.in_keys = [k for k in module.in_keys if k != action_value_key]
+
+    def action_values(self, tensordict: TensorDictBase) -> torch.Tensor:
+        return self.module(tensordict.select(*self.in_keys)).get(self.action_value_key)
+
+
+def _unwrap_qactor(network: nn.Module, action_space) -> nn.Module:
     while not hasattr(network, "action_values") and hasattr(network, "td_module"):
         network = network.td_module
-    if not hasattr(network, "action_values"):
-        raise TypeError(
-            f"DQNLoss needs a QValueActor (or an exploration wrapper around one), got {type(network).__name__}"
-        )
-    return network
+    if hasattr(network, "action_values"):
+        return network
+    if isinstance(network, TensorDictSequential):  # e.g. (QValueActor, EGreedyModule)
+        first = network.module[0]
+        if hasattr(first, "action_values") and len(network.module) > 1:
+            if all(not list(m.parameters()) for m in network.module[1:]):
+                return first
+    if isinstance(network, TensorDictModuleBase):
+        key = next((k for k in network.out_keys if k == "action_value"), None)
+        if key is not None:
+            if action_space is None:  # read from a QValueModule inside
+                found = (getattr(m, "action_space", None) for m in network.modules())
+                action_space = next((a for a in found if isinstance(a, str)), None)
+            if action_space is None:
+                raise ValueError("DQNLoss: give action_space ('one_hot' or 'categorical')")
+            return _ActionValueNetwork(network, key, action_space)
+    raise TypeError(
+        "DQNLoss needs a QValueActor (or an exploration wrapper around one), or a tensordict "
+        f"module writing 'action_value', got {type(network).__name__}"
+    )
 
 
 class DQNLoss(LossModule):
     """DQN loss over a :class:`~rl_trainers.modules.QValueActor`.
 
     Args:
-        value_network: the Q-value actor (an EGreedyWrapper around it is unwrapped).
+        value_network: the Q-value actor (an EGreedyWrapper, or a ``TensorDictSequential``
+            of it and an exploration module, is unwrapped), or any tensordict module
+            writing ``"action_value"``.
         loss_function: ``"l2"``, ``"smooth_l1"`` or ``"l1"``.
         delay_value: keep a target network (update it with SoftUpdate/HardUpdate).
         double_dqn: choose next actions with the online network, value them with the target.
         gamma: discount (also settable with ``make_value_estimator(gamma=...)``).
-        action_space: ``"one_hot"`` or ``"categorical"`` (read from the actor by default).
+        action_space: ``"one_hot"``, ``"categorical"`` or the action spec (read from the
+            actor by default).
         priority_key: key where per-sample TD errors are written (for prioritized replay).
+        reduction: torchrl's option, accepted at ``"mean"`` (or None).
     """
+
+    one_step_targets = True
 
     def __init__(
         self,
@@ -53,16 +94,20 @@ class DQNLoss(LossModule):
         delay_value: bool = True,
         double_dqn: bool = False,
         gamma: float | None = None,
-        action_space: str | None = None,
-        priority_key: str = "td_error",
+        action_space=None,
+        priority_key: str | None = None,
+        reduction: str | None = None,
     ) -> None:
         super().__init__()
-        self.value_network = _unwrap_qactor(value_network)
+        check_torchrl_options(1, (), reduction, None)
+        if action_space is not None:
+            action_space, _ = discrete_kind(action_space, None, "DQNLoss")
+        self.value_network = _unwrap_qactor(value_network, action_space)
         self.loss_function = check_loss_function(loss_function)
         self.delay_value = delay_value
         self.double_dqn = double_dqn
         self.action_space = action_space or self.value_network.action_space
-        self.priority_key = priority_key
+        self.priority_key = "td_error" if priority_key is None else priority_key
         self._target_ready = False
         if gamma is not None:
             self.gamma = float(gamma)
@@ -72,6 +117,15 @@ class DQNLoss(LossModule):
                 self._target_ready = True
             except RuntimeError:
                 self._target_names.append("value_network")  # lazy layers: copy on first forward
+
+    @property
+    def value_network_params(self):
+        """The Q-network's parameters as a TensorDict (torchrl's ``value_network_params``)."""
+        return params_view(self.value_network)
+
+    def _default_out_keys(self) -> list[str]:
+        """The entries :meth:`forward` writes."""
+        return ["loss", "q_mean", "td_error"]
 
     def target_pairs(self):
         self._ensure_target()
@@ -92,7 +146,7 @@ class DQNLoss(LossModule):
         td = tensordict
         batch = td.batch_size
         n = batch[0] if len(batch) else 1
-        keys = self.value_network.in_keys
+        keys = getattr(self.value_network, "_net_keys", self.value_network.in_keys)
         if self.double_dqn:
             both = self.value_network.action_values(stack_current_next(td, keys))
             values, next_online = both[:n], both[n:].detach()

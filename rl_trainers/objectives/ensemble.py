@@ -30,7 +30,7 @@ from rl_trainers.modules.models import (
     has_hooks,
     mlp_backward,
 )
-from rl_trainers.objectives.common import _has_uninitialized
+from rl_trainers.objectives.common import ParamsView, _has_uninitialized
 
 __all__ = ["CriticEnsemble"]
 
@@ -135,7 +135,7 @@ def _fused_acts(plan: list, acts: nn.ModuleList) -> tuple[int, ...] | None:
     return tuple(codes)
 
 
-class CriticEnsemble(nn.Module):
+class CriticEnsemble(ParamsView, nn.Module):
     """``num`` independently initialised copies of ``template`` evaluated together.
 
     Args:
@@ -143,6 +143,9 @@ class CriticEnsemble(nn.Module):
             concatenated along the last dim when it is a plain MLP.
         num: number of copies.
         reinit: re-initialise copies after the first (so the copies differ).
+
+    As a loss's ``qvalue_network_params`` it also reads as torchrl's TensorDict of stacked
+    parameters (:class:`~rl_trainers.objectives.common.ParamsView`).
     """
 
     def __init__(self, template: nn.Module, num: int = 2, reinit: bool = True) -> None:

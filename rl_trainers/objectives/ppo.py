@@ -28,6 +28,7 @@ from rl_trainers.objectives.common import (
     check_torchrl_options,
     distance_loss,
     explained_variance,
+    params_view,
 )
 from rl_trainers.objectives.ppo_head import (
     ActorCriticClipPPOTerms,
@@ -65,8 +66,22 @@ def _normalized(adv: torch.Tensor) -> torch.Tensor:
     return (adv - adv.mean()) / adv.std().clamp_min(1e-8)
 
 
+def _one_coefficient(name: str, value):
+    """torchrl's per-action-head mapping ``{"action": 0.01}``: one head here, so one value."""
+    if isinstance(value, dict):
+        if len(value) != 1:
+            raise NotImplementedError(
+                f"{name}={value}: one coefficient per action head needs composite actions, "
+                "which the losses do not support; pass one number"
+            )
+        (value,) = value.values()
+    return value
+
+
 def _alias(name: str, value, old_name: str, old_value, default: float) -> float:
     """torchrl's losses take both spellings (``entropy_coeff`` is the older one)."""
+    value = _one_coefficient(name, value)
+    old_value = _one_coefficient(old_name, old_value)
     if value is not None and old_value is not None and float(value) != float(old_value):
         raise ValueError(f"got both {name}={value} and {old_name}={old_value}; pass one")
     value = value if value is not None else old_value
@@ -151,6 +166,30 @@ class _ActorCriticLoss(LossModule):
     def _estimator_network(self):
         return self.critic_network
 
+    #: the objective's entries, first in :attr:`out_keys`
+    _objective_keys: tuple = ("loss_objective",)
+
+    def _default_out_keys(self) -> list[str]:
+        """The entries :meth:`forward` writes (diagnostics included)."""
+        keys = [*self._objective_keys, "entropy"]
+        if self.entropy_bonus:
+            keys.append("loss_entropy")
+        if self.critic_network is not None:
+            keys.append("loss_critic")
+            if self.log_explained_variance:
+                keys.append("explained_variance")
+        return keys
+
+    @property
+    def actor_network_params(self):
+        """The actor's parameters as a TensorDict (torchrl's ``actor_network_params``)."""
+        return params_view(self.actor_network)
+
+    @property
+    def critic_network_params(self):
+        """The critic's parameters as a TensorDict (None without a critic)."""
+        return None if self.critic_network is None else params_view(self.critic_network)
+
     @property
     def in_keys(self) -> list:
         """The batch entries :meth:`forward` reads once ``advantage``/``value_target`` exist.
@@ -231,6 +270,8 @@ class PPOLoss(_ActorCriticLoss):
             others raise ``NotImplementedError``.
     """
 
+    _objective_keys = ("loss_objective", "kl_approx")
+
     def _ratio(self, td: TensorDictBase, out: dict, dist=None):
         if dist is None:
             log_prob, dist = self._log_prob_and_dist(td)
@@ -261,6 +302,8 @@ class ClipPPOLoss(PPOLoss):
         clip_epsilon: ratio clip range.
         **kwargs: see :class:`PPOLoss`.
     """
+
+    _objective_keys = ("loss_objective", "kl_approx", "clip_fraction")
 
     def __init__(
         self,
@@ -384,7 +427,7 @@ class ClipPPOLoss(PPOLoss):
             out["loss_entropy"] = loss_entropy
         elif self.diagnostics:
             out["entropy"] = entropy
-        if self.diagnostics:
+        if self.diagnostics and self.log_explained_variance:
             value = value.detach().reshape(target.shape)
             out["explained_variance"] = explained_variance(target.detach(), value)
         out["loss_critic"] = loss_critic
@@ -433,8 +476,12 @@ class KLPENPPOLoss(PPOLoss):
         beta: initial penalty coefficient.
         increment: factor applied to beta when the KL is too large.
         decrement: factor applied to beta when the KL is too small.
+        samples_mc_kl: torchrl's number of samples of a Monte-Carlo KL; here the KL is
+            always estimated from the batch's own actions (no extra samples).
         **kwargs: see :class:`PPOLoss`.
     """
+
+    _objective_keys = ("loss_objective", "kl_approx", "kl", "beta")
 
     def __init__(
         self,
@@ -445,9 +492,13 @@ class KLPENPPOLoss(PPOLoss):
         beta: float = 1.0,
         increment: float = 2.0,
         decrement: float = 0.5,
+        samples_mc_kl: int = 1,
         **kwargs,
     ) -> None:
         super().__init__(actor_network, critic_network, **kwargs)
+        if samples_mc_kl < 1:
+            raise ValueError(f"samples_mc_kl must be >= 1, got {samples_mc_kl}")
+        self.samples_mc_kl = int(samples_mc_kl)
         if increment < 1 or not 0 < decrement <= 1:
             raise ValueError(
                 f"need increment >= 1 and 0 < decrement <= 1, got {increment}, {decrement}"
@@ -499,13 +550,25 @@ class ReinforceLoss(_ActorCriticLoss):
     Args:
         actor_network: probabilistic actor.
         critic_network: optional state-value baseline.
+        delay_value: torchrl's target baseline (accepted at False).
         loss_critic_type: critic distance.
         gamma: discount of the default value estimator.
     """
 
+    _objective_keys = ("loss_actor",)
+
     def __init__(
-        self, actor_network: nn.Module, critic_network: nn.Module | None = None, **kwargs
+        self,
+        actor_network: nn.Module,
+        critic_network: nn.Module | None = None,
+        *,
+        delay_value: bool = False,
+        **kwargs,
     ) -> None:
+        if delay_value:
+            raise NotImplementedError(
+                "ReinforceLoss(delay_value=True): the baseline has no target network here"
+            )
         kwargs.setdefault("entropy_bonus", False)
         super().__init__(actor_network, critic_network, **kwargs)
 

@@ -20,18 +20,22 @@ import math
 
 import torch
 from tensordict import TensorDict, TensorDictBase
+from tensordict.nn import TensorDictModuleBase
 from torch import nn
 
 from rl_trainers.modules.models import fused_mlp_parts, has_hooks
 from rl_trainers.objectives import sac_terms
 from rl_trainers.objectives.common import (
     LossModule,
+    TensorDictFn,
     actor_obs_keys,
     check_loss_function,
     check_no_shared_parameters,
     check_torchrl_options,
     discount,
     distance_loss,
+    is_plain_module,
+    params_view,
 )
 from rl_trainers.objectives.ensemble import CriticEnsemble
 from rl_trainers.objectives.sac_terms import (
@@ -46,14 +50,18 @@ __all__ = ["SACLoss"]
 
 
 def _critic_parts(qvalue_network: nn.Module) -> tuple[nn.Module, list]:
-    module = getattr(qvalue_network, "module", None)
+    """``(fn(*inputs) -> value, input keys)`` of a critic: the network of a
+    ValueOperator/TensorDictModule, or any tensordict module called through a TensorDict."""
     in_keys = list(getattr(qvalue_network, "in_keys", []))
-    if module is None or not in_keys:
-        raise TypeError(
-            "the critic must be a ValueOperator/TensorDictModule (with .module and .in_keys), "
-            f"got {type(qvalue_network).__name__}"
-        )
-    return module, in_keys
+    if is_plain_module(qvalue_network) and in_keys:
+        return qvalue_network.module, in_keys
+    out_keys = list(getattr(qvalue_network, "out_keys", []))
+    if isinstance(qvalue_network, TensorDictModuleBase) and in_keys and out_keys:
+        return TensorDictFn(qvalue_network, in_keys, out_keys[-1]), in_keys
+    raise TypeError(
+        "the critic must be a ValueOperator or another tensordict module, "
+        f"got {type(qvalue_network).__name__}"
+    )
 
 
 class SACLoss(LossModule):
@@ -66,7 +74,8 @@ class SACLoss(LossModule):
         actor_network: a probabilistic actor with reparameterised samples (TanhNormal).
         qvalue_network: a ValueOperator reading ``[obs, "action"]`` and writing one value.
         num_qvalue_nets: number of critics.
-        loss_function: critic distance ``"l2"``, ``"smooth_l1"`` or ``"l1"``.
+        loss_function: critic distance ``"smooth_l1"`` (torchrl's default), ``"l2"`` or
+            ``"l1"``.
         alpha_init: initial temperature.
         min_alpha: lower clamp of alpha (None: none).
         max_alpha: upper clamp of alpha (None: none).
@@ -76,10 +85,14 @@ class SACLoss(LossModule):
         delay_actor: unused (kept for signature compatibility; SAC needs no target actor).
         delay_qvalue: keep target critics (update them with SoftUpdate).
         gamma: discount (also settable with ``make_value_estimator(gamma=...)``).
+        priority_key: key of the per-sample TD errors written into the batch (``"td_error"``).
+        deactivate_vmap: torchrl's option (no effect: the critics run as one batched call).
         value_network, separate_losses, reduction, device: torchrl's options, accepted at
             the values implemented here (None, no parameters shared by actor and critics,
             ``"mean"``, CPU); others raise ``NotImplementedError``.
     """
+
+    one_step_targets = True
 
     def __init__(
         self,
@@ -87,7 +100,7 @@ class SACLoss(LossModule):
         qvalue_network: nn.Module,
         *,
         num_qvalue_nets: int = 2,
-        loss_function: str = "l2",
+        loss_function: str = "smooth_l1",
         alpha_init: float = 1.0,
         min_alpha: float | None = None,
         max_alpha: float | None = None,
@@ -101,8 +114,11 @@ class SACLoss(LossModule):
         separate_losses: bool = False,
         reduction: str | None = None,
         device: torch.device | str | None = None,
+        priority_key: str | None = None,
+        deactivate_vmap: bool = False,
     ) -> None:
         super().__init__()
+        self.priority_key = "td_error" if priority_key is None else priority_key
         if value_network is not None:
             raise NotImplementedError(
                 "SACLoss(value_network=...) (SAC v1, with a state-value network) is not "
@@ -134,6 +150,8 @@ class SACLoss(LossModule):
         self.min_log_alpha = None if min_alpha is None else math.log(min_alpha)
         self.max_log_alpha = None if max_alpha is None else math.log(max_alpha)
         spec = action_spec if action_spec is not None else getattr(actor_network, "spec", None)
+        if spec is not None and hasattr(spec, "keys"):  # a composite spec: its action entry
+            spec = spec["action"] if "action" in spec.keys() else None
         if target_entropy == "auto":
             if spec is None:
                 self._target_entropy = None  # resolved from the first batch's action shape
@@ -146,6 +164,15 @@ class SACLoss(LossModule):
 
     def _source_of(self, name: str) -> nn.Module:
         return self.qvalue_network_params
+
+    @property
+    def actor_network_params(self):
+        """The actor's parameters as a TensorDict (torchrl's ``actor_network_params``)."""
+        return params_view(self.actor_network)
+
+    def _default_out_keys(self) -> list[str]:
+        """The entries :meth:`forward` writes (the last three only with ``diagnostics``)."""
+        return ["loss_actor", "loss_qvalue", "loss_alpha", "alpha", "entropy", "q_mean", "td_error"]
 
     @property
     def target_entropy(self) -> float | None:
@@ -186,7 +213,7 @@ class SACLoss(LossModule):
             td_error = (q_data - target.unsqueeze(0)).abs().max(0).values
             if not td.is_locked:
                 td.set(
-                    "td_error",
+                    self.priority_key,
                     td_error.reshape(batch) if td_error.numel() == batch.numel() else td_error,
                 )
         out = {

@@ -10,36 +10,26 @@ from __future__ import annotations
 
 import torch
 from tensordict import TensorDict, TensorDictBase
-from tensordict.nn import TensorDictModule, TensorDictModuleBase
+from tensordict.nn import TensorDictModuleBase
 from torch import nn
 
 from rl_trainers.objectives.common import (
     LossModule,
+    TensorDictFn,
     buffer_copy,
     check_loss_function,
+    check_no_shared_parameters,
+    check_torchrl_options,
     discount,
     distance_loss,
+    is_plain_module,
+    params_view,
+    with_params_view,
 )
 from rl_trainers.objectives.ensemble import CriticEnsemble
 from rl_trainers.objectives.sac import _critic_parts
 
 __all__ = ["TD3Loss", "DDPGLoss"]
-
-
-class _TensorDictActorFn(nn.Module):
-    """Calls a tensordict actor (e.g. torchrl's ``TensorDictSequential(net_module,
-    TanhModule(...))``) as ``fn(*observations) -> action``."""
-
-    def __init__(self, actor: TensorDictModuleBase, obs_keys: list, action_key) -> None:
-        super().__init__()
-        self.actor = actor
-        self.obs_keys = obs_keys
-        self.action_key = action_key
-
-    def forward(self, *obs: torch.Tensor) -> torch.Tensor:
-        batch = obs[0].shape[:-1]
-        td = TensorDict(dict(zip(self.obs_keys, obs)), batch_size=batch)
-        return self.actor(td).get(self.action_key)
 
 
 def _actor_parts(actor: nn.Module) -> tuple[nn.Module, list]:
@@ -49,10 +39,11 @@ def _actor_parts(actor: nn.Module) -> tuple[nn.Module, list]:
         raise TypeError(
             f"the actor must be an Actor or another tensordict module, got {type(actor).__name__}"
         )
-    if isinstance(actor, TensorDictModule) and list(actor.out_keys) == ["action"]:
+    if is_plain_module(actor) and list(actor.out_keys) == ["action"]:
         return actor.module, in_keys  # the network itself: no tensordict per call
     if isinstance(actor, TensorDictModuleBase) and "action" in list(actor.out_keys):
-        return _TensorDictActorFn(actor, in_keys, "action"), in_keys
+        # e.g. torchrl's TensorDictSequential(net_module, TanhModule(...))
+        return TensorDictFn(actor, in_keys, "action"), in_keys
     raise TypeError(
         f"the actor ({type(actor).__name__}, out_keys={list(getattr(actor, 'out_keys', []))}) "
         "must write 'action'"
@@ -70,11 +61,17 @@ class TD3Loss(LossModule):
         num_qvalue_nets: number of critics.
         policy_noise: std of the target policy smoothing noise.
         noise_clip: clip of that noise.
-        loss_function: critic distance.
+        loss_function: critic distance (``"smooth_l1"``, torchrl's default, ``"l2"``, ``"l1"``).
         delay_actor: keep a target actor.
         delay_qvalue: keep target critics.
         gamma: discount.
+        priority_key: key of the per-sample TD errors written into the batch (``"td_error"``).
+        separate_losses, reduction, deactivate_vmap: torchrl's options, accepted at the
+            values implemented here (no parameters shared by actor and critic, ``"mean"``,
+            any); others raise ``NotImplementedError``.
     """
+
+    one_step_targets = True
 
     def __init__(
         self,
@@ -86,12 +83,21 @@ class TD3Loss(LossModule):
         num_qvalue_nets: int = 2,
         policy_noise: float = 0.2,
         noise_clip: float = 0.5,
-        loss_function: str = "l2",
+        loss_function: str = "smooth_l1",
         delay_actor: bool = True,
         delay_qvalue: bool = True,
         gamma: float | None = None,
+        priority_key: str | None = None,
+        separate_losses: bool = False,
+        reduction: str | None = None,
+        deactivate_vmap: bool = False,
     ) -> None:
         super().__init__()
+        check_torchrl_options(1, (), reduction, None)
+        if separate_losses:
+            check_no_shared_parameters(actor_network, qvalue_network, "critics")
+        self.separate_losses = separate_losses
+        self.priority_key = "td_error" if priority_key is None else priority_key
         self.actor_network = actor_network
         self._actor_module, self._obs_keys = _actor_parts(actor_network)
         module, self._q_in_keys = _critic_parts(qvalue_network)
@@ -103,13 +109,15 @@ class TD3Loss(LossModule):
         self.delay_qvalue = delay_qvalue
         if delay_actor:
             self._target_names.append("actor_network")
-            self.target_actor_network_params = buffer_copy(self._actor_module)
+            self.target_actor_network_params = with_params_view(buffer_copy(self._actor_module))
         if delay_qvalue:
             self._register_target("qvalue_network", self.qvalue_network_params)
         self.loss_function = check_loss_function(loss_function)
         self.policy_noise = float(policy_noise)
         self.noise_clip = float(noise_clip)
         spec = action_spec if action_spec is not None else getattr(actor_network, "spec", None)
+        if spec is not None and hasattr(spec, "keys"):  # a composite spec: its action entry
+            spec = spec["action"] if "action" in spec.keys() else None
         low = high = None
         if bounds is not None:
             low, high = bounds
@@ -128,6 +136,15 @@ class TD3Loss(LossModule):
 
     def _source_of(self, name: str) -> nn.Module:
         return self._actor_module if name == "actor_network" else self.qvalue_network_params
+
+    @property
+    def actor_network_params(self):
+        """The actor's parameters as a TensorDict (torchrl's ``actor_network_params``)."""
+        return params_view(self._actor_module)
+
+    def _default_out_keys(self) -> list[str]:
+        """The entries :meth:`forward` writes."""
+        return ["loss_actor", "loss_qvalue", "q_mean", "target_value", "td_error"]
 
     def _obs(self, td: TensorDictBase, next_: bool) -> list[torch.Tensor]:
         return [td.get(("next", k) if next_ else k) for k in self._obs_keys]
@@ -182,7 +199,7 @@ class TD3Loss(LossModule):
         with torch.no_grad():
             td_error = (q_data - target.unsqueeze(0)).abs().max(0).values
             if not td.is_locked:
-                td.set("td_error", td_error.reshape(td.batch_size))
+                td.set(self.priority_key, td_error.reshape(td.batch_size))
         return TensorDict(
             {
                 "loss_actor": -q_pi.mean(),
@@ -205,6 +222,7 @@ class DDPGLoss(TD3Loss):
         delay_actor: keep a target actor.
         delay_value: keep a target critic.
         gamma: discount.
+        priority_key, separate_losses, reduction: as in :class:`TD3Loss`.
     """
 
     def __init__(
@@ -216,6 +234,9 @@ class DDPGLoss(TD3Loss):
         delay_actor: bool = False,
         delay_value: bool = True,
         gamma: float | None = None,
+        priority_key: str | None = None,
+        separate_losses: bool = False,
+        reduction: str | None = None,
     ) -> None:
         super().__init__(
             actor_network,
@@ -226,7 +247,23 @@ class DDPGLoss(TD3Loss):
             delay_actor=delay_actor,
             delay_qvalue=delay_value,
             gamma=gamma,
+            priority_key=priority_key,
+            separate_losses=separate_losses,
+            reduction=reduction,
         )
+
+    @property
+    def value_network_params(self):
+        """The critic's parameters (torchrl's DDPG name; ``qvalue_network_params`` here)."""
+        return self.qvalue_network_params
+
+    @property
+    def target_value_network_params(self):
+        """The target critic's tensors (``target_qvalue_network_params`` here)."""
+        return self.target_qvalue_network_params if self.delay_qvalue else None
+
+    def _default_out_keys(self) -> list[str]:
+        return ["loss_actor", "loss_value", "q_mean", "target_value", "td_error"]
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         out = super().forward(tensordict)

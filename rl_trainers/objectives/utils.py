@@ -1,4 +1,4 @@
-"""Target-network updaters."""
+"""Target-network updaters and optimiser grouping."""
 
 from __future__ import annotations
 
@@ -6,7 +6,23 @@ import torch
 
 from rl_trainers.objectives.common import LossModule
 
-__all__ = ["SoftUpdate", "HardUpdate", "TargetNetUpdater"]
+__all__ = ["SoftUpdate", "HardUpdate", "TargetNetUpdater", "group_optimizers"]
+
+
+def group_optimizers(*optimizers: torch.optim.Optimizer | None) -> torch.optim.Optimizer:
+    """One optimiser stepping the parameter groups of several of the same class (torchrl's
+    ``group_optimizers``), e.g. SAC's actor, critic and alpha optimisers.
+
+    Each group keeps its hyperparameters (``lr``...); the optimiser state starts afresh.
+    ``None`` entries are skipped.
+    """
+    kept = [opt for opt in optimizers if opt is not None]
+    if not kept:
+        raise ValueError("group_optimizers needs at least one optimizer")
+    cls = type(kept[0])
+    if any(type(opt) is not cls for opt in kept):
+        raise ValueError("Cannot group optimizers of different type.")
+    return cls([group for opt in kept for group in opt.param_groups])
 
 
 class TargetNetUpdater:

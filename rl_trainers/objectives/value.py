@@ -14,7 +14,7 @@ import torch
 from tensordict import TensorDictBase
 from torch import nn
 
-from rl_trainers.objectives.common import ValueEstimators, discount
+from rl_trainers.objectives.common import ValueEstimators, discount, is_plain_module
 
 __all__ = [
     "generalized_advantage_estimate",
@@ -171,6 +171,14 @@ class ValueEstimatorBase(nn.Module):
         advantage_key: where to write the advantage.
         value_target_key: where to write the value target.
         value_key: the critic's output key.
+        skip_existing: use the values already in the batch (``value_key`` and
+            ``("next", value_key)``) instead of running the critic.
+        average_rewards: standardise the rewards over the batch first.
+        shifted, vectorized, deactivate_vmap: torchrl's implementation choices; the
+            results do not depend on them here.
+        time_dim: the time dimension, the batch's last (the only one supported).
+        device: CPU only.
+        auto_reset_env: torchrl's option, accepted at False.
     """
 
     def __init__(
@@ -179,18 +187,36 @@ class ValueEstimatorBase(nn.Module):
         gamma: float,
         value_network: nn.Module | None,
         differentiable: bool = False,
-        advantage_key: str = "advantage",
-        value_target_key: str = "value_target",
-        value_key: str = "state_value",
+        advantage_key: str | None = "advantage",
+        value_target_key: str | None = "value_target",
+        value_key: str | None = "state_value",
+        skip_existing: bool | None = None,
+        average_rewards: bool = False,
+        shifted: bool = False,
+        vectorized: bool | None = None,
+        deactivate_vmap: bool = False,
+        time_dim: int | None = None,
+        device: torch.device | str | None = None,
+        auto_reset_env: bool = False,
     ) -> None:
         super().__init__()
+        if device is not None and torch.device(device).type != "cpu":
+            raise NotImplementedError(f"device={device!r}: the value estimators run on CPU")
+        if time_dim not in (None, -1):
+            raise NotImplementedError(
+                f"time_dim={time_dim}: the time dimension is the batch's last one"
+            )
+        if auto_reset_env:
+            raise NotImplementedError("auto_reset_env=True is not supported")
         self.gamma = float(gamma)
         # not registered as a submodule: the loss owns the critic, we only call it
         self.__dict__["value_network"] = value_network
         self.differentiable = differentiable
-        self.advantage_key = advantage_key
-        self.value_target_key = value_target_key
-        self.value_key = value_key
+        self.advantage_key = advantage_key or "advantage"
+        self.value_target_key = value_target_key or "value_target"
+        self.value_key = value_key or "state_value"
+        self.skip_existing = bool(skip_existing)
+        self.average_rewards = average_rewards
 
     _key_attrs = {
         "advantage": "advantage_key",
@@ -217,7 +243,10 @@ class ValueEstimatorBase(nn.Module):
     def _values(self, td: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
         """Runs the critic on current and next observations in one call; writes both values."""
         net = self.value_network
-        if net is None:
+        existing = self.skip_existing and (
+            self.value_key in td.keys(True) and ("next", self.value_key) in td.keys(True)
+        )
+        if net is None or existing:
             return td.get(self.value_key), td.get(("next", self.value_key))
         keys = list(net.in_keys)
         n = td.batch_size[0] if td.batch_dims else 1
@@ -226,7 +255,7 @@ class ValueEstimatorBase(nn.Module):
                 torch.cat([td.get(k), td.get(("next", k) if isinstance(k, str) else ("next", *k))])
                 for k in keys
             ]
-            if hasattr(net, "module") and len(getattr(net, "out_keys", [])) == 1:
+            if is_plain_module(net):
                 values = net.module(*inputs)
             else:
                 from tensordict import TensorDict
@@ -239,6 +268,13 @@ class ValueEstimatorBase(nn.Module):
         td.set(self.value_key, value)
         td.set(("next", self.value_key), next_value)
         return value, next_value
+
+    @staticmethod
+    def _check_params(params, target_params) -> None:
+        if params is not None or target_params is not None:
+            raise NotImplementedError(
+                "params/target_params: the estimators call the critic with its own parameters"
+            )
 
     def _read(self, td: TensorDictBase):
         if td.batch_dims == 0:
@@ -256,6 +292,8 @@ class ValueEstimatorBase(nn.Module):
         if done is None:
             done = terminated
         shape = reward.shape
+        if self.average_rewards:
+            reward = (reward - reward.mean()) / reward.std().clamp_min(1e-5)
         return (
             value,
             next_value.reshape(shape),
@@ -296,7 +334,10 @@ class GAE(ValueEstimatorBase):
         self.lmbda = float(lmbda)
         self.average_gae = average_gae
 
-    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+    def forward(
+        self, tensordict: TensorDictBase, *, params=None, target_params=None
+    ) -> TensorDictBase:
+        self._check_params(params, target_params)
         value, next_value, reward, terminated, done = self._read(tensordict)
         gamma = discount(tensordict, self.gamma, reward)
         adv, target = generalized_advantage_estimate(
@@ -329,13 +370,15 @@ class TDLambdaEstimator(ValueEstimatorBase):
         differentiable: bool = False,
         **kwargs,
     ) -> None:
-        kwargs.pop("average_rewards", None)
         super().__init__(
             gamma=gamma, value_network=value_network, differentiable=differentiable, **kwargs
         )
         self.lmbda = float(lmbda)
 
-    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+    def forward(
+        self, tensordict: TensorDictBase, *, params=None, target_params=None
+    ) -> TensorDictBase:
+        self._check_params(params, target_params)
         value, next_value, reward, terminated, done = self._read(tensordict)
         gamma = discount(tensordict, self.gamma, reward)
         target = td_lambda_return_estimate(gamma, self.lmbda, next_value, reward, terminated, done)
@@ -355,7 +398,10 @@ class TD1Estimator(TDLambdaEstimator):
 class TD0Estimator(ValueEstimatorBase):
     """One-step TD targets ``r + gamma * (1 - terminated) * V(s')``."""
 
-    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+    def forward(
+        self, tensordict: TensorDictBase, *, params=None, target_params=None
+    ) -> TensorDictBase:
+        self._check_params(params, target_params)
         value, next_value, reward, terminated, _ = self._read(tensordict)
         gamma = discount(tensordict, self.gamma, reward)
         target = td0_return_estimate(gamma, next_value, reward, terminated)

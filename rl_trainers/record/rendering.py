@@ -15,18 +15,18 @@ from rl_trainers.envs.transforms import Transform
 __all__ = ["PixelRenderTransform"]
 
 
-def _find_render(env: Any) -> Callable[..., Any]:
-    """Returns the ``render`` of ``env`` or of the env it wraps (``base_env``, ``env``)."""
+def _find_render(env: Any, method: str = "render") -> Callable[..., Any]:
+    """Returns the ``method`` (``render``) of ``env`` or of the env it wraps (``base_env``,
+    ``env``)."""
     seen = set()
     while env is not None and id(env) not in seen:
         seen.add(id(env))
-        render = getattr(type(env), "render", None)
-        if render is not None:
-            return env.render
+        if getattr(type(env), method, None) is not None:
+            return getattr(env, method)
         inner = getattr(env, "base_env", None)
         env = inner if inner is not None else getattr(env, "env", None)
     raise RuntimeError(
-        "PixelRenderTransform found no render() on its parent env nor on the env it wraps; "
+        f"PixelRenderTransform found no {method}() on its parent env nor on the env it wraps; "
         "create the env with render_mode='rgb_array'."
     )
 
@@ -38,28 +38,57 @@ class PixelRenderTransform(Transform):
     :class:`~rl_trainers.record.VideoRecorder` placed after this transform.
 
     Args:
-        out_keys: where the frame goes; defaults to ``["pixels"]``.
+        out_keys: where the frame goes (a key or a one-key list); defaults to ``["pixels"]``.
         preproc: applied to the rendered array (e.g. a resize) before it is stored.
-        as_non_tensor: store the frame as non-tensor data instead of a uint8 tensor.
-        **kwargs: forwarded to ``render``.
+        as_non_tensor: store the frame as non-tensor data instead of a uint8 tensor (None,
+            torchrl's default, means False).
+        render_method: the name of the env's render method.
+        pass_tensordict: pass the tensordict to the render method (stateless envs).
+        **kwargs: forwarded to the render method.
+
+    :meth:`switch` turns rendering off and on (e.g. ``env.apply(...)`` to render only
+    during evaluation); :attr:`enabled` tells which.
     """
 
     def __init__(
         self,
-        out_keys: Sequence[NestedKey] | None = None,
+        out_keys: Sequence[NestedKey] | NestedKey | None = None,
         preproc: Callable[[np.ndarray], np.ndarray | torch.Tensor] | None = None,
-        as_non_tensor: bool = False,
+        as_non_tensor: bool | None = False,
+        render_method: str = "render",
+        pass_tensordict: bool = False,
         **kwargs: Any,
     ) -> None:
         if out_keys is None:
             out_keys = ["pixels"]
+        elif isinstance(out_keys, str | tuple):
+            out_keys = [out_keys]
         if len(out_keys) != 1:
             raise ValueError(f"PixelRenderTransform writes one key, got out_keys={out_keys}.")
         super().__init__()  # reads nothing: the base requires len(in_keys) == len(out_keys)
         self.out_keys = list(out_keys)
         self.preproc = preproc
-        self.as_non_tensor = as_non_tensor
+        self.as_non_tensor = bool(as_non_tensor)
+        self.render_method = render_method
+        self.pass_tensordict = pass_tensordict
         self.render_kwargs = kwargs
+        self._enabled = True
+
+    @property
+    def enabled(self) -> bool:
+        """Whether frames are rendered."""
+        return self._enabled
+
+    def switch(self, mode: str | bool | None = None) -> None:
+        """Turn rendering on or off: ``True``/``"on"``, ``False``/``"off"``, or (None) the
+        opposite of the current state."""
+        if mode is None:
+            mode = not self._enabled
+        elif not isinstance(mode, bool):
+            if mode not in ("on", "off"):
+                raise ValueError(f"mode must be a bool, 'on' or 'off', got {mode!r}.")
+            mode = mode == "on"
+        self._enabled = mode
 
     def _owner_env(self) -> Any:
         """The env holding this transform (cheaper than ``parent`` inside a Compose)."""
@@ -68,11 +97,15 @@ class PixelRenderTransform(Transform):
             container = container.container
         return container
 
-    def _render(self) -> Any:
+    def _render(self, tensordict: TensorDictBase | None = None) -> Any:
         env = self._owner_env()
         if env is None:
             raise RuntimeError("PixelRenderTransform needs a parent env to render.")
-        frame = _find_render(env)(**self.render_kwargs)
+        render = _find_render(env, self.render_method)
+        if self.pass_tensordict:
+            frame = render(tensordict, **self.render_kwargs)
+        else:
+            frame = render(**self.render_kwargs)
         if isinstance(frame, list | tuple):  # vector envs render one frame per sub-env
             frame = np.stack(frame)
         if self.preproc is not None:
@@ -80,7 +113,9 @@ class PixelRenderTransform(Transform):
         return frame
 
     def _write(self, tensordict: TensorDictBase) -> TensorDictBase:
-        frame = self._render()
+        if not self._enabled:
+            return tensordict
+        frame = self._render(tensordict)
         if frame is None:
             return tensordict
         key = self.out_keys[0]

@@ -157,7 +157,8 @@ class OptimizerHook(TrainerHookBase):
     on every call (as torchrl's trainer does, so the hook may also be placed with
     ``trainer.register_op("optimizer", hook)``): no clipping when ``clip_norm`` is None, norm
     clipping when ``clip_grad_norm`` is True (the norm before clipping is written to the
-    loss TensorDict as ``grad_norm`` or ``grad_norm_<name>``), value clamping to
+    loss TensorDict as ``grad_norm``, ``grad_norm_<name>`` for a hook registered under
+    another name, or ``grad_norm_<index>`` for the index-th op of ``register_op``), value clamping to
     ``[-clip_norm, clip_norm]`` otherwise.
     """
 
@@ -168,6 +169,11 @@ class OptimizerHook(TrainerHookBase):
             raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer)}.")
         if isinstance(loss_components, str):
             loss_components = [loss_components]
+        if loss_components is not None and not list(loss_components):
+            raise ValueError(
+                "OptimizerHook got an empty loss_components; pass None to optimise every "
+                "entry starting with 'loss'."
+            )
         self.optimizer = optimizer
         self.loss_components = None if loss_components is None else list(loss_components)
         self.clip_norm: float | None = None
@@ -226,7 +232,9 @@ class OptimizerHook(TrainerHookBase):
             losses: the loss TensorDict.
             clip_grad_norm, clip_norm: the clipping settings (the trainer passes its own);
                 when both are None, the settings read at :meth:`register` apply.
-            index: the hook's position among the trainer's optimizer hooks (unused).
+            index: the hook's position among the trainer's ``"optimizer"`` ops; a hook
+                placed with ``register_op`` (not :meth:`register`) at a position > 0 writes
+                its norm as ``grad_norm_<index>``, so several hooks keep their own.
 
         Raises:
             NonFiniteLossError: if the summed loss is NaN or infinite (checked before the
@@ -248,7 +256,10 @@ class OptimizerHook(TrainerHookBase):
             if clip_grad_norm:
                 norm = clip_grad_norm_(params, clip_norm)
                 if not losses.is_locked:
-                    losses.set(self._grad_norm_key, norm.detach())
+                    key = self._grad_norm_key
+                    if self._trainer is None and index:  # placed with register_op
+                        key = f"grad_norm_{index}"
+                    losses.set(key, norm.detach())
             else:
                 nn.utils.clip_grad_value_(params, clip_norm)
         optimizer_step(self.optimizer)
@@ -354,6 +365,15 @@ def _module_mismatches(name: str, module: nn.Module, saved: Any) -> list[str]:
     return out
 
 
+def _count_arg(name: str, value: Any, low: int) -> int:
+    """A count argument as an int; whole floats (``total_frames=1e6``) are accepted."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
+    return value
+
+
 def _as_float(value: Any) -> float:
     if isinstance(value, torch.Tensor):
         return value.item()
@@ -435,15 +455,16 @@ class Trainer:
     ) -> None:
         if optim_steps_per_batch is None:
             optim_steps_per_batch = getattr(collector, "num_workers", None) or 1
-        for name, value, low in (
-            ("total_frames", total_frames, 1),
-            ("frame_skip", frame_skip, 1),
-            ("optim_steps_per_batch", optim_steps_per_batch, 0),
-            ("save_trainer_interval", save_trainer_interval, 1),
-            ("log_interval", log_interval, 1),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
+        total_frames, frame_skip, optim_steps_per_batch, save_trainer_interval, log_interval = (
+            _count_arg(name, value, low)
+            for name, value, low in (
+                ("total_frames", total_frames, 1),
+                ("frame_skip", frame_skip, 1),
+                ("optim_steps_per_batch", optim_steps_per_batch, 0),
+                ("save_trainer_interval", save_trainer_interval, 1),
+                ("log_interval", log_interval, 1),
+            )
+        )
         if keep_checkpoints is not None and (
             isinstance(keep_checkpoints, bool)
             or not isinstance(keep_checkpoints, int)
@@ -490,6 +511,7 @@ class Trainer:
         self._last_save_frames = 0
         self._log_now = False
         self._log_windows: dict[str, int] = {}  # key -> log_interval window it was last logged in
+        self._logged_steps: dict[str, int] = {}  # key -> step it was last logged at
         self._pbar = None
         self._pbar_values: dict[str, Any] = {}
         self._ops: defaultdict[str, list[Callable]] = defaultdict(list)
@@ -571,16 +593,25 @@ class Trainer:
         # Every key is logged on batches that cross a multiple of log_interval; a key that
         # only appears now and then (e.g. evaluation results) is also logged at its first
         # appearance in a log_interval window that has not logged it yet, so it is not lost.
-        window = self.collected_frames // self.log_interval
+        # A key is logged once per step: the first value (as torchrl's gate keeps the first),
+        # so a post_optim_log hook gives one point per logged batch, not one per optim step.
+        step = self.collected_frames
+        window = step // self.log_interval
         windows = self._log_windows
+        steps = self._logged_steps
         for key, value in out.items():
             if key == "log_pbar":
                 continue
             if pbar:
                 self._pbar_values[key] = value
-            if logger is not None and (self._log_now or windows.get(key, 0) < window):
+            if (
+                logger is not None
+                and (self._log_now or windows.get(key, 0) < window)
+                and steps.get(key) != step
+            ):
                 windows[key] = window
-                logger.log_scalar(key, _as_float(value), step=self.collected_frames)
+                steps[key] = step
+                logger.log_scalar(key, _as_float(value), step=step)
 
     def _run_log_ops(self, ops: list[Callable], batch: TensorDictBase) -> None:
         for op in ops:
@@ -660,15 +691,20 @@ class Trainer:
             ):
                 self.save_trainer(force=True)
         finally:
-            shutdown = getattr(self.collector, "shutdown", None)
-            if callable(shutdown):
-                shutdown()
+            self.shutdown()
             flush = getattr(self.logger, "flush", None)
             if callable(flush):  # the logs are complete on disk once train() returns
                 flush()
             if self._pbar is not None:
                 self._pbar.close()
                 self._pbar = None
+
+    def shutdown(self) -> None:
+        """Shut the collector down (``collector.shutdown()``, if it has one); ``train()``
+        already does this when it ends."""
+        shutdown = getattr(self.collector, "shutdown", None)
+        if callable(shutdown):
+            shutdown()
 
     def _train_sync(self) -> None:
         ops = self._ops
@@ -967,14 +1003,21 @@ class Trainer:
 
         Args:
             file: the checkpoint; default: the latest one for ``save_trainer_file``.
-            **kwargs: passed to :meth:`load_state_dict`.
+            **kwargs: torchrl passes them to ``torch.load``; ``map_location``,
+                ``weights_only`` and ``mmap`` are accepted and have no effect here (the
+                file holds plain data only; it is read on CPU with ``weights_only=True`` and
+                each module copies its state onto its own device). Any other keyword
+                raises a TypeError.
         """
+        unknown = sorted(set(kwargs) - {"map_location", "weights_only", "mmap"})
+        if unknown:
+            raise TypeError(f"load_from_file got unexpected keyword arguments {unknown}.")
         if file is None:
             if self.save_trainer_file is None:
                 raise ValueError("load_from_file needs a path (or save_trainer_file to be set).")
             file = _ckpt.latest_checkpoint(self.save_trainer_file) or self.save_trainer_file
         state = _ckpt.load_checkpoint(file)
-        self.load_state_dict(state, source=f"Checkpoint {file}", **kwargs)
+        self.load_state_dict(state, source=f"Checkpoint {file}")
         self.last_checkpoint = Path(file)
         return self
 

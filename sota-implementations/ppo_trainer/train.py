@@ -5,6 +5,7 @@ import sys
 import hydra
 
 from rl_trainers.trainers.algorithms.app import run, translate_torchrl_overrides, user_errors
+from rl_trainers.trainers.algorithms.compose_errors import composition_errors
 
 
 @hydra.main(config_path="../../configs", config_name="ppo_trainer", version_base=None)
@@ -15,4 +16,5 @@ def main(cfg) -> float:
 
 if __name__ == "__main__":
     sys.argv = translate_torchrl_overrides(sys.argv)  # torchrl's override names
-    main()
+    with composition_errors():  # unknown fields, options or presets: one line, exit 2
+        main()

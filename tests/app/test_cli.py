@@ -154,3 +154,34 @@ def test_sac_refuses_discrete_actions(tmp_path):
     proc = train("sac", "env=cartpole", f"hydra.run.dir={tmp_path}/run", cwd=tmp_path)
     assert proc.returncode != 0
     assert "continuous" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_stop_message_repeats_the_runs_own_overrides(tmp_path, monkeypatch):
+    """The 'Continue with:' line of an interrupted run is a command that resumes the same
+    config (not the recipe's defaults): the run's overrides, then resume and run dir."""
+    import shlex
+
+    from hydra.core.hydra_config import HydraConfig
+
+    from rl_trainers.trainers.algorithms.app import resume_command
+
+    from .conftest import CONFIG_DIR, compose, initialize_config_dir
+
+    overrides = ["trainer.total_frames=2048", "network.policy.num_cells=[32,32]"]
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        cfg = compose(
+            "ppo_trainer", overrides=[*overrides, "trainer.resume=true"], return_hydra_config=True
+        )
+    monkeypatch.setattr(sys, "argv", ["sota-implementations/ppo_trainer/train.py"])
+    HydraConfig.instance().set_config(cfg)
+    try:
+        words = shlex.split(resume_command(tmp_path))
+    finally:
+        HydraConfig.instance().cfg = None
+    assert words == [
+        "python",
+        "sota-implementations/ppo_trainer/train.py",
+        *overrides,
+        "trainer.resume=true",
+        f"hydra.run.dir={tmp_path}",
+    ]

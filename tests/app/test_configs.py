@@ -204,3 +204,47 @@ def test_run_with_env_transforms_saves_and_resumes(tiny_config, tmp_path):
     other = build_trainer(tiny_config("ppo"), tmp_path / "other")
     with pytest.raises(CheckpointError, match="env.transforms"):
         other.load_from_file(ckpt)
+
+
+@pytest.mark.parametrize("num_envs", [1, 4])
+def test_sac_num_envs_alone_gives_one_step_of_every_env_per_batch(num_envs):
+    """``env.num_envs=4`` is the one override SAC needs (frames_per_batch follows it)."""
+    from rl_trainers.trainers.algorithms.validation import validate_config
+
+    cfg = compose_config("sac", [f"env.num_envs={num_envs}"])
+    assert cfg.collector.frames_per_batch == num_envs
+    validate_config(cfg)
+    assert (
+        compose_config(
+            "sac", ["env.num_envs=4", "collector.frames_per_batch=8"]
+        ).collector.frames_per_batch
+        == 8
+    )
+
+
+@pytest.mark.parametrize("override", ["env.make_kwargs={g:0.0}", "+env.make_kwargs.g=0.0"])
+def test_env_make_kwargs_reach_gymnasium_make(override):
+    """Pendulum-v1 without gravity: with no torque its angular velocity does not change."""
+    from rl_trainers.trainers.algorithms.common import build
+
+    def first_step(overrides):
+        env = build(compose_config("ppo", ["env=pendulum", "env.num_envs=1", *overrides]), "env")
+        td = env.reset(seed=0)
+        td["action"] = torch.zeros(1, 1)
+        out = env.step(td)
+        env.close()
+        return td["observation"][..., 2], out["next", "observation"][..., 2]
+
+    before, after = first_step([override])
+    assert torch.allclose(before, after, atol=1e-6)
+    before, after = first_step([])
+    assert not torch.allclose(before, after, atol=1e-3)
+
+
+def test_env_make_kwargs_unknown_argument_is_a_config_error():
+    from rl_trainers.trainers.algorithms.common import build
+    from rl_trainers.trainers.algorithms.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        build(compose_config("ppo", ["env.make_kwargs={nosuch:1}"]), "env")
+    assert "env" in str(info.value) and "nosuch" in str(info.value)

@@ -184,3 +184,20 @@ def test_multisync_cat_results():
     collector.shutdown()
     with pytest.raises(ValueError, match="cat_results"):
         MultiaSyncDataCollector([_unbatched_env] * 2, frames_per_batch=8, cat_results=0)
+
+
+def test_async_data_collector_runs_one_worker():
+    from rl_trainers.collectors import aSyncDataCollector
+
+    collector = aSyncDataCollector(make_env, None, frames_per_batch=8, total_frames=24)
+    pids = collector.worker_pids
+    try:
+        batches = list(collector)
+    finally:
+        collector.shutdown()
+    assert len(pids) == 1
+    assert [b.batch_size for b in batches] == [torch.Size([2, 4])] * 3
+    assert collector.frames_collected == 24
+    assert _wait_gone(pids)
+    with pytest.raises(TypeError, match="one worker"):
+        aSyncDataCollector(make_env, None, frames_per_batch=8, num_workers=2)

@@ -23,9 +23,26 @@ def test_batch_shape_and_frame_count():
     assert collector.frames_collected == 24
 
 
-def test_frames_per_batch_must_divide_envs():
-    with pytest.raises(ValueError, match=r"frames_per_batch=7 .* number of environments 2"):
-        SyncDataCollector(CountingEnv((3, 5)), frames_per_batch=7)
+def test_frames_per_batch_rounded_up_to_whole_env_steps_as_torchrl():
+    with pytest.warns(UserWarning, match=r"frames_per_batch \(7\) is not exactly divisible"):
+        collector = SyncDataCollector(CountingEnv((3, 5)), frames_per_batch=7, total_frames=16)
+    batches = list(collector)
+    assert [b.batch_size for b in batches] == [torch.Size([2, 4])] * 2
+    assert collector.frames_per_batch == 8 and collector.requested_frames_per_batch == 7
+    assert collector.frames_collected == 16
+
+
+def test_random_policy_writes_actions_from_the_spec():
+    from rl_trainers.collectors import RandomPolicy
+    from rl_trainers.envs import GymEnv
+
+    env = GymEnv("Pendulum-v1")
+    collector = SyncDataCollector(
+        env, RandomPolicy(env.action_spec), frames_per_batch=10, total_frames=10
+    )
+    batch = next(iter(collector))
+    assert batch["action"].shape == (10, 1)
+    assert batch["action"].abs().max() <= 2.0 and batch["action"].std() > 0
 
 
 def test_autoreset_does_not_mix_episodes_and_traj_ids_carry_over():

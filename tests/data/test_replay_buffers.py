@@ -19,7 +19,7 @@ from rl_trainers.data import (
     SamplerWithoutReplacement,
     TensorDictReplayBuffer,
 )
-from rl_trainers.data._segment_tree import MinSegmentTree, SumSegmentTree
+from rl_trainers.data.replay_buffers._segment_tree import MinSegmentTree, SumSegmentTree
 
 
 def make_batch(n: int, start: int = 0, num_envs: int | None = None) -> TensorDict:
@@ -466,3 +466,123 @@ def test_storage_getitem():
     lst = ListStorage(5)
     ReplayBuffer(storage=lst).extend([1, 2, 3])
     assert lst[1] == 2 and lst[:2] == [1, 2]
+
+
+def test_torchrl_module_paths_of_replay_buffers():
+    from rl_trainers.data.replay_buffers import ReplayBuffer as RB
+    from rl_trainers.data.replay_buffers.samplers import (
+        PrioritizedSampler as PS,
+    )
+    from rl_trainers.data.replay_buffers.samplers import (
+        SamplerWithoutReplacement as SWR,
+    )
+    from rl_trainers.data.replay_buffers.storages import LazyMemmapStorage as LMS
+    from rl_trainers.data.replay_buffers.writers import RoundRobinWriter as RRW
+
+    assert (RB, PS, SWR, LMS) == (
+        ReplayBuffer,
+        PrioritizedSampler,
+        SamplerWithoutReplacement,
+        LazyMemmapStorage,
+    )
+    assert RRW.__name__ == "RoundRobinWriter"
+
+
+def test_memmap_scratch_dir_accepts_temporary_directory():
+    import tempfile
+
+    tempdir = tempfile.TemporaryDirectory()
+    rb = ReplayBuffer(storage=LazyMemmapStorage(10, scratch_dir=tempdir))
+    rb.extend(TensorDict({"a": torch.arange(3)}, [3]))
+    assert str(rb.storage.scratch_dir) == tempdir.name
+    assert rb[:]["a"].tolist() == [0, 1, 2]
+    tempdir.cleanup()
+
+
+@pytest.mark.parametrize("storage", ["tensor", "memmap"])
+def test_pytree_items_in_tensor_storages(storage):
+    make = LazyTensorStorage if storage == "tensor" else LazyMemmapStorage
+    rb = ReplayBuffer(storage=make(100))
+    data = {"a": torch.randn(3), "b": {"c": (torch.zeros(2), [torch.ones(1)])}, 30: -torch.ones(())}
+    assert rb.add(data) == 0
+    sample = rb.sample(10)
+    assert sample["a"].shape == (10, 3) and torch.equal(sample["a"][0], data["a"])
+    assert sample["b"]["c"][0].shape == (10, 2) and sample["b"]["c"][1][0].shape == (10, 1)
+    assert sample[30].tolist() == [-1.0] * 10
+    rb = ReplayBuffer(storage=make(100), batch_size=4)
+    rb.extend((torch.arange(6), torch.arange(6) * 10))
+    obs, act = rb.sample()
+    assert torch.equal(obs * 10, act)
+
+
+def test_tensorclass_items_come_back_as_tensorclass():
+    from tensordict import tensorclass
+
+    @tensorclass
+    class MyData:
+        images: torch.Tensor
+        labels: torch.Tensor
+
+    data = MyData(images=torch.zeros(20, 2, 2), labels=torch.arange(20), batch_size=[20])
+    rb = TensorDictReplayBuffer(storage=LazyTensorStorage(50), batch_size=5)
+    rb.extend(data)
+    sample = rb.sample()
+    assert type(sample).__name__ == "MyData" and sample.labels.shape == (5,)
+    assert torch.equal(sample.labels, sample._tensordict["index"])
+    rb = ReplayBuffer(storage=LazyTensorStorage(50), batch_size=7)
+    rb.add(data[3])
+    assert rb.sample().labels.tolist() == [3] * 7
+
+
+def _episodes_td() -> TensorDict:
+    episode = torch.cat([torch.full((n,), i) for i, n in enumerate([30, 25, 3, 42])])
+    steps = torch.cat([torch.arange(n) for n in [30, 25, 3, 42]])
+    done = torch.zeros(100, 1, dtype=torch.bool)
+    return TensorDict({"episode": episode, "steps": steps, ("next", "done"): done}, [100])
+
+
+def test_slice_sampler_returns_consecutive_steps_of_one_trajectory():
+    from rl_trainers.data import SliceSampler
+
+    rb = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(1000),
+        sampler=SliceSampler(slice_len=4, traj_key="episode"),
+        batch_size=32,
+    )
+    rb.extend(_episodes_td())
+    for _ in range(20):
+        s = rb.sample()
+        assert s.batch_size == (32,)
+        s = s.reshape(8, 4)
+        assert (s["episode"] == s["episode"][:, :1]).all()  # one trajectory per slice
+        assert (s["steps"].diff(dim=1) == 1).all()  # consecutive steps
+        assert (s["episode"] != 2).all()  # the 3-step episode is too short (strict_length)
+        truncated = s["next", "truncated"].squeeze(-1)
+        assert truncated[:, -1].all() and not truncated[:, :-1].any()
+        assert torch.equal(s["next", "done"], s["next", "truncated"])
+
+
+def test_slice_sampler_end_key_num_slices_and_errors():
+    from rl_trainers.data.replay_buffers.samplers import SliceSampler
+
+    done = torch.zeros(20, 1, dtype=torch.bool)
+    done[6] = done[19] = True
+    rb = ReplayBuffer(storage=LazyTensorStorage(100), sampler=SliceSampler(num_slices=2))
+    rb.extend(TensorDict({"x": torch.arange(20), ("next", "done"): done}, [20]))
+    for _ in range(20):
+        x = rb.sample(10)["x"].reshape(2, 5)
+        assert (x.diff(dim=1) == 1).all()
+        assert ((x[:, 0] <= 6) == (x[:, -1] <= 6)).all()  # no slice crosses the end at 6
+    with pytest.raises(ValueError, match="not divisible"):
+        rb.sample(9)
+    with pytest.raises(RuntimeError, match="no stored trajectory has 14 items"):
+        rb.sample(28)
+    short = ReplayBuffer(
+        storage=LazyTensorStorage(100), sampler=SliceSampler(slice_len=13, strict_length=False)
+    )
+    short.extend(TensorDict({"x": torch.arange(20), ("next", "done"): done}, [20]))
+    assert short.sample(26)["x"].numel() <= 26
+    no_keys = ReplayBuffer(storage=LazyTensorStorage(10), sampler=SliceSampler(slice_len=2))
+    no_keys.extend(TensorDict({"x": torch.arange(4)}, [4]))
+    with pytest.raises(KeyError, match="traj_key"):
+        no_keys.sample(2)

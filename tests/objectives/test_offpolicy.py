@@ -93,7 +93,7 @@ def test_sac_targets_and_losses_by_hand():
     torch.manual_seed(0)
     actor = _StubActor()
     q = make_qvalue(OBS, ACT, num_cells=(8, 8))
-    loss = SACLoss(actor, q, alpha_init=0.5, gamma=0.9, action_spec=ACT)
+    loss = SACLoss(actor, q, alpha_init=0.5, gamma=0.9, action_spec=ACT, loss_function="l2")
     # make target critics differ from the online ones
     with torch.no_grad():
         for t in loss.target_qvalue_network_params.buffers():

@@ -49,7 +49,9 @@ def test_flatten_hparams_dict_and_dictconfig():
     assert flatten_hparams(cfg) == expected
     dc = OmegaConf.create({"a": {"b": 2, "c": "${a.b}"}, "d": None})
     assert flatten_hparams(dc) == {"a.b": 2, "a.c": 2, "d": "None"}
-    with pytest.raises(TypeError, match="dict or an OmegaConf DictConfig"):
+    with pytest.raises(
+        TypeError, match="a dict, an OmegaConf DictConfig or an argparse.Namespace, got list"
+    ):
         flatten_hparams([1, 2])
 
 
@@ -82,6 +84,50 @@ def test_encode_gif_round_trip():
 def test_logger_is_abstract():
     with pytest.raises(TypeError):
         Logger("x", "y")
+
+
+def test_hparams_from_an_argparse_namespace(tmp_path):
+    """torchrl's helper scripts configure runs with an ``argparse.Namespace``."""
+    import argparse
+
+    with CSVLogger("exp", log_dir=str(tmp_path)) as logger:
+        logger.log_hparams(argparse.Namespace(lr=0.1, num_cells=[64, 64], seed=None))
+    saved = yaml.safe_load((tmp_path / "exp" / "hparams.yaml").read_text())
+    assert saved == {"lr": 0.1, "num_cells": [64, 64], "seed": None}
+    assert flatten_hparams(argparse.Namespace(lr=0.1)) == {"lr": 0.1}
+
+
+def test_custom_logger_with_torchrl_abstract_methods():
+    """A subclass defining torchrl's abstract set (no ``log_str``) can be created, and
+    ``log_metrics`` takes torchrl's TensorDict / ``keys_sep`` form and returns the values."""
+    from tensordict import TensorDict
+
+    class ListLogger(Logger):
+        def _create_experiment(self):
+            return []
+
+        def log_scalar(self, name, value, step=None):
+            self.experiment.append((name, value, step))
+
+        def log_video(self, name, video, step=None, **kwargs):
+            pass
+
+        def log_hparams(self, cfg):
+            pass
+
+        def __repr__(self):
+            return "ListLogger"
+
+        def log_histogram(self, name, data, **kwargs):
+            pass
+
+    logger = ListLogger("exp", None)
+    td = TensorDict({"train": {"loss": torch.tensor(0.5)}, "r": torch.tensor([2.0])}, [])
+    out = logger.log_metrics(td, step=4, keys_sep=".")
+    assert out == {"train.loss": 0.5, "r": 2.0}
+    assert sorted(logger.experiment) == [("r", 2.0, 4), ("train.loss", 0.5, 4)]
+    with pytest.raises(NotImplementedError, match="ListLogger does not implement log_str"):
+        logger.log_str("note", "x")
 
 
 # --------------------------------------------------------------------------- csv
@@ -218,8 +264,31 @@ def test_get_logger_and_exp_name(tmp_path):
         assert name in str(err.value)
     assert "neptune" in str(err.value)
     name = generate_exp_name("PPO", "cartpole")
-    assert re.fullmatch(r"PPO_cartpole_\d\d_\d\d_\d\d-\d\d_\d\d_\d\d_[0-9a-f]{8}", name)
+    # torchrl's layout: model, experiment, 8 uuid characters, then the date-time
+    assert re.fullmatch(r"PPO_cartpole_[0-9a-f]{8}_\d\d_\d\d_\d\d-\d\d_\d\d_\d\d", name)
     assert generate_exp_name("PPO", "cartpole") != name
+
+
+def test_get_logger_unpacks_torchrl_backend_kwargs(tmp_path, monkeypatch):
+    """torchrl: ``get_logger("wandb", ..., wandb_kwargs={...})`` / ``mlflow_kwargs={...}``."""
+    import rl_trainers.record.loggers.utils as utils
+
+    made = {}
+
+    class Fake:
+        def __init__(self, **kwargs):
+            made.update(kwargs)
+
+    monkeypatch.setattr("rl_trainers.record.loggers.wandb.WandbLogger", Fake)
+    monkeypatch.setattr("rl_trainers.record.loggers.mlflow.MLFlowLogger", Fake)
+    utils.get_logger("wandb", str(tmp_path), "exp", wandb_kwargs={"project": "p", "offline": True})
+    assert made == {"exp_name": "exp", "save_dir": str(tmp_path), "project": "p", "offline": True}
+    made.clear()
+    utils.get_logger("mlflow", str(tmp_path), "exp", mlflow_kwargs={"tags": {"a": "b"}})
+    assert made == {"exp_name": "exp", "tracking_uri": str(tmp_path), "tags": {"a": "b"}}
+    logger = utils.get_logger("csv", str(tmp_path), "exp", wandb_kwargs={"project": "p"})
+    assert isinstance(logger, CSVLogger)  # another backend's kwargs are ignored, as in torchrl
+    logger.close()
 
 
 @pytest.mark.parametrize(
@@ -381,6 +450,22 @@ def test_wandb_offline_read_back(tmp_path, monkeypatch):
     assert video["_step"] == 3 and video["eval/video/_type"] == "video-file"
     assert os.path.exists(os.path.join(run_dir, "files", video["eval/video/path"]))
     assert [h["note"] for h in history if "note" in h] == ["hi"]
+
+
+def test_wandb_video_as_first_write_with_torchrl_format_keyword(tmp_path, monkeypatch):
+    """A video before any other write (save_dir not created yet), with torchrl's
+    ``format="mp4"`` keyword, is logged as a GIF."""
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    from rl_trainers.record.loggers import WandbLogger
+
+    logger = WandbLogger("exp", offline=True, save_dir=str(tmp_path / "new" / "wb"))
+    logger.log_video("eval/video", _video(), step=2, format="mp4")
+    logger.close()
+    (run_dir,) = glob.glob(str(tmp_path / "new" / "wb" / "wandb" / "offline-run-*"))
+    history, _ = _wandb_history_and_config(os.path.join(run_dir, f"run-{logger.id}.wandb"))
+    (video,) = [h for h in history if "eval/video/path" in h]
+    assert video["_step"] == 2 and video["eval/video/path"].endswith(".gif")
 
 
 # --------------------------------------------------------------------------- mlflow

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from tensordict import TensorDict
@@ -121,6 +122,31 @@ def test_pixel_render_transform_feeds_recorder():
     assert td["next", "pixels"].dtype == torch.uint8 and td["next", "pixels"].shape[-1] == 3
     env.transform[-1].dump()
     assert spy.calls[0][1].shape[1] == 4  # reset frame + 3 step frames
+    env.close()
+
+
+def test_pixel_render_transform_torchrl_options():
+    """torchrl's ``out_keys="..."``, ``render_method``, ``pass_tensordict`` and ``switch()``."""
+    seen = []
+
+    class Renderer(GymEnv):
+        def draw(self, tensordict, scale=1):
+            seen.append(tensordict is not None)
+            return np.full((2, 3, 3), scale, dtype=np.uint8)
+
+    render = PixelRenderTransform(
+        out_keys="frame", render_method="draw", pass_tensordict=True, scale=7
+    )
+    env = TransformedEnv(Renderer("CartPole-v1"), render)
+    td = env.rollout(2, break_when_any_done=False)
+    assert td["next", "frame"].shape == (2, 2, 3, 3) and int(td["next", "frame"].max()) == 7
+    assert seen and all(seen[-3:])
+    render.switch()
+    assert not render.enabled and "frame" not in env.rollout(1)["next"].keys()
+    render.switch("on")
+    assert render.enabled and "frame" in env.rollout(1)["next"].keys()
+    with pytest.raises(ValueError, match="'on' or 'off'"):
+        render.switch("maybe")
     env.close()
 
 

@@ -472,7 +472,7 @@ def test_log_validation_reward_with_fake_env():
         record_interval=2, record_frames=10, policy_exploration=act, environment=env, suffix="x"
     )
     out = hook()
-    assert out["r_evaluation_x"] == pytest.approx(1.0)
+    assert out["r_evaluation"] == pytest.approx(1.0)  # torchrl: suffix names the video only
     assert out["eval/episode_return_mean_x"] == pytest.approx(4.0)
     assert out["eval/episode_return_std_x"] == 0.0
     assert out["eval/num_episodes_x"] == 2  # 10 steps: two complete 4-step episodes

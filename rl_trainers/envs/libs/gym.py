@@ -6,8 +6,10 @@ One class serves a single env (``batch_size == ()``) and a gymnasium vector env
 appears in the next policy input, see ``EnvBase.step_and_maybe_reset``).
 
 Observation keys: a Box (or other non-Dict) observation is ``"observation"``; a Dict
-observation gives one key per entry (nested Dicts give nested keys); rendered frames are
-``"pixels"`` (uint8 ``[H, W, C]``) with ``from_pixels=True``.
+observation gives one key per entry (nested Dicts give nested keys); a Tuple observation
+(e.g. Blackjack's) gives ``"observation_0"``, ``"observation_1"``, ... (join them into one
+vector with ``CatTensors``); rendered frames are ``"pixels"`` (uint8 ``[H, W, C]``) with
+``from_pixels=True``.
 """
 
 from __future__ import annotations
@@ -200,18 +202,44 @@ def _leaf_converter(space: spaces.Space, spec: TensorSpec) -> Callable[[Any], to
     return conv
 
 
+def _tuple_keys(root_key: str, n: int) -> list[str]:
+    """Keys of the entries of a top-level Tuple observation: ``observation_0``, ..."""
+    return [f"{root_key}_{i}" for i in range(n)]
+
+
+def _observation_spec(
+    space: spaces.Space, spec: TensorSpec | Composite, root_key: str, batch_size: torch.Size
+) -> Composite:
+    """The env's observation Composite: a leaf under ``root_key``; a Dict's entries under
+    their names; a Tuple's entries under ``root_key_0``, ``root_key_1``, ..."""
+    if isinstance(space, spaces.Tuple):
+        keys = _tuple_keys(root_key, len(space.spaces))
+        entries = {k: spec[str(i)] for i, k in enumerate(keys)}
+        return Composite(entries, shape=batch_size, device=spec.device)
+    if not isinstance(spec, Composite):
+        return Composite({root_key: spec}, shape=batch_size, device=spec.device)
+    return spec
+
+
 def _obs_converter(
-    space: spaces.Space, spec: TensorSpec | Composite, root_key: str
+    space: spaces.Space, spec: TensorSpec | Composite, root_key: str, top: bool = True
 ) -> Callable[[Any], dict[str, Any]]:
-    """Function mapping a (batched or single) gym observation to a dict of tensors."""
+    """Function mapping a (batched or single) gym observation to a dict of tensors.
+
+    ``spec`` is the env's observation Composite (``_observation_spec``) at the top level.
+    """
     if isinstance(space, spaces.Dict | spaces.Tuple):
         names = list(space.spaces.keys()) if isinstance(space, spaces.Dict) else None
+        if names is None and top:
+            tuple_keys = _tuple_keys(root_key, len(space.spaces))
+        else:
+            tuple_keys = [str(i) for i in range(len(space.spaces))]
         subs = []
         for i, sub in enumerate(space.spaces.values() if names else space.spaces):
-            key = names[i] if names else str(i)
+            key = names[i] if names else tuple_keys[i]
             sub_spec = spec[key]
             if isinstance(sub, spaces.Dict | spaces.Tuple):
-                subs.append((key, i, _obs_converter(sub, sub_spec, "")))
+                subs.append((key, i, _obs_converter(sub, sub_spec, "", top=False)))
             else:
                 subs.append((key, i, _leaf_converter(sub, sub_spec)))
         by_name = names is not None
@@ -334,11 +362,12 @@ class GymWrapper(EnvBase):
         self.categorical_action_encoding = categorical_action_encoding
         self._obs_space, self._act_space = obs_space, act_space
         root_key = "pixels" if pixels_key_only else "observation"
-        obs_spec = specs_from_gym_space(
-            obs_space, categorical_action_encoding, self.device, batch_size
+        obs_spec = _observation_spec(
+            obs_space,
+            specs_from_gym_space(obs_space, categorical_action_encoding, self.device, batch_size),
+            root_key,
+            batch_size,
         )
-        if not isinstance(obs_spec, Composite):
-            obs_spec = Composite({root_key: obs_spec}, shape=batch_size, device=self.device)
         self.full_observation_spec = obs_spec
         act_spec = specs_from_gym_space(
             act_space, categorical_action_encoding, self.device, batch_size
@@ -586,11 +615,14 @@ class GymWrapper(EnvBase):
         conv = self.__dict__.get("_single_conv_cache")
         if conv is None:
             root = self._root_key
-            single = specs_from_gym_space(
-                self._obs_space, self.categorical_action_encoding, self.device
+            single = _observation_spec(
+                self._obs_space,
+                specs_from_gym_space(
+                    self._obs_space, self.categorical_action_encoding, self.device
+                ),
+                root,
+                torch.Size([]),
             )
-            if not isinstance(single, Composite):
-                single = Composite({root: single})
             conv = _obs_converter(self._obs_space, single, root)
             self.__dict__["_single_conv_cache"] = conv
         return conv

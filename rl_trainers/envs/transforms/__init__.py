@@ -1,5 +1,11 @@
 """Transforms and ``TransformedEnv``."""
 
+from rl_trainers.envs.transforms.keys import (
+    CatTensors,
+    ExcludeTransform,
+    RenameTransform,
+    SelectTransform,
+)
 from rl_trainers.envs.transforms.transforms import (
     CatFrames,
     Compose,
@@ -36,4 +42,8 @@ __all__ = [
     "FrameSkipTransform",
     "NoopResetEnv",
     "InitTracker",
+    "CatTensors",
+    "ExcludeTransform",
+    "SelectTransform",
+    "RenameTransform",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import argparse
 import contextlib
 import io
 import math
@@ -12,6 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
+from tensordict import TensorDictBase
 from torch import Tensor
 
 __all__ = ["Logger", "flatten_hparams", "video_to_frames", "encode_gif", "preserve_rng_state"]
@@ -31,18 +33,21 @@ def _to_container(cfg: Any) -> Any:
 
 
 def hparams_to_dict(cfg: Mapping[str, Any] | Any) -> dict[str, Any]:
-    """Returns ``cfg`` (a mapping or an OmegaConf ``DictConfig``) as a nested plain dict.
+    """Returns ``cfg`` (a mapping, an OmegaConf ``DictConfig`` or an ``argparse.Namespace``)
+    as a nested plain dict.
 
     Args:
         cfg: the hyper-parameters.
 
     Raises:
-        TypeError: if ``cfg`` is neither a mapping nor a ``DictConfig``.
+        TypeError: if ``cfg`` is none of these.
     """
+    if isinstance(cfg, argparse.Namespace):  # torchrl's helper scripts build their cfg so
+        cfg = vars(cfg)
     container = _to_container(cfg)
     if not isinstance(container, Mapping):
         raise TypeError(
-            f"log_hparams expects a dict or an OmegaConf DictConfig, got {type(cfg).__name__}."
+            f"log_hparams expects a dict, an OmegaConf DictConfig or an argparse.Namespace, got {type(cfg).__name__}."
         )
     return dict(container)
 
@@ -290,17 +295,37 @@ class Logger(abc.ABC):
     def log_histogram(self, name: str, data: Sequence | Tensor, step: int | None = None, **kwargs):
         """Logs the distribution of ``data``."""
 
-    @abc.abstractmethod
     def log_str(self, name: str, value: str, step: int | None = None) -> None:
-        """Logs a string."""
+        """Logs a string (every bundled backend does; torchrl does not require it of a
+        custom logger, so the base class only raises)."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement log_str.")
 
-    def log_metrics(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
+    def log_metrics(
+        self,
+        metrics: Mapping[str, Any] | TensorDictBase,
+        step: int | None = None,
+        *,
+        keys_sep: str = "/",
+    ) -> dict[str, Any]:
         """Logs several scalars at the same step.
 
         Args:
-            metrics: a mapping from name to number or one-element tensor.
+            metrics: a mapping (or a TensorDict, whose nested keys are joined with
+                ``keys_sep``) from name to number or one-element tensor.
             step: the step shared by all of them.
+            keys_sep: the separator of flattened TensorDict keys.
+
+        Returns:
+            The logged ``{name: value}`` with tensors turned into Python numbers.
         """
+        if isinstance(metrics, TensorDictBase):
+            metrics = metrics.flatten_keys(keys_sep).to_dict()
+        out = {name: to_python_scalar(value) for name, value in metrics.items()}
+        self._log_metrics(out, step)
+        return out
+
+    def _log_metrics(self, metrics: dict[str, Any], step: int | None) -> None:
+        """Writes converted metrics; backends with a batch write override it."""
         for name, value in metrics.items():
             self.log_scalar(name, value, step=step)
 

@@ -186,8 +186,8 @@ class MLFlowLogger(Logger):
         self._wrote_data = True
         self._record_step(name, step)
 
-    def log_metrics(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
-        """Logs several metrics at one step with one store call."""
+    def _log_metrics(self, metrics: dict[str, Any], step: int | None) -> None:
+        """Logs several metrics at one step with one store call (see ``Logger.log_metrics``)."""
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)

@@ -14,7 +14,8 @@ LOGGER_TYPES = ("csv", "tensorboard", "wandb", "mlflow")
 
 
 def generate_exp_name(model_name: str, experiment_name: str) -> str:
-    """Builds a unique experiment name: model, experiment, date-time and a short uuid.
+    """Builds a unique experiment name, laid out as torchrl's: model, experiment, the first
+    8 characters of a uuid4, then the date-time.
 
     Args:
         model_name: e.g. ``"PPO"``.
@@ -22,10 +23,10 @@ def generate_exp_name(model_name: str, experiment_name: str) -> str:
 
     Examples:
         >>> generate_exp_name("PPO", "cartpole")  # doctest: +SKIP
-        'PPO_cartpole_25_01_31-14_02_59_1f2e3d4c'
+        'PPO_cartpole_1f2e3d4c_25_01_31-14_02_59'
     """
     stamp = datetime.now().strftime("%y_%m_%d-%H_%M_%S")
-    return "_".join([str(model_name), str(experiment_name), stamp, uuid.uuid4().hex[:8]])
+    return "_".join([str(model_name), str(experiment_name), str(uuid.uuid4())[:8], stamp])
 
 
 def get_logger(
@@ -39,13 +40,19 @@ def get_logger(
         logger_name: the root directory of the logs (for mlflow a directory or a tracking
             URI).
         experiment_name: the experiment name.
-        **kwargs: forwarded to the logger's constructor.
+        **kwargs: forwarded to the logger's constructor; torchrl's ``wandb_kwargs={...}``
+            (for ``"wandb"``) and ``mlflow_kwargs={...}`` (for ``"mlflow"``) are unpacked
+            into them.
 
     Raises:
         ValueError: for an unknown ``logger_type``.
     """
     if logger_type in ("", None):
         return None
+    for backend in LOGGER_TYPES:  # torchrl's form: get_logger(..., wandb_kwargs={...})
+        extra = kwargs.pop(f"{backend}_kwargs", None)
+        if extra and backend == logger_type:
+            kwargs.update(extra)
     if logger_type == "csv":
         from .csv import CSVLogger
 

@@ -121,9 +121,9 @@ class WandbLogger(Logger):
         self._log({name: to_python_scalar(value)}, step)
         self._record_step(name, step)
 
-    def log_metrics(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
-        """Logs several scalars in one W&B history row."""
-        self._log({k: to_python_scalar(v) for k, v in metrics.items()}, step)
+    def _log_metrics(self, metrics: dict[str, Any], step: int | None) -> None:
+        """Logs several scalars in one W&B history row (see ``Logger.log_metrics``)."""
+        self._log(metrics, step)
         for name in metrics:
             self._record_step(name, step)
 
@@ -135,16 +135,24 @@ class WandbLogger(Logger):
         self._wrote_data = True
 
     def log_video(self, name: str, video: Tensor, step: int | None = None, **kwargs) -> None:
-        """Logs a video as an animated GIF; ``fps`` overrides the default frame rate."""
+        """Logs a video as an animated GIF; ``fps`` overrides the default frame rate.
+
+        torchrl's ``format`` keyword (``"mp4"`` needs moviepy) is accepted and ignored: the
+        video is always encoded as a GIF with Pillow. Other keywords go to ``wandb.Video``
+        (e.g. ``caption``).
+        """
         import wandb
 
         fps = kwargs.pop("fps", self.video_fps)
+        kwargs.pop("format", None)
         media_dir = self.save_dir if self.save_dir is not None else tempfile.gettempdir()
+        os.makedirs(media_dir, exist_ok=True)  # the run (which creates save_dir) may not exist yet
         with tempfile.NamedTemporaryFile(suffix=".gif", dir=media_dir, delete=False) as f:
             f.write(encode_gif(video, fps=fps))
             path = f.name
         try:
-            self._log({name: wandb.Video(path, fps=fps, format="gif", **kwargs)}, step)
+            # the GIF carries its frame rate; wandb.Video's fps only applies to arrays
+            self._log({name: wandb.Video(path, format="gif", **kwargs)}, step)
         finally:
             os.unlink(path)
         self._record_step(name, step)

@@ -33,7 +33,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from .configs import GROUP_OPTIONS, ROOT_SCHEMAS
-from .errors import ConfigError
+from .errors import ConfigError, report_and_exit
 
 #: The directory of the YAML recipes (``configs/`` at the top of the repository).
 CONFIG_DIR = str(Path(__file__).resolve().parents[3] / "configs")
@@ -57,9 +57,7 @@ def user_errors() -> Iterator[None]:
     except _user_error_types() as err:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
-        print(f"Error: {err}", file=sys.stderr)
-        print("(set HYDRA_FULL_ERROR=1 for the full traceback)", file=sys.stderr)
-        sys.exit(2)
+        report_and_exit(str(err))
 
 
 # ----------------------------------------------------------------------------- torchrl names
@@ -270,7 +268,7 @@ def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> f
         where = trainer.last_checkpoint or "(no checkpoint: saving is disabled)"
         print(
             f"Stopped by {trainer.interrupted} at frame {trainer.collected_frames}; "
-            f"checkpoint: {where}. Continue with: trainer.resume=true hydra.run.dir={out}",
+            f"checkpoint: {where}. Continue with: {resume_command(out)}",
             file=sys.stderr,
         )
         code = getattr(signal.Signals, trainer.interrupted, None)
@@ -295,6 +293,25 @@ def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> f
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(json.dumps(summary, indent=2))
     return summary["eval_return_mean"]
+
+
+def resume_command(out: Path) -> str:
+    """The command line that continues this run: the script and the run's own overrides
+    (inside ``@hydra.main``), then ``trainer.resume=true hydra.run.dir=<out>``."""
+    import shlex
+
+    from hydra.core.hydra_config import HydraConfig
+
+    words = ["trainer.resume=true", f"hydra.run.dir={out}"]
+    if not HydraConfig.initialized():
+        return " ".join(shlex.quote(w) for w in words)
+    own = [
+        o
+        for o in HydraConfig.get().overrides.task
+        if o.lstrip("+~").partition("=")[0] not in ("trainer.resume", "trainer.resume_from")
+    ]
+    words = ["python", sys.argv[0], *own, *words]
+    return " ".join(shlex.quote(w) for w in words)
 
 
 def _std(values: list[float]) -> float:

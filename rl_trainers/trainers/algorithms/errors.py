@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+import typing
+
 
 class ConfigError(ValueError):
     """A configuration value is invalid; the message names the field, the value and what is allowed."""
@@ -20,3 +23,10 @@ class ComponentError(ConfigError):
         self.node = node
         self.cause = cause
         ValueError.__init__(self, f"could not build '{node}': {cause}")
+
+
+def report_and_exit(message: str) -> typing.NoReturn:
+    """Print ``Error: <message>`` and the traceback hint to stderr, then exit with status 2."""
+    print(f"Error: {message}", file=sys.stderr)
+    print("(set HYDRA_FULL_ERROR=1 for the full traceback)", file=sys.stderr)
+    sys.exit(2)

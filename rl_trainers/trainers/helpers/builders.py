@@ -237,7 +237,8 @@ def transformed_env_constructor(
     """A function building the (transformed) env that ``cfg`` describes.
 
     Base env: ``custom_env``, ``custom_env_maker()`` or ``GymEnv(cfg.env_name, from_pixels=,
-    frame_skip=, categorical_action_encoding=)``. Transforms, in order: ``VideoRecorder`` (if
+    frame_skip=, categorical_action_encoding=)``; with ``video_tag`` and ``logger`` the
+    GymEnv also renders ``pixels`` (next to the state observation) for the recorder. Transforms, in order: ``VideoRecorder`` (if
     ``logger`` and ``video_tag``), ``NoopResetEnv(cfg.noops)``; for pixels ``ToTensorImage``,
     ``Resize(cfg.image_size)``, ``GrayScale`` (``cfg.grayscale``), ``CatFrames(cfg.catframes)``
     and ``ObservationNorm`` (``obs_norm_state_dict`` or standard-normal ``stats``); for states
@@ -274,10 +275,14 @@ def transformed_env_constructor(
             library = cfg_get(cfg, "env_library")
             if library not in ("gym", "gymnasium"):
                 raise ValueError(f"cfg.env_library={library!r}: only 'gym'/'gymnasium' exist.")
+            from_pixels = bool(cfg_get(cfg, "from_pixels"))
+            # as torchrl: a recorded env renders pixels for its VideoRecorder, next to the
+            # state observation the policy reads
+            records = bool(video_tag) and logger is not None
             env = GymEnv(
                 cfg_get(cfg, "env_name"),
-                from_pixels=bool(cfg_get(cfg, "from_pixels")),
-                pixels_only=bool(cfg_get(cfg, "from_pixels")),
+                from_pixels=from_pixels or records,
+                pixels_only=from_pixels,
                 frame_skip=int(cfg_get(cfg, "frame_skip")),
                 categorical_action_encoding=bool(cfg_get(cfg, "categorical_action_encoding")),
                 **kwargs,
@@ -699,7 +704,8 @@ def make_trainer(
     ``RewardNormalizer`` (``normalize_rewards_online*``), exploration annealing
     (``policy_exploration.step(frames_per_batch)``), collector weight sync, the learning
     rate, evaluation on ``recorder`` (``record_interval``, ``record_frames``), training
-    reward and frame count logging.
+    reward and frame count logging. With a ``logger``, ``cfg`` is logged as the run's
+    hyper-parameters (``logger.log_hparams``), as torchrl does.
     """
     from rl_trainers.trainers import (
         BatchSubSampler,
@@ -718,6 +724,8 @@ def make_trainer(
     name = str(cfg_get(cfg, "optimizer")).lower()
     if name not in _OPTIMIZERS:
         raise ValueError(f"cfg.optimizer={name!r}; expected one of {sorted(_OPTIMIZERS)}.")
+    if logger is not None:  # as torchrl's make_trainer: the run's config with its logs
+        logger.log_hparams(cfg)
     optimizer = _OPTIMIZERS[name](
         loss_module.parameters(),
         lr=float(cfg_get(cfg, "lr")),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import math
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -50,6 +50,7 @@ def make_env(
     grayscale: bool = True,
     frame_stack: int = 4,
     transforms: Sequence[Any] = (),
+    make_kwargs: Mapping[str, Any] | None = None,
 ):
     """A batched gymnasium env with the transforms training needs.
 
@@ -74,6 +75,8 @@ def make_env(
         frame_stack: stack this many recent frames along the channels (pixels only).
         transforms: more :class:`~rl_trainers.envs.Transform` objects, appended after the
             ones above (from a config: ``_target_`` nodes, instantiated by Hydra).
+        make_kwargs: more keyword arguments for ``gymnasium.make`` (e.g. ``{"g": 9.81}``
+            for Pendulum-v1).
     """
     from rl_trainers.envs import (
         Compose,
@@ -89,6 +92,7 @@ def make_env(
     if num_envs < 1:
         raise ConfigError("env.num_envs", num_envs, "a positive number of environments")
     kwargs: dict[str, Any] = {
+        **(make_kwargs or {}),
         "from_pixels": from_pixels,
         "frame_skip": frame_skip,
         "device": device,

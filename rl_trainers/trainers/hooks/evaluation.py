@@ -12,7 +12,13 @@ from tensordict.utils import NestedKey
 
 from rl_trainers.trainers.trainer import Trainer, TrainerHookBase
 
-__all__ = ["LogValidationReward", "Recorder", "episode_returns", "trajectory_returns"]
+__all__ = [
+    "LogValidationReward",
+    "Recorder",
+    "dump_recorders",
+    "episode_returns",
+    "trajectory_returns",
+]
 
 _REWARD = ("next", "reward")
 
@@ -90,6 +96,34 @@ def trajectory_returns(rollout: TensorDictBase) -> torch.Tensor:
     return out.index_add_(0, ids, reward.reshape(-1))
 
 
+def _dump_transform(transform: Any, suffix: str | None) -> None:
+    dump = getattr(transform, "dump", None)
+    if callable(dump):
+        dump() if suffix is None else dump(suffix=suffix)
+    for child in getattr(transform, "transforms", None) or ():  # a Compose
+        _dump_transform(child, suffix)
+
+
+def dump_recorders(env: Any, suffix: str | None = None) -> None:
+    """Call ``dump(suffix=suffix)`` on every recorder transform of ``env``.
+
+    Recorders (``VideoRecorder``, ``TensorDictRecorder``) are found in the env's transform,
+    inside a ``Compose`` and in the transforms of nested ``TransformedEnv`` base envs, so a
+    video recorder appended next to other transforms is dumped too.
+
+    Args:
+        env: the (transformed) environment.
+        suffix: passed to each ``dump`` (``VideoRecorder`` logs ``<tag>_<suffix>``).
+    """
+    seen: set[int] = set()
+    while env is not None and id(env) not in seen:
+        seen.add(id(env))
+        transform = getattr(env, "transform", None)
+        if transform is not None:
+            _dump_transform(transform, suffix)
+        env = getattr(env, "base_env", None)
+
+
 class LogValidationReward(TrainerHookBase):
     """Evaluate the policy on its own environment every ``record_interval`` calls.
 
@@ -109,7 +143,12 @@ class LogValidationReward(TrainerHookBase):
       ``eval/episode_length_mean`` and ``eval/num_episodes`` over the episodes that ended
       inside the rollout (returns are absent if none ended).
 
-    With ``suffix``, every logged name gets ``_<suffix>`` appended.
+    As in torchrl, ``suffix`` names the recorded video: after each evaluation, every
+    recorder transform of the environment (a ``VideoRecorder``, also inside a ``Compose``)
+    is dumped with ``dump(suffix=suffix)``, which logs the video as ``<tag>_<suffix>``.
+    The names of ``out_keys`` are logged unchanged; the ``eval/...`` statistics (which
+    torchrl does not log) get ``_<suffix>`` appended, so two hooks on one trainer (e.g.
+    deterministic and random evaluation) keep them apart.
 
     Args:
         record_interval: number of calls between two evaluations (the first call evaluates).
@@ -123,7 +162,7 @@ class LogValidationReward(TrainerHookBase):
         out_keys: logged name of each entry of ``log_keys``; by default
             ``("next", "reward")`` -> ``"r_evaluation"`` and any other key its own name
             (tuple keys joined with ``"_"``).
-        suffix: appended to the logged names.
+        suffix: suffix of the recorded video, also appended to the ``eval/...`` names.
         log_pbar: also show the values on the progress bar.
         recorder: older name of ``environment``.
     """
@@ -195,19 +234,16 @@ class LogValidationReward(TrainerHookBase):
         finally:
             if was_training:
                 policy.train()
-        transform = getattr(self.environment, "transform", None)
-        dump = getattr(transform, "dump", None)
-        if callable(dump):
-            dump()
+        dump_recorders(self.environment, self.suffix)
         out: dict[str, Any] = {}
         for key in self.log_keys:
             name = self.out_keys[key]
             value = rollout.get(key).float()
             if _is_reward(key):
-                out[self._name(name)] = value.mean().item() / self.frame_skip
-                out[self._name("total_" + name)] = trajectory_returns(rollout).mean().item()
+                out[name] = value.mean().item() / self.frame_skip
+                out["total_" + name] = trajectory_returns(rollout).mean().item()
             else:
-                out[self._name(name)] = value.mean().item()
+                out[name] = value.mean().item()
         returns, lengths = episode_returns(rollout)
         out[self._name("eval/num_episodes")] = returns.numel()
         if returns.numel():

@@ -34,7 +34,9 @@ class CountFramesLog(TrainerHookBase):
         self.log_pbar = log_pbar
         self.frame_count = 0
 
-    def __call__(self, batch: TensorDictBase) -> dict[str, Any]:
+    def __call__(self, batch: TensorDictBase) -> dict[str, Any] | None:
+        if batch.is_empty():  # async_collection: the trainer has no collected batch to show
+            return None
         mask = batch.get(_MASK, None)
         n = int(mask.sum()) if mask is not None else batch.numel()
         self.frame_count += n * self.frame_skip
@@ -54,6 +56,13 @@ class CountFramesLog(TrainerHookBase):
         self.frame_count = int(state_dict["frame_count"])
 
 
+def _default_logname(key: NestedKey) -> str:
+    """torchrl's name of a ``LogScalar`` without ``logname``: the key itself."""
+    if key == _REWARD:
+        return "r_training"
+    return key if isinstance(key, str) else "_".join(key)
+
+
 class LogScalar(TrainerHookBase):
     """Log a reduction (and the standard deviation) of one entry of each collected batch.
 
@@ -66,13 +75,18 @@ class LogScalar(TrainerHookBase):
 
     Args:
         key: the entry to read; the reward ``("next", "reward")`` by default or if None.
-        logname: the logged name; the std is logged as ``<logname>_std``.
+        logname: the logged name; the std is logged as ``<logname>_std``. None (as in
+            torchrl) logs under the key: a str key is its own name (``LogScalar("action")``
+            logs ``action``), a nested key is joined with ``"_"``, except the reward, which
+            keeps torchrl's ``r_training``.
         log_pbar: also show the value on the progress bar.
         include_std: also log the standard deviation.
         reduction: one of ``"mean"``, ``"sum"``, ``"max"``, ``"min"``.
         reward_key: torchrl's name of ``key`` (give one or the other).
 
-    Entries masked out by ``("collector", "mask")`` are ignored.
+    Entries masked out by ``("collector", "mask")`` are ignored. An empty batch (what
+    logging hooks receive with ``async_collection=True``, where the collector writes to its
+    buffer in the background) logs nothing.
 
     Examples:
         >>> LogScalar(logname="r_training", log_pbar=True).key
@@ -81,12 +95,14 @@ class LogScalar(TrainerHookBase):
         'r_training'
         >>> LogScalar(key="t", logname="tmax", reduction="max").logname
         'tmax'
+        >>> LogScalar("action").logname  # torchrl: the key names the value
+        'action'
     """
 
     def __init__(
         self,
         key: NestedKey = ("next", "reward"),
-        logname: str = "r_training",
+        logname: str | None = None,
         log_pbar: bool = False,
         include_std: bool = True,
         reduction: str = "mean",
@@ -115,6 +131,10 @@ class LogScalar(TrainerHookBase):
             key = reward_key
         if key is None:
             key = _REWARD
+        elif isinstance(key, list):  # a nested key from a config file (["next", "reward"])
+            key = tuple(key)
+        if logname is None:
+            logname = _default_logname(key)
         if not isinstance(logname, str):
             raise TypeError(f"logname must be a str, got {logname!r}.")
         if reduction not in _REDUCTIONS:
@@ -130,11 +150,13 @@ class LogScalar(TrainerHookBase):
         """torchrl's name of :attr:`key`."""
         return self.key
 
-    def __call__(self, batch: TensorDictBase) -> dict[str, Any]:
+    def __call__(self, batch: TensorDictBase) -> dict[str, Any] | None:
+        if batch.is_empty():  # async_collection: the trainer has no collected batch to show
+            return None
         value = batch.get(self.key, None)
         if value is None:
             hint = ""
-            if isinstance(self.key, str) and self.logname == "r_training":
+            if isinstance(self.key, str) and self.logname in (self.key, "r_training"):
                 hint = (
                     f" LogScalar's first argument is the key to read; for torchrl's form "
                     f"write LogScalar(logname={self.key!r}) (the reward is read by default)."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rl_trainers.trainers.trainer import Trainer, TrainerHookBase
@@ -15,9 +16,18 @@ class UpdateWeights(TrainerHookBase):
     Args:
         collector: the collector to update.
         update_weights_interval: number of ``post_steps`` calls between two updates.
+        policy_weights_getter: a callable returning the weights to send (e.g.
+            ``lambda: actor.state_dict()``), passed as
+            ``collector.update_policy_weights_(weights)``; None lets the collector read its
+            own policy's weights.
     """
 
-    def __init__(self, collector: Any, update_weights_interval: int) -> None:
+    def __init__(
+        self,
+        collector: Any,
+        update_weights_interval: int = 1,
+        policy_weights_getter: Callable[[], Any] | None = None,
+    ) -> None:
         if not callable(getattr(collector, "update_policy_weights_", None)):
             raise TypeError(
                 f"{type(collector).__name__} has no update_policy_weights_() method to call."
@@ -26,14 +36,22 @@ class UpdateWeights(TrainerHookBase):
             raise ValueError(
                 f"update_weights_interval must be >= 1, got {update_weights_interval}."
             )
+        if policy_weights_getter is not None and not callable(policy_weights_getter):
+            raise TypeError(
+                f"policy_weights_getter must be callable, got {policy_weights_getter!r}."
+            )
         self.collector = collector
         self.update_weights_interval = update_weights_interval
+        self.policy_weights_getter = policy_weights_getter
         self.counter = 0
 
     def __call__(self) -> None:
         self.counter += 1
         if self.counter % self.update_weights_interval == 0:
-            self.collector.update_policy_weights_()
+            if self.policy_weights_getter is None:
+                self.collector.update_policy_weights_()
+            else:
+                self.collector.update_policy_weights_(self.policy_weights_getter())
 
     def register(self, trainer: Trainer, name: str = "update_weights") -> None:
         """Register at ``"post_steps"`` and checkpoint the counter."""

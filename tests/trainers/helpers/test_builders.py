@@ -104,6 +104,23 @@ def test_transformed_env_constructor_reward_scaling_and_step_limit():
     env.close()
 
 
+def test_transformed_env_constructor_video_tag_records_a_state_env(tmp_path):
+    """torchrl renders pixels when a video tag is given, so the recorder env logs a video
+    while the policy still reads the state observation."""
+    from rl_trainers.record.loggers.csv import CSVLogger
+
+    logger = CSVLogger("exp", log_dir=str(tmp_path))
+    env = transformed_env_constructor(_ns(), video_tag="eval", logger=logger)()
+    rollout = env.rollout(3)
+    assert rollout["observation"].shape == (3, 4) and "pixels" in rollout.keys()
+    env.transform[0].dump()
+    env.close()
+    assert [p.name for p in (tmp_path / "exp" / "videos").iterdir()] == ["eval_0.pt"]
+    plain = transformed_env_constructor(_ns())()  # no video tag: no rendering
+    assert "pixels" not in plain.reset().keys()
+    plain.close()
+
+
 def test_missing_field_names_it():
     with pytest.raises(KeyError, match="no field 'env_name'"):
         transformed_env_constructor(argparse.Namespace())()

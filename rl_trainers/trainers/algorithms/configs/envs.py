@@ -32,3 +32,6 @@ class GymEnvConfig:
     transforms: list[Any] = config_field(
         [], "more transforms, last: [{_target_: rl_trainers.envs.StepCounter, max_steps: 200}]"
     )
+    make_kwargs: Any = config_field(
+        None, "keyword arguments for gymnasium.make, e.g. {g: 9.81} for Pendulum-v1"
+    )

@@ -12,11 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase, is_tensorclass
+from torch.utils._pytree import tree_flatten, tree_unflatten
 
-from rl_trainers.data.samplers import PrioritizedSampler, RandomSampler, Sampler
-from rl_trainers.data.storages import ListStorage, Storage, TensorStorage, item_positions
-from rl_trainers.data.writers import RoundRobinWriter, Writer
+from rl_trainers.data.replay_buffers.samplers import PrioritizedSampler, RandomSampler, Sampler
+from rl_trainers.data.replay_buffers.storages import (
+    ListStorage,
+    Storage,
+    TensorStorage,
+    item_positions,
+)
+from rl_trainers.data.replay_buffers.writers import RoundRobinWriter, Writer
 from rl_trainers.envs.utils import flatten_batch
 
 __all__ = [
@@ -66,6 +72,9 @@ class ReplayBuffer:
         self._storage = storage if storage is not None else ListStorage(1000)
         self._sampler = sampler if sampler is not None else RandomSampler()
         self._writer = writer if writer is not None else RoundRobinWriter()
+        set_storage = getattr(self._sampler, "set_storage", None)
+        if set_storage is not None:  # samplers reading stored entries (SliceSampler)
+            set_storage(self._storage)
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be a positive int or None, got {batch_size}")
         self._batch_size = batch_size
@@ -75,6 +84,8 @@ class ReplayBuffer:
         if self._prefetch and batch_size is None:
             raise ValueError("prefetch needs a default batch_size")
         self._lock = threading.RLock()
+        # turns what a tensor storage holds back into the type written (tensorclass, pytree)
+        self._decode: Callable[[Any], Any] | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._futures: deque[Future] = deque()
         # A reopened storage (e.g. LazyMemmapStorage over an existing directory) already holds
@@ -115,8 +126,11 @@ class ReplayBuffer:
             data = data[0] if single else self._collate(data)
             if single and isinstance(data, TensorDictBase) and self._transform is not None:
                 data = data.clone(False)  # a transform must not edit the stored item
-        elif single:
-            data = data[0]
+        else:
+            if self._decode is not None:
+                data = self._decode(data)
+            if single:
+                data = data[0]
         return data if self._transform is None else self._transform(data)
 
     def __iter__(self) -> Iterator[Any]:
@@ -170,9 +184,35 @@ class ReplayBuffer:
     def _priority_of(self, data: Any) -> torch.Tensor | None:
         return None
 
+    def _encode(self, data: Any, single: bool) -> Any:
+        """A tensorclass or a pytree of tensors (dicts, lists, tuples) as a TensorDict that a
+        tensor storage can hold; samples are turned back into the written type."""
+        if isinstance(data, (TensorDictBase, torch.Tensor)) or not isinstance(
+            self._storage, TensorStorage
+        ):
+            return data
+        if is_tensorclass(data):
+            self._decode = _TensorclassDecoder(type(data))
+            td = data._tensordict
+            return td.unsqueeze(0) if single else td
+        leaves, spec = tree_flatten(data)
+        if not leaves or not all(isinstance(leaf, torch.Tensor) for leaf in leaves):
+            return data  # the storage names what it accepts
+        if single:
+            leaves = [leaf.unsqueeze(0) for leaf in leaves]
+        if any(leaf.ndim == 0 for leaf in leaves):
+            raise ValueError("extend() needs pytree leaves with a leading dimension")
+        td = TensorDict({str(i): leaf for i, leaf in enumerate(leaves)}, leaves[0].shape[:1])
+        self._decode = _PytreeDecoder(spec, len(leaves))
+        return td
+
     def extend(self, data: Any) -> torch.Tensor:
-        """Write a batch of items; returns their storage indices (int64 tensor)."""
-        data = self._flatten(data)
+        """Write a batch of items; returns their storage indices (int64 tensor).
+
+        Tensor storages take TensorDicts, tensors, tensorclasses and pytrees (dicts,
+        lists, tuples) of tensors; the leading dimension indexes the items.
+        """
+        data = self._flatten(self._encode(data, single=False))
         n = len(data) if not isinstance(data, (TensorDictBase, torch.Tensor)) else data.shape[0]
         max_size = self._storage.max_size
         if n > max_size:
@@ -188,7 +228,10 @@ class ReplayBuffer:
 
     def add(self, data: Any) -> int:
         """Write one item; returns its storage index."""
-        if isinstance(data, (TensorDictBase, torch.Tensor)):
+        encoded = self._encode(data, single=True)
+        if encoded is not data:
+            batch = encoded
+        elif isinstance(data, (TensorDictBase, torch.Tensor)):
             batch = data.unsqueeze(0)
         else:
             batch = [data]
@@ -200,6 +243,8 @@ class ReplayBuffer:
             index, info = self._sampler.sample(len(self._storage), batch_size)
             data = self._storage.get(index)
         data = self._collate(data)
+        if self._decode is not None:
+            data = self._decode(data)
         info["index"] = index
         if self._transform is not None:
             data = self._transform(data)
@@ -329,15 +374,19 @@ class TensorDictReplayBuffer(ReplayBuffer):
 
     def sample(self, batch_size: int | None = None, return_info: bool = False) -> Any:
         data, info = super().sample(batch_size, return_info=True)
-        if not isinstance(data, TensorDictBase):
+        # a tensorclass sample carries index and weight in its TensorDict, as in torchrl
+        td = data._tensordict if is_tensorclass(data) else data
+        if not isinstance(td, TensorDictBase):
             raise TypeError(f"TensorDictReplayBuffer stores TensorDicts, got {type(data).__name__}")
-        n = data.shape[0]
-        data.set("index", info["index"])
+        n = td.shape[0]
+        td.set("index", info["index"])
         weight = info.get("_weight")
         if weight is not None:
-            data.set(
-                "_weight", weight.reshape(n, *([1] * (data.batch_dims - 1))).expand(data.shape)
-            )
+            td.set("_weight", weight.reshape(n, *([1] * (td.batch_dims - 1))).expand(td.shape))
+        for key, flag in info.items():  # e.g. SliceSampler's slice ends: truncated, done
+            if key not in ("index", "_weight"):
+                stored = td.get(key, None)
+                td.set(key, flag if stored is None else stored | flag)
         return (data, info) if return_info else data
 
     def update_tensordict_priority(self, data: TensorDictBase) -> None:
@@ -487,3 +536,23 @@ class _Chain:
 
     def __call__(self, data: Any) -> Any:
         return self.second(self.first(data))
+
+
+class _TensorclassDecoder:
+    """Stored TensorDict -> the tensorclass that was written."""
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+
+    def __call__(self, td: TensorDictBase) -> Any:
+        return self.cls.from_tensordict(td)
+
+
+class _PytreeDecoder:
+    """Stored TensorDict of leaves ``"0"``, ``"1"``, ... -> the pytree that was written."""
+
+    def __init__(self, spec: Any, n: int) -> None:
+        self.spec, self.n = spec, n
+
+    def __call__(self, td: TensorDictBase) -> Any:
+        return tree_unflatten([td.get(str(i)) for i in range(self.n)], self.spec)

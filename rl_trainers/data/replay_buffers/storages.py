@@ -413,7 +413,8 @@ class LazyMemmapStorage(TensorStorage):
 
     Args:
         max_size: the capacity in items.
-        scratch_dir: directory holding the memory-mapped files.
+        scratch_dir: directory holding the memory-mapped files (a path or a
+            ``tempfile.TemporaryDirectory``).
         existsok: reopen data already in ``scratch_dir`` instead of raising.
         device: must be "cpu" (memory maps live in host memory).
     """
@@ -422,7 +423,7 @@ class LazyMemmapStorage(TensorStorage):
         self,
         max_size: int,
         *,
-        scratch_dir: str | os.PathLike | None = None,
+        scratch_dir: str | os.PathLike | tempfile.TemporaryDirectory | None = None,
         existsok: bool = False,
         device: str | torch.device = "cpu",
     ) -> None:
@@ -430,6 +431,8 @@ class LazyMemmapStorage(TensorStorage):
             raise ValueError(f"LazyMemmapStorage lives on cpu, got device={device!r}")
         super().__init__(storage=None, max_size=max_size, device="cpu")
         self._owns_dir = scratch_dir is None
+        if isinstance(scratch_dir, tempfile.TemporaryDirectory):
+            scratch_dir = scratch_dir.name  # as torchrl's tutorials pass it
         self.scratch_dir = Path(scratch_dir or tempfile.mkdtemp(prefix="rl_trainers_memmap_"))
         self.existsok = existsok
         if (self.scratch_dir / _META_FILE).exists():

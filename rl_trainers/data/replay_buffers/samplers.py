@@ -14,9 +14,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from rl_trainers.data._segment_tree import MinSegmentTree, SumSegmentTree
+from rl_trainers.data.replay_buffers._segment_tree import MinSegmentTree, SumSegmentTree
 
-__all__ = ["PrioritizedSampler", "RandomSampler", "Sampler", "SamplerWithoutReplacement"]
+__all__ = [
+    "PrioritizedSampler",
+    "RandomSampler",
+    "Sampler",
+    "SamplerWithoutReplacement",
+    "SliceSampler",
+]
 
 
 class Sampler:
@@ -38,6 +44,9 @@ class Sampler:
 
     def empty(self) -> None:
         """Forget per-item state."""
+
+    def set_storage(self, storage: Any) -> None:
+        """Called by the replay buffer with its storage (for samplers that read entries)."""
 
     @property
     def ran_out(self) -> bool:
@@ -253,3 +262,7 @@ class PrioritizedSampler(Sampler):
         min_leaves = np.where(leaves > 0, leaves, np.inf)
         self._min_tree.set_leaves(min_leaves)
         self._max_priority = float(state_dict["max_priority"])
+
+
+# torchrl's path: ``...replay_buffers.samplers.SliceSampler`` (its own module imports Sampler)
+from rl_trainers.data.replay_buffers.slice_sampler import SliceSampler  # noqa: E402

@@ -1,0 +1,200 @@
+"""``SliceSampler``: contiguous sub-trajectories of a replay buffer (torchrl's keywords).
+
+Trajectories are runs of stored items: positions with the same ``traj_key`` value, or the
+items up to and including one whose ``end_key`` flag is set. A slice of ``slice_len`` items
+is drawn from a trajectory chosen uniformly among those long enough, at a uniform offset.
+Samples are flat (``[batch_size]``, the slices one after the other): reshape them to
+``[num_slices, slice_len]``. The last step of every slice is marked truncated (and done) in
+the sample, so value estimators do not bootstrap across slices.
+
+Example:
+    >>> rb = TensorDictReplayBuffer(
+    ...     storage=LazyTensorStorage(10_000),
+    ...     sampler=SliceSampler(slice_len=8, traj_key=("collector", "traj_ids")),
+    ...     batch_size=64,
+    ... )  # doctest: +SKIP
+    >>> rb.sample().reshape(-1, 8)  # 8 slices of 8 consecutive steps  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+
+from rl_trainers.data.replay_buffers.samplers import Sampler, _check_nonempty
+
+__all__ = ["SliceSampler"]
+
+Key = str | tuple[str, ...]
+
+
+def _replace_last(key: Key, name: str) -> Key:
+    return (*key[:-1], name) if isinstance(key, tuple) else name
+
+
+class SliceSampler(Sampler):
+    """Sample slices of consecutive items from the same trajectory, with replacement.
+
+    Keyword Args:
+        num_slices: slices per sample (``batch_size // num_slices`` items each); exclusive
+            with ``slice_len``.
+        slice_len: items per slice (``batch_size // slice_len`` slices); exclusive with
+            ``num_slices``.
+        end_key: the flag ending a trajectory (default ``("next", "done")``); used when
+            the storage has no ``traj_key`` entry.
+        traj_key: the trajectory id entry (default ``"episode"``; collectors write
+            ``("collector", "traj_ids")``).
+        ends: a bool tensor of end flags, one per stored item, instead of reading
+            ``end_key`` (for a storage that is not extended afterwards).
+        trajectories: trajectory ids, one per stored item, instead of reading ``traj_key``.
+        truncated_key: where the sample marks the end of each slice (None: not marked);
+            ``done`` next to it is set there too.
+        strict_length: only trajectories with at least ``slice_len`` items are sampled;
+            False also takes shorter ones whole (the sample then holds fewer items).
+        cache_values, compile, span, use_gpu: accepted at torchrl's defaults only.
+    """
+
+    def __init__(
+        self,
+        *,
+        num_slices: int | None = None,
+        slice_len: int | None = None,
+        end_key: Key | None = None,
+        traj_key: Key | None = None,
+        ends: torch.Tensor | None = None,
+        trajectories: torch.Tensor | None = None,
+        cache_values: bool = False,
+        truncated_key: Key | None = ("next", "truncated"),
+        strict_length: bool = True,
+        compile: bool | dict = False,
+        span: bool | int | tuple = False,
+        use_gpu: bool | torch.device = False,
+    ) -> None:
+        if (num_slices is None) == (slice_len is None):
+            raise TypeError("SliceSampler needs exactly one of num_slices and slice_len")
+        for name, value in (("num_slices", num_slices), ("slice_len", slice_len)):
+            if value is not None and int(value) < 1:
+                raise ValueError(f"SliceSampler: {name} must be >= 1, got {value}")
+        if compile or span or use_gpu:
+            raise NotImplementedError(
+                "SliceSampler: compile, span and use_gpu are not supported; leave them False"
+            )
+        if ends is not None and trajectories is not None:
+            raise TypeError("SliceSampler: give ends or trajectories, not both")
+        self.num_slices = None if num_slices is None else int(num_slices)
+        self.slice_len = None if slice_len is None else int(slice_len)
+        self.end_key = ("next", "done") if end_key is None else end_key
+        self.traj_key = "episode" if traj_key is None else traj_key
+        self._user_traj_key = traj_key is not None
+        self.ends = ends
+        self.trajectories = trajectories
+        self.cache_values = cache_values
+        self.truncated_key = truncated_key
+        self.strict_length = bool(strict_length)
+        self._storage: Any = None
+
+    def set_storage(self, storage: Any) -> None:
+        """Called by the replay buffer: the storage whose trajectory entries are read."""
+        self._storage = storage
+
+    # --- trajectories ------------------------------------------------------------------------
+    def _column(self, key: Key, n: int) -> torch.Tensor | None:
+        storage = self._storage
+        data = getattr(storage, "_storage", None)
+        if isinstance(data, TensorDictBase):
+            value = data.get(key, None)
+            return None if value is None else value[:n]
+        items = getattr(storage, "_items", None)
+        if items is not None and items and isinstance(items[0], TensorDictBase):
+            if key not in items[0].keys(True, True):
+                return None
+            return torch.stack([item.get(key) for item in items[:n]])
+        return None
+
+    def _end_flags(self, n: int) -> torch.Tensor:
+        """Bool ``[n]``: item ``i`` is the last of its trajectory (storage order)."""
+        traj = self.trajectories
+        if traj is None and self.ends is None:
+            traj = self._column(self.traj_key, n)
+            if traj is None and self._user_traj_key:
+                raise KeyError(f"SliceSampler: the stored items have no {self.traj_key!r} entry")
+        if traj is not None:
+            traj = traj[:n].reshape(n, -1)[:, 0]
+            end = torch.ones(n, dtype=torch.bool)
+            end[:-1] = traj[1:] != traj[:-1]
+            return self._cut_at_cursor(end)
+        flags = self.ends if self.ends is not None else self._column(self.end_key, n)
+        if flags is None:
+            raise KeyError(
+                f"SliceSampler: the stored items have neither the trajectory key "
+                f"{self.traj_key!r} nor the end key {self.end_key!r}; pass traj_key= "
+                "(collectors write ('collector', 'traj_ids')) or end_key="
+            )
+        end = flags[:n].reshape(n, -1).any(-1).clone()
+        end[-1] = True
+        return self._cut_at_cursor(end)
+
+    def _cut_at_cursor(self, end: torch.Tensor) -> torch.Tensor:
+        # in a full circular storage the newest item is followed by the oldest one
+        cursor = int(getattr(self._storage, "_last_cursor", 0))
+        if 0 < cursor <= end.numel():
+            end[cursor - 1] = True
+        return end
+
+    # --- sampling ----------------------------------------------------------------------------
+    def _slice_len(self, batch_size: int) -> int:
+        if self.slice_len is not None:
+            if batch_size % self.slice_len:
+                raise ValueError(
+                    f"SliceSampler: batch_size={batch_size} is not divisible by "
+                    f"slice_len={self.slice_len}"
+                )
+            return self.slice_len
+        if batch_size % self.num_slices:
+            raise ValueError(
+                f"SliceSampler: batch_size={batch_size} is not divisible by "
+                f"num_slices={self.num_slices}"
+            )
+        return batch_size // self.num_slices
+
+    def sample(self, storage_len: int, batch_size: int) -> tuple[torch.Tensor, dict[str, Any]]:
+        _check_nonempty(storage_len)
+        if self._storage is None:
+            raise RuntimeError("SliceSampler reads the storage: use it inside a replay buffer")
+        length = self._slice_len(batch_size)
+        n_slices = batch_size // length
+        end = self._end_flags(storage_len)
+        stops = torch.nonzero(end).reshape(-1)
+        starts = torch.cat([stops.new_zeros(1), stops[:-1] + 1])
+        lengths = stops - starts + 1
+        ok = lengths >= length if self.strict_length else lengths > 0
+        if not bool(ok.any()):
+            raise RuntimeError(
+                f"SliceSampler: no stored trajectory has {length} items (longest: "
+                f"{int(lengths.max())}); use a shorter slice or strict_length=False"
+            )
+        starts, lengths = starts[ok], lengths[ok]
+        pick = torch.randint(starts.numel(), (n_slices,))
+        seq_len = lengths[pick].clamp(max=length)
+        offset = (torch.rand(n_slices) * (lengths[pick] - seq_len + 1)).long()
+        first = starts[pick] + offset
+        if bool((seq_len == length).all()):
+            index = (first.unsqueeze(1) + torch.arange(length)).reshape(-1)
+        else:
+            index = torch.cat([f + torch.arange(s) for f, s in zip(first, seq_len, strict=True)])
+        info: dict[str, Any] = {}
+        if self.truncated_key is not None:
+            truncated = torch.zeros(index.numel(), 1, dtype=torch.bool)
+            truncated[seq_len.cumsum(0) - 1] = True
+            info[self.truncated_key] = truncated
+            info[_replace_last(self.truncated_key, "done")] = truncated
+        return index, info
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def __repr__(self) -> str:
+        size = f"slice_len={self.slice_len}" if self.slice_len else f"num_slices={self.num_slices}"
+        return f"SliceSampler({size}, traj_key={self.traj_key!r}, end_key={self.end_key!r})"

@@ -1,0 +1,217 @@
+"""Mistakes Hydra finds while composing the config, reported as one ``Error:`` line (exit 2).
+
+Hydra stops on an unknown field, a value of the wrong type, a group option that does not
+exist or another algorithm's ``experiment`` preset with a multi-line message and exit
+status 1 (``Key 'lrr' not in 'AdamConfig'``, ``To append to your config use +...``).
+``train.py`` runs ``main()`` inside :func:`composition_errors`, which rewrites those
+messages the way :func:`~rl_trainers.trainers.algorithms.app.user_errors` reports a
+:class:`ConfigError`: the field, the value, what is allowed and the likely intended name::
+
+    Error: optimizer.lrr is not a field: did you mean optimizer.lr? (--help lists every field)
+    Error: experiment='ppo_pendulum' is invalid: a PPO preset: run it with
+      python sota-implementations/ppo_trainer/train.py experiment=ppo_pendulum ...
+
+With ``HYDRA_FULL_ERROR=1`` Hydra's own error and traceback are shown unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import difflib
+import os
+import typing
+from collections.abc import Iterator
+from typing import Any
+
+from .configs import GROUP_OPTIONS, ROOT_SCHEMAS
+from .errors import ConfigError, report_and_exit
+
+
+def algorithms() -> list[str]:
+    """The algorithms with a primary config (``ppo``, ``sac``, ...)."""
+    return [name.removesuffix("_trainer_schema") for name in ROOT_SCHEMAS]
+
+
+def _app(algorithm: str) -> str:
+    return f"python sota-implementations/{algorithm}_trainer/train.py"
+
+
+def _preset_algorithm(preset: str) -> str | None:
+    prefix = preset.partition("_")[0]
+    return prefix if prefix in algorithms() else None
+
+
+def check_experiment(algorithm: str, preset: str, presets: list[str]) -> None:
+    """Raise :class:`ConfigError` when ``preset`` is another algorithm's ``experiment``."""
+    owner = _preset_algorithm(preset)
+    if owner is None or owner == algorithm:
+        return
+    own = ", ".join(p for p in presets if p.startswith(f"{algorithm}_")) or "none"
+    raise ConfigError(
+        "experiment",
+        preset,
+        f"a {owner.upper()} preset: run it with {_app(owner)} experiment={preset} "
+        f"({algorithm}_trainer's presets: {own})",
+    )
+
+
+# ----------------------------------------------------------------------------- field names
+
+
+def _unwrap(tp: Any) -> Any:
+    """The dataclass inside ``Node | None``, else ``tp``."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    return args[0] if len(args) == 1 and dataclasses.is_dataclass(args[0]) else tp
+
+
+def _fields(node: Any) -> dict[str, Any]:
+    """Public field name -> type of a config dataclass (empty for anything else)."""
+    if not (isinstance(node, type) and dataclasses.is_dataclass(node)):
+        return {}
+    hints = typing.get_type_hints(node)
+    return {
+        f.name: _unwrap(hints.get(f.name, f.type))
+        for f in dataclasses.fields(node)
+        if not f.name.startswith("_")
+    }
+
+
+def field_paths(algorithm: str) -> list[str]:
+    """Every dotted field of ``algorithm``'s root schema and of its group options."""
+    paths: set[str] = set()
+
+    def walk(node: Any, prefix: str) -> None:
+        for name, tp in _fields(node).items():
+            paths.add(prefix + name)
+            walk(tp, f"{prefix}{name}.")
+
+    walk(ROOT_SCHEMAS.get(f"{algorithm}_trainer_schema"), "")
+    for group, options in GROUP_OPTIONS.items():
+        for node in options.values():
+            walk(node, group.replace("/", ".") + ".")
+    return sorted(paths)
+
+
+def suggest_field(algorithm: str, full_key: str, node: Any = None) -> str | None:
+    """The field a user most likely meant by ``full_key``: a close name in the same node
+    (``optimizer.lrr`` -> ``optimizer.lr``), else a field of that name elsewhere
+    (``collector.total_frames`` -> ``trainer.total_frames``, ``lr`` -> ``optimizer.lr``)."""
+    parent, _, key = full_key.rpartition(".")
+    prefix = f"{parent}." if parent else ""
+    paths = [] if full_key.startswith("hydra.") else field_paths(algorithm)
+    same_name = [p for p in paths if p.rpartition(".")[2] == key]
+    if same_name:
+        return min(same_name, key=len)
+    close = difflib.get_close_matches(key, list(_fields(node)), n=1, cutoff=0.6)
+    if close:
+        return prefix + close[0]
+    close = difflib.get_close_matches(full_key, paths, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _expected(node: Any, key: str, message: str) -> str:
+    """``expected <type>`` from the node's type hints, else OmegaConf's own first line."""
+    from .app import _type_name
+
+    tp = _fields(node).get(key)
+    return f"expected {_type_name(tp)}" if tp is not None else message.splitlines()[0]
+
+
+# ----------------------------------------------------------------------------- translation
+
+
+def explain(exc: BaseException, algorithm: str) -> str | None:
+    """One line for a composition error of Hydra's, or None to leave it to Hydra."""
+    from hydra.errors import MissingConfigException
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError, ValidationError
+
+    if isinstance(exc, MissingConfigException) and exc.missing_cfg_file:
+        group, _, option = exc.missing_cfg_file.rpartition("/")
+        options = list(exc.options or [])
+        if group == "experiment":
+            options = [o for o in options if o.startswith(f"{algorithm}_")] or options
+        close = difflib.get_close_matches(option, options, n=1, cutoff=0.5)
+        hint = f"did you mean {group}={close[0]}? " if close else ""
+        return str(ConfigError(group, option, f"{hint}options of {group}: {', '.join(options)}"))
+    cause = exc.__cause__
+    if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and cause.full_key:
+        parent, _, key = cause.full_key.rpartition(".")
+        if parent in field_paths(algorithm) and not _fields(cause.object_type):
+            return (  # a free-form dict field such as env.make_kwargs: new keys need a '+'
+                f"{parent} has no key {key!r}: add it with +{cause.full_key}=<value> "
+                f"or set the whole dict, {parent}={{{key}: <value>}}"
+            )
+        owners = [a for a in algorithms() if cause.full_key in field_paths(a)]
+        meant = suggest_field(algorithm, cause.full_key, cause.object_type)
+        hint = f": did you mean {meant}?" if meant else ""
+        if owners:
+            hint = f" of {algorithm.upper()} (it is {'/'.join(owners).upper()}'s)"
+        return f"{cause.full_key} is not a field{hint} ({_app(algorithm)} --help lists every field)"
+    if isinstance(cause, ValidationError) and cause.full_key:
+        allowed = _expected(cause.object_type, str(cause.key), str(cause.msg))
+        allowed += " (it cannot be null)" if cause.value is None else ""
+        return str(ConfigError(cause.full_key, cause.value, allowed))
+    return None
+
+
+@contextlib.contextmanager
+def composition_errors() -> Iterator[None]:
+    """Report Hydra's composition mistakes as one ``Error:`` line and exit status 2.
+
+    Wraps Hydra's config loader while the block runs (``train.py`` runs ``main()`` in it),
+    so every composition is covered: a run, each job of a sweep, ``--cfg`` and ``--help``.
+    """
+    try:
+        from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    except ImportError:  # another Hydra layout: its own messages stay
+        yield
+        return
+    original = ConfigLoaderImpl.load_configuration
+
+    def load_configuration(self, config_name, overrides, *args, **kwargs):
+        algorithm = (config_name or "").removesuffix("_trainer")
+        if algorithm not in algorithms() or os.environ.get("HYDRA_FULL_ERROR") == "1":
+            return original(self, config_name, overrides, *args, **kwargs)
+        try:
+            for preset in _chosen("experiment", overrides):
+                check_experiment(algorithm, preset, _presets())
+            return original(self, config_name, overrides, *args, **kwargs)
+        except ConfigError as err:
+            report_and_exit(str(err))
+        except Exception as exc:
+            message = explain(exc, algorithm)
+            if message is None:
+                raise
+            report_and_exit(message)
+
+    ConfigLoaderImpl.load_configuration = load_configuration
+    try:
+        yield
+    finally:
+        ConfigLoaderImpl.load_configuration = original
+
+
+def _presets() -> list[str]:
+    from .app import group_options
+
+    return sorted({p for a in algorithms() for p in group_options(a).get("experiment", [])})
+
+
+def _chosen(group: str, overrides: list[str]) -> list[str]:
+    """The options the command line picks for ``group`` (every value of a sweep)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except Exception:  # Hydra reports unparsable overrides itself
+        return []
+    chosen = []
+    for override in parsed:
+        if override.key_or_group != group or override.is_delete():
+            continue
+        if override.is_sweep_override():
+            chosen.extend(override.sweep_string_iterator())
+        else:
+            chosen.append(override.get_value_element_as_str())
+    return chosen

@@ -1,0 +1,80 @@
+"""Mistakes Hydra finds while composing (unknown fields, wrong types, missing options, the
+other algorithm's presets) stop with one ``Error:`` line that says what to type instead."""
+
+from __future__ import annotations
+
+import pytest
+
+from rl_trainers.trainers.algorithms.compose_errors import field_paths, suggest_field
+
+from .test_cli import train
+from .test_config_errors import assert_user_error
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "args", "expected"),
+    [
+        (
+            "sac",
+            ["experiment=ppo_pendulum"],
+            ["experiment='ppo_pendulum'", "PPO preset", "ppo_trainer/train.py", "sac_halfcheetah"],
+        ),
+        (
+            "ppo",
+            ["experiment=sac_halfcheetah"],
+            ["experiment='sac_halfcheetah'", "SAC preset", "sac_trainer/train.py", "ppo_pendulum"],
+        ),
+        ("ppo", ["optimizer.lrr=1e-3"], ["optimizer.lrr is not a field", "optimizer.lr?"]),
+        ("ppo", ["trainer.num_epoch=3"], ["trainer.num_epoch", "trainer.num_epochs?"]),
+        ("ppo", ["collector.total_frames=512"], ["did you mean trainer.total_frames?"]),
+        ("ppo", ["lr=3e-4"], ["did you mean optimizer.lr?"]),
+        ("sac", ["trainer.num_epochs=3"], ["trainer.num_epochs", "not a field of SAC", "PPO"]),
+        ("ppo", ["optimizer.lr=abc"], ["optimizer.lr='abc' is invalid", "expected float"]),
+        ("ppo", ["seed=abc"], ["seed='abc' is invalid", "expected int"]),
+        ("ppo", ["env=pendlum"], ["env='pendlum'", "did you mean env=pendulum?", "cartpole"]),
+        ("ppo", ["optimizer=adagrad"], ["optimizer='adagrad'", "adamw", "rmsprop"]),
+        (
+            "ppo",
+            ["env.make_kwargs.g=2.0"],
+            ["env.make_kwargs has no key 'g'", "+env.make_kwargs.g=", "env.make_kwargs={g:"],
+        ),
+        (
+            "ppo",
+            ["experiment=ppo_pendlum"],
+            ["experiment=ppo_pendulum?", "ppo_acrobot"],
+        ),
+    ],
+)
+def test_composition_mistake_is_one_line_with_exit_status_2(algorithm, args, expected, tmp_path):
+    proc = train(algorithm, "--cfg", "job", *args, cwd=tmp_path)
+    assert_user_error(proc, *expected)
+    assert "To append to your config" not in proc.stderr
+
+
+def test_other_algorithms_preset_in_a_sweep_stops_before_any_job(tmp_path):
+    proc = train(
+        "ppo",
+        "-m",
+        "experiment=ppo_pendulum,sac_halfcheetah",
+        f"hydra.sweep.dir={tmp_path}/sweep",
+        cwd=tmp_path,
+    )
+    assert_user_error(proc, "experiment='sac_halfcheetah'", "SAC preset")
+    assert not (tmp_path / "sweep").exists()
+
+
+def test_hydra_full_error_keeps_hydras_own_message(tmp_path):
+    import os
+
+    env = dict(os.environ, HYDRA_FULL_ERROR="1")
+    proc = train("sac", "--cfg", "job", "experiment=ppo_pendulum", cwd=tmp_path, env=env)
+    assert proc.returncode == 1 and "Traceback" in proc.stderr
+    assert "lmbda" in proc.stderr
+
+
+def test_suggestions_prefer_a_field_of_the_same_name_then_a_close_one():
+    assert suggest_field("ppo", "collector.total_frames") == "trainer.total_frames"
+    assert suggest_field("sac", "buffer_size") is None
+    assert "trainer.num_epochs" in field_paths("ppo")
+    assert "trainer.num_epochs" not in field_paths("sac")
+    assert "optimizer.betas" in field_paths("sac")  # a field of the adam option
