@@ -6,7 +6,8 @@ from rl_trainers.collectors.multi import (
     MultiSyncDataCollector,
     aSyncDataCollector,
 )
-from rl_trainers.collectors.utils import RandomPolicy, split_trajectories
+from rl_trainers.collectors.utils import split_trajectories
+from rl_trainers.envs.utils import RandomPolicy
 
 __all__ = [
     "DataCollectorBase",

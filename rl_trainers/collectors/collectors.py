@@ -22,7 +22,13 @@ from rl_trainers.collectors.utils import split_trajectories
 from rl_trainers.envs.libs.gym_state import get_env_state, set_env_state
 from rl_trainers.envs.utils import stack_steps
 
-__all__ = ["DataCollectorBase", "SyncDataCollector"]
+__all__ = [
+    "DataCollectorBase",
+    "MultiSyncDataCollector",
+    "MultiaSyncDataCollector",
+    "SyncDataCollector",
+    "aSyncDataCollector",
+]
 
 TRAJ_KEY = ("collector", "traj_ids")
 
@@ -455,3 +461,12 @@ def _fast_set(td: TensorDictBase, key: str, value: torch.Tensor) -> None:
 
 def _device(device: Any) -> torch.device | None:
     return None if device is None else torch.device(device)
+
+
+# torchrl's module path ``torchrl.collectors.collectors.MultiSyncDataCollector``; multi.py
+# imports this module, so the names are bound last
+from rl_trainers.collectors.multi import (  # noqa: E402
+    MultiaSyncDataCollector,
+    MultiSyncDataCollector,
+    aSyncDataCollector,
+)

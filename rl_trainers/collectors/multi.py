@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 import traceback
+import warnings
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -339,7 +340,8 @@ class MultiSyncDataCollector(_MultiCollectorBase):
         create_env_fn: a list of env factories, one per worker (``[make_env] * n``), or one
             factory together with ``num_workers``.
         policy: as :class:`SyncDataCollector` (an ``nn.Module`` for weight updates).
-        frames_per_batch: frames per yielded batch, divisible by ``num_workers``.
+        frames_per_batch: frames per yielded batch; rounded up (with a warning) to a multiple
+            of ``num_workers``, as torchrl does.
         total_frames: frames in a run; -1 for ever.
         num_workers: number of workers when ``create_env_fn`` is a single callable.
         mp_start_method: "fork" (default on Linux) or "spawn".
@@ -354,10 +356,15 @@ class MultiSyncDataCollector(_MultiCollectorBase):
 
     def _worker_frames(self, frames_per_batch: int) -> int:
         if frames_per_batch % self.num_workers:
-            raise ValueError(
-                f"frames_per_batch={frames_per_batch} is not divisible by the number of "
-                f"workers {self.num_workers}"
+            # torchrl's behaviour: every worker collects the rounded-up share, with a warning
+            per_worker = -(-frames_per_batch // self.num_workers)
+            warnings.warn(
+                f"frames_per_batch {frames_per_batch} is not exactly divisible by the number "
+                f"of collector workers {self.num_workers}; each batch holds "
+                f"{per_worker * self.num_workers} frames.",
+                stacklevel=3,
             )
+            return per_worker
         return frames_per_batch // self.num_workers
 
     def __iter__(self) -> Iterator[TensorDictBase]:

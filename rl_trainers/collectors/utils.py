@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from tensordict import TensorDictBase
 
-__all__ = ["RandomPolicy", "split_trajectories"]
+__all__ = ["split_trajectories"]
 
 
 def split_trajectories(
@@ -46,25 +44,3 @@ def split_trajectories(
     out.set(("collector", "mask"), mask)
     return out
 
-
-class RandomPolicy:
-    """A policy drawing uniform actions from a spec (what ``policy=None`` does in a collector).
-
-    Args:
-        action_spec: the env's ``action_spec`` (written under ``action_key``) or a Composite
-            such as ``full_action_spec`` (written entry by entry).
-        action_key: where a leaf spec's action goes.
-
-    Example:
-        >>> collector = SyncDataCollector(env, RandomPolicy(env.action_spec), frames_per_batch=10)
-    """
-
-    def __init__(self, action_spec: Any, action_key: str = "action") -> None:
-        self.action_spec = action_spec
-        self.action_key = action_key
-
-    def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
-        action = self.action_spec.rand()
-        if isinstance(action, TensorDictBase):
-            return tensordict.update(action)
-        return tensordict.set(self.action_key, action)

@@ -3,7 +3,9 @@
 
 Both are ``GymWrapper``s of batch size ``(num_workers,)`` with ``AutoresetMode.SAME_STEP``.
 ``create_env_fn`` returns an unbatched ``GymEnv`` (its id and options are read to build the
-workers) or a gymnasium env. Transforms go outside: ``TransformedEnv(ParallelEnv(...), t)``.
+workers) or a gymnasium env. A factory returning ``TransformedEnv(GymEnv(...), t)`` (as in
+many torchrl scripts) gives ``TransformedEnv(ParallelEnv(n, base), t)``: the sub-envs run in
+the workers and the transforms, which handle batches, run once on the batch in this process.
 """
 
 from __future__ import annotations
@@ -29,6 +31,43 @@ def _check_workers(num_workers: int) -> int:
     return int(num_workers)
 
 
+def _new_batched(cls: type, args: tuple, kwargs: dict[str, Any]) -> Any:
+    """``cls(...)``, or ``TransformedEnv(cls(n, base), transforms)`` when ``create_env_fn``
+    returns a TransformedEnv over an unbatched GymEnv (see the module docstring)."""
+    from rl_trainers.envs.libs.gym import GymEnv
+    from rl_trainers.envs.transforms import TransformedEnv
+
+    names = ("num_workers", "create_env_fn", "create_env_kwargs")
+    bound = dict(zip(names, args, strict=False))
+    fn, fn_kwargs = kwargs.get("create_env_fn", bound.get("create_env_fn")), None
+    if len(args) > 2:
+        fn_kwargs = args[2]
+    fn_kwargs = kwargs.get("create_env_kwargs", fn_kwargs)
+    if not callable(fn) or isinstance(fn, GymEnv | gym.Env):
+        return object.__new__(cls)
+    probe = fn(**(fn_kwargs or {}))
+    if not isinstance(probe, TransformedEnv):
+        probe.close()
+        return object.__new__(cls)
+    transforms, base = [], probe
+    while isinstance(base, TransformedEnv):
+        transforms.insert(0, base.transform)
+        base = base.base_env
+    if not isinstance(base, GymEnv) or base.batch_size:
+        probe.close()
+        return object.__new__(cls)  # __init__ explains what create_env_fn must return
+    rest = dict(kwargs)
+    rest.pop("create_env_fn", None)
+    rest.pop("create_env_kwargs", None)
+    num_workers = rest.pop("num_workers", args[0] if args else None)
+    batched = cls(num_workers, base._factory, None, *args[3:], **rest)
+    base.close()
+    env = batched
+    for transform in transforms:
+        env = TransformedEnv(env, transform)
+    return env
+
+
 class SerialEnv(GymWrapper):
     """``num_workers`` copies of an env stepped in this process (gymnasium SyncVectorEnv).
 
@@ -39,6 +78,11 @@ class SerialEnv(GymWrapper):
         categorical_action_encoding: Discrete actions as indices (gymnasium-env factories).
         device: tensor device.
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if not args and not kwargs:  # unpickling
+            return object.__new__(cls)
+        return _new_batched(cls, args, kwargs)
 
     def __init__(
         self,
@@ -73,6 +117,11 @@ class ParallelEnv(GymWrapper):
         shared_memory: pass observations through shared memory.
         serial_for_single: build a SerialEnv-like sync env when ``num_workers == 1``.
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if not args and not kwargs:  # unpickling
+            return object.__new__(cls)
+        return _new_batched(cls, args, kwargs)
 
     def __init__(
         self,

@@ -20,7 +20,7 @@ from tensordict import TensorDict, TensorDictBase
 from rl_trainers.envs.specs import Categorical, Composite, TensorSpec, Unbounded, unbatched
 from rl_trainers.envs.utils import DONE_KEYS, fast_set, step_mdp
 
-__all__ = ["EnvBase", "make_done_spec"]
+__all__ = ["EnvBase", "complete_done_flags", "make_done_spec"]
 
 
 def make_done_spec(batch_size: torch.Size, device: Any = None) -> Composite:
@@ -33,6 +33,40 @@ def make_done_spec(batch_size: torch.Size, device: Any = None) -> Composite:
     )
 
 
+def complete_done_flags(tensordict: TensorDictBase, reset: bool = False) -> TensorDictBase:
+    """Add the done flags a custom env's ``_step``/``_reset`` left out (torchrl's rules).
+
+    A reset output gets False flags; a step output with only ``"done"`` gets
+    ``terminated = done`` and ``truncated = False``; one with only ``terminated``/``truncated``
+    gets ``done`` as their union. Outputs holding all three (gym envs) are returned as they are.
+    """
+    keys = tensordict.keys()
+    if "done" in keys and "terminated" in keys and "truncated" in keys:
+        return tensordict
+    if reset:
+        shape = (*tensordict.batch_size, 1)
+        for key in DONE_KEYS:
+            if key not in keys:
+                tensordict.set(key, torch.zeros(shape, dtype=torch.bool, device=tensordict.device))
+        return tensordict
+    done = tensordict.get("done", None)
+    if done is None:
+        flags = [tensordict.get(k) for k in ("terminated", "truncated") if k in keys]
+        if not flags:
+            raise KeyError(
+                "the env's _step() output has no done flag: write 'done' (and optionally "
+                "'terminated'/'truncated'), shaped like the reward."
+            )
+        done = flags[0] if len(flags) == 1 else flags[0] | flags[1]
+        tensordict.set("done", done)
+    done = done.bool()
+    if "terminated" not in keys:
+        tensordict.set("terminated", done.clone())
+    if "truncated" not in keys:
+        tensordict.set("truncated", torch.zeros_like(done))
+    return tensordict
+
+
 class EnvBase:
     """Abstract TensorDict environment.
 
@@ -41,10 +75,18 @@ class EnvBase:
         batch_size: batch size of the env (``()`` for a single env).
     """
 
-    def __init__(self, device: Any = "cpu", batch_size: torch.Size | tuple = ()) -> None:
+    def __init__(
+        self,
+        device: Any = "cpu",
+        batch_size: torch.Size | tuple | None = (),
+        run_type_checks: bool = False,
+        allow_done_after_reset: bool = False,
+        spec_locked: bool = True,
+    ) -> None:
         self.device = torch.device(device if device is not None else "cpu")
-        self.batch_size = torch.Size(batch_size)
+        self.batch_size = torch.Size(batch_size if batch_size is not None else ())
         self.full_observation_spec = Composite(shape=self.batch_size, device=self.device)
+        self.full_state_spec = Composite(shape=self.batch_size, device=self.device)
         self.full_action_spec = Composite(shape=self.batch_size, device=self.device)
         self.full_reward_spec = Composite(
             reward=Unbounded(shape=(*self.batch_size, 1), device=self.device),
@@ -87,15 +129,33 @@ class EnvBase:
         """Composite of ``done``, ``terminated`` and ``truncated``."""
         return self.full_done_spec
 
+    @done_spec.setter
+    def done_spec(self, value: TensorSpec | Composite) -> None:
+        # a leaf spec describes each flag; flags the env does not write are filled by step()
+        spec = value if isinstance(value, Composite) else Composite(done=value)
+        first = spec[next(iter(spec.keys()))]
+        for key in DONE_KEYS:
+            if key not in spec.keys():
+                spec[key] = first.clone()
+        self.full_done_spec = spec
+
     @property
     def state_spec(self) -> Composite:
-        """Non-action inputs of ``step`` (none for gym envs)."""
-        return Composite(shape=self.batch_size, device=self.device)
+        """Non-action inputs of ``step`` (empty for gym envs; custom envs may set it)."""
+        return self.full_state_spec
+
+    @state_spec.setter
+    def state_spec(self, value: Composite) -> None:
+        self.full_state_spec = value
 
     @property
     def input_spec(self) -> Composite:
         """Everything ``step`` reads."""
-        return Composite(full_action_spec=self.full_action_spec, shape=self.batch_size)
+        return Composite(
+            full_state_spec=self.full_state_spec,
+            full_action_spec=self.full_action_spec,
+            shape=self.batch_size,
+        )
 
     @property
     def output_spec(self) -> Composite:
@@ -175,6 +235,16 @@ class EnvBase:
         return self.full_done_spec_unbatched
 
     @property
+    def shape(self) -> torch.Size:
+        """The env's batch size (torchrl's alias)."""
+        return self.batch_size
+
+    @property
+    def batch_dims(self) -> int:
+        """Number of batch dimensions."""
+        return len(self.batch_size)
+
+    @property
     def numel(self) -> int:
         """Number of sub-environments."""
         return self.batch_size.numel()
@@ -200,7 +270,7 @@ class EnvBase:
         Returns:
             A TensorDict with the observations and ``done/terminated/truncated`` flags.
         """
-        out = self._reset(tensordict)
+        out = complete_done_flags(self._reset(tensordict), reset=True)
         if tensordict is not None:
             # keep non-overwritten entries of the input (e.g. collector ids), drop the mask
             for key, value in tensordict.items():
@@ -217,7 +287,7 @@ class EnvBase:
         Returns:
             The same TensorDict with a ``"next"`` sub-TensorDict.
         """
-        next_td = self._step(tensordict)
+        next_td = complete_done_flags(self._step(tensordict))
         fast_set(tensordict, "next", next_td)
         return tensordict
 
@@ -234,7 +304,7 @@ class EnvBase:
             observation of finished episodes, ``next_input`` holds their reset observation.
         """
         tensordict = self.step(tensordict)
-        next_input = step_mdp(tensordict)
+        next_input = step_mdp(tensordict, reward_keys=self.reward_keys)
         done = next_input.get("done")
         if bool(done.any()):
             next_input.set("_reset", done)
@@ -287,7 +357,7 @@ class EnvBase:
                     callback(self, td)
                 if bool(td.get(("next", "done")).any()):
                     break
-                td = step_mdp(td)
+                td = step_mdp(td, reward_keys=self.reward_keys)
             else:
                 td, nxt = self.step_and_maybe_reset(td)
                 steps.append(td)

@@ -708,6 +708,8 @@ class Composite:
         inner = ",\n".join(
             f"    {k}: " + repr(v).replace("\n", "\n    ") for k, v in self._specs.items()
         )
+        if not inner:
+            return f"Composite(shape={tuple(self.shape)})"
         return f"Composite(\n{inner},\n    shape={tuple(self.shape)})"
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "flatten_batch",
     "fast_set",
     "DONE_KEYS",
+    "RandomPolicy",
 ]
 
 ExplorationType = InteractionType
@@ -249,3 +250,26 @@ class EnvCreator:
 
     def __repr__(self) -> str:
         return f"EnvCreator({self.create_env_fn!r})"
+
+
+class RandomPolicy:
+    """A policy drawing uniform actions from a spec (what ``policy=None`` does in a collector).
+
+    Args:
+        action_spec: the env's ``action_spec`` (written under ``action_key``) or a Composite
+            such as ``full_action_spec`` (written entry by entry).
+        action_key: where a leaf spec's action goes.
+
+    Example:
+        >>> collector = SyncDataCollector(env, RandomPolicy(env.action_spec), frames_per_batch=10)
+    """
+
+    def __init__(self, action_spec: Any, action_key: str = "action") -> None:
+        self.action_spec = action_spec
+        self.action_key = action_key
+
+    def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
+        action = self.action_spec.rand()
+        if isinstance(action, TensorDictBase):
+            return tensordict.update(action)
+        return tensordict.set(self.action_key, action)

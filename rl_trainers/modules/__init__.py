@@ -1,6 +1,6 @@
 """Networks, actors, value operators and exploration modules (``torchrl.modules`` names)."""
 
-from tensordict.nn import NormalParamExtractor
+from tensordict.nn import AddStateIndependentNormalScale, NormalParamExtractor
 
 from rl_trainers.modules.actors import (
     Actor,
@@ -20,6 +20,10 @@ from rl_trainers.modules.builders import (
     make_qvalue,
     make_value,
     observation_size,
+)
+from rl_trainers.modules.distributional import (
+    DistributionalQValueActor,
+    DistributionalQValueModule,
 )
 from rl_trainers.modules.distributions import (
     Categorical,
@@ -50,12 +54,12 @@ from rl_trainers.modules.model_builders import (
 )
 from rl_trainers.modules.models import (
     MLP,
-    AddStateIndependentNormalScale,
     ConvNet,
     DuelingCnnDQNet,
     FastTanh,
     SquashDims,
 )
+from rl_trainers.modules.noisy import NoisyLinear, reset_noise
 from rl_trainers.modules.operators import (
     ActorCriticOperator,
     ActorCriticWrapper,
@@ -72,6 +76,8 @@ __all__ = [
     "ConvNet",
     "DuelingCnnDQNet",
     "SquashDims",
+    "NoisyLinear",
+    "reset_noise",
     "FastTanh",
     "NormalParamExtractor",
     "AddStateIndependentNormalScale",
@@ -88,6 +94,8 @@ __all__ = [
     "ValueOperator",
     "QValueActor",
     "QValueModule",
+    "DistributionalQValueActor",
+    "DistributionalQValueModule",
     "SafeModule",
     "SafeSequential",
     "SafeProbabilisticModule",

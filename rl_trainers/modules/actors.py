@@ -22,7 +22,7 @@ from tensordict.nn import (
 from torch import nn
 
 from rl_trainers.modules.distributions import TanhNormal
-from rl_trainers.modules.operators import project_outputs
+from rl_trainers.modules.operators import leaf_spec, project_outputs
 
 __all__ = [
     "ProbabilisticActor",
@@ -132,9 +132,7 @@ class ProbabilisticActor(TensorDictModuleBase):
         self.return_log_prob = return_log_prob
         self.log_prob_key = log_prob_key
         self.default_interaction_type = default_interaction_type
-        leaf = spec
-        if spec is not None and hasattr(spec, "keys"):  # a composite: its action entry
-            leaf = spec[out_keys[0]] if out_keys[0] in spec.keys(True) else None
+        leaf = leaf_spec(spec, out_keys[0])
         self._action_dtype = getattr(leaf, "dtype", None) if leaf is not None else None
         # the network's inputs, then distribution inputs it does not write (e.g. a mask)
         extra = [k for k in self._dist_keys.values() if k not in module.out_keys]
@@ -403,22 +401,10 @@ _ACTION_SPACES = {"one_hot": "one_hot", "one-hot": "one_hot", "onehot": "one_hot
 _ACTION_SPACES["categorical"] = "categorical"
 
 
-def _action_spec(spec):
-    """The action entry of a composite spec (torchrl passes ``Composite(action=...)``)."""
-    if spec is not None and hasattr(spec, "keys"):
-        if "action" not in spec.keys():
-            raise KeyError(
-                "action could not be found in the spec: pass the action spec, or a composite "
-                "spec with an 'action' entry, or only action_space"
-            )
-        return spec["action"]
-    return spec
-
-
 def discrete_kind(action_space, spec, owner: str) -> tuple[str, object]:
     """``("one_hot" | "categorical", action spec)`` from torchrl's ``action_space``/``spec``
     pair: ``action_space`` is a name or a spec; without it the spec decides."""
-    spec = _action_spec(spec)
+    spec = leaf_spec(spec, "action", required=True)
     if action_space is not None and not isinstance(action_space, str):
         spec, action_space = action_space, None
     if action_space is None and spec is None:

@@ -12,6 +12,7 @@ Every class exposes ``sample()``, ``log_prob(value)``, ``entropy()``, ``mode``, 
 from __future__ import annotations
 
 import math
+from builtins import min as min_
 
 import torch
 import torch.nn.functional as F
@@ -91,14 +92,18 @@ class TanhNormal:
     ``half = (high - low) / 2``. The log-density uses the stable identity
     ``log(1 - tanh(u)^2) = 2 * (log 2 - u - softplus(-2u))``.
 
+    The parameters are in torchrl's order (``loc, scale, upscale, low, high, event_dims,
+    tanh_loc, safe_tanh``).
+
     Args:
         loc: pre-squash mean ``[*B, d]``.
         scale: pre-squash standard deviation ``[*B, d]``.
+        upscale: scale of the ``tanh_loc`` squashing.
         low: lower bound of the action (scalar or ``[d]``), default -1.
         high: upper bound of the action (scalar or ``[d]``), default 1.
+        event_dims: number of trailing event dims summed in ``log_prob`` (None: 1, or 0
+            for a scalar ``loc``).
         tanh_loc: squash ``loc`` with ``upscale * tanh(loc / upscale)`` first (keeps it bounded).
-        upscale: scale of that squashing.
-        event_dims: number of trailing event dims summed in ``log_prob`` (1).
         min, max: torchrl's older names of ``low`` and ``high``.
         safe_tanh: torchrl's option; ``log_prob`` always clamps just inside the bounds.
     """
@@ -109,16 +114,18 @@ class TanhNormal:
         self,
         loc: torch.Tensor,
         scale: torch.Tensor,
+        upscale: float = 5.0,
         low: torch.Tensor | float = -1.0,
         high: torch.Tensor | float = 1.0,
+        event_dims: int | None = None,
         tanh_loc: bool = False,
-        upscale: float = 5.0,
-        event_dims: int = 1,
+        safe_tanh: bool = True,
         *,
         min: torch.Tensor | float | None = None,  # noqa: A002 (torchrl's old names)
         max: torch.Tensor | float | None = None,  # noqa: A002
-        safe_tanh: bool = True,
     ) -> None:
+        if event_dims is None:
+            event_dims = min_(1, loc.dim())
         if min is not None:
             low = min
         if max is not None:

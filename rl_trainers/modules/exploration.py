@@ -17,6 +17,7 @@ from tensordict import TensorDictBase
 from tensordict.nn import InteractionType, TensorDictModuleBase, interaction_type
 
 from rl_trainers.modules.actors import spec_kind
+from rl_trainers.modules.operators import leaf_spec
 
 __all__ = [
     "EGreedyModule",
@@ -30,16 +31,6 @@ __all__ = [
 def _exploring() -> bool:
     itype = interaction_type()
     return itype is None or itype == InteractionType.RANDOM
-
-
-def _leaf_spec(spec, action_key):
-    """The action's spec: a composite spec (torchrl's ``Composite(action=...)``, or an
-    actor's spec) is read at ``action_key``."""
-    if spec is not None and hasattr(spec, "keys"):
-        if action_key not in spec.keys(True):
-            raise KeyError(f"the composite spec has no {action_key!r} entry: {spec}")
-        return spec[action_key]
-    return spec
 
 
 def _check_device(device) -> None:
@@ -103,7 +94,7 @@ class EGreedyModule(_Annealed):
         _check_device(device)
         if spec is None:
             raise ValueError("EGreedyModule needs the action spec to draw random actions")
-        spec = _leaf_spec(spec, action_key)
+        spec = leaf_spec(spec, action_key, required=True)
         self.spec = spec
         self.kind = spec_kind(spec)
         if action_mask_key is not None and self.kind not in ("one_hot", "categorical"):
@@ -122,7 +113,8 @@ class EGreedyModule(_Annealed):
                 weights = allowed.reshape(-1, n).float()
                 index = torch.multinomial(weights, 1).reshape(batch)
             out = F.one_hot(index, n) if self.kind == "one_hot" else index
-            return out.to(like.dtype)
+            # e.g. a categorical spec of shape (1,): actions [*B, 1]
+            return out.reshape(like.shape).to(like.dtype)
         return self.spec.rand(batch).to(like.device, like.dtype)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -170,7 +162,7 @@ class AdditiveGaussianModule(_Annealed):
     ) -> None:
         super().__init__("sigma", sigma_init, sigma_end, annealing_num_steps)
         _check_device(device)
-        spec = _leaf_spec(spec, action_key)
+        spec = leaf_spec(spec, action_key, required=True)
         self.spec = spec
         self.mean = mean
         self.std = std
@@ -258,7 +250,7 @@ class OrnsteinUhlenbeckProcessModule(_Annealed):
             )
         super().__init__("eps", eps_init, eps_end, annealing_num_steps)
         _check_device(device)
-        spec = _leaf_spec(spec, action_key)
+        spec = leaf_spec(spec, action_key, required=True)
         self.spec = spec
         self.theta = float(theta)
         self.mu = float(mu)

@@ -16,14 +16,7 @@ from torch.nn.modules import module as _module_mod
 
 from rl_trainers.modules import gemm
 
-__all__ = [
-    "MLP",
-    "ConvNet",
-    "DuelingCnnDQNet",
-    "SquashDims",
-    "FastTanh",
-    "AddStateIndependentNormalScale",
-]
+__all__ = ["MLP", "ConvNet", "DuelingCnnDQNet", "SquashDims", "FastTanh"]
 
 _NUMPY_DTYPES = (torch.float32, torch.float64)
 
@@ -671,52 +664,3 @@ class DuelingCnnDQNet(nn.Module):
         h = self.features(x)
         adv = self.advantage(h)
         return self.value(h) + adv - adv.mean(-1, keepdim=True)
-
-
-class AddStateIndependentNormalScale(nn.Module):
-    """Appends a learned, state-independent scale to a location: ``loc -> (loc, scale)``.
-
-    ``scale = max(scale_mapping(p), scale_lb)`` for a parameter ``p`` of shape
-    ``scale_shape`` initialised at ``init_value``, broadcast to the location's shape (PPO's
-    Gaussian policies: ``nn.Sequential(MLP(...), AddStateIndependentNormalScale(n_act))``).
-
-    Args:
-        scale_shape: shape of the scale (the action's trailing shape); an int for one dim.
-        scale_mapping: ``"exp"`` (default), ``"softplus"``, ``"biased_softplus_<bias>"``,
-            ``"relu"``... (tensordict's ``mappings``).
-        scale_lb: lower bound of the scale.
-        init_value: initial value of the parameter.
-        device: device of the parameter.
-    """
-
-    def __init__(
-        self,
-        scale_shape: torch.Size | int | None = None,
-        *,
-        scale_mapping: str = "exp",
-        scale_lb: float = 1e-4,
-        init_value: float = 0.0,
-        device: torch.device | str | None = None,
-    ) -> None:
-        from tensordict.nn.utils import mappings
-
-        super().__init__()
-        if scale_shape is None:
-            scale_shape = torch.Size([])
-        if isinstance(scale_shape, int):
-            scale_shape = torch.Size([scale_shape])
-        self.scale_shape = torch.Size(scale_shape)
-        self.scale_lb = scale_lb
-        self.scale_mapping = mappings(scale_mapping)
-        self.scale = nn.Parameter(torch.full(self.scale_shape, float(init_value), device=device))
-
-    def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        loc, *others = tensors
-        n = len(self.scale_shape)
-        if n and loc.shape[-n:] != self.scale_shape:
-            raise RuntimeError(
-                f"the location's last dims {tuple(loc.shape[-n:])} do not match "
-                f"scale_shape {tuple(self.scale_shape)}"
-            )
-        scale = self.scale_mapping(self.scale).clamp_min(self.scale_lb).expand_as(loc)
-        return (loc, scale, *others)

@@ -30,14 +30,25 @@ __all__ = [
 ]
 
 
+def leaf_spec(spec, key="action", required: bool = False):
+    """The spec of entry ``key``: a composite spec (torchrl's ``Composite(action=...)``, an
+    actor's spec) is read at ``key``; a leaf spec is returned as is. A composite without
+    ``key`` gives None, or a KeyError when ``required``."""
+    if spec is None or not hasattr(spec, "keys"):
+        return spec
+    if key in spec.keys(True):
+        return spec[key]
+    if required:
+        raise KeyError(f"the composite spec has no {key!r} entry: {spec}")
+    return None
+
+
 def _spec_for(spec, key, out_keys: list):
     """The spec of output ``key``: ``spec`` itself for a single-output module, else the entry
     of a composite spec (None when it has none)."""
-    if spec is None:
-        return None
-    if hasattr(spec, "keys"):  # a composite spec
-        return spec[key] if key in spec.keys(True) else None
-    return spec if len(out_keys) == 1 or key == out_keys[0] else None
+    if spec is not None and not hasattr(spec, "keys") and len(out_keys) > 1:
+        return spec if key == out_keys[0] else None
+    return leaf_spec(spec, key)
 
 
 def project_outputs(tensordict: TensorDictBase, spec, out_keys: list) -> TensorDictBase:

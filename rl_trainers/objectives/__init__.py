@@ -7,6 +7,8 @@ from rl_trainers.objectives.common import (
     distance_loss,
     explained_variance,
 )
+from rl_trainers.objectives.discrete_sac import DiscreteSACLoss
+from rl_trainers.objectives.distributional_dqn import DistributionalDQNLoss
 from rl_trainers.objectives.dqn import DQNLoss
 from rl_trainers.objectives.ensemble import CriticEnsemble
 from rl_trainers.objectives.ppo import A2CLoss, ClipPPOLoss, KLPENPPOLoss, PPOLoss, ReinforceLoss
@@ -17,6 +19,7 @@ from rl_trainers.objectives.utils import (
     SoftUpdate,
     TargetNetUpdater,
     group_optimizers,
+    hold_out_net,
 )
 from rl_trainers.objectives.value import (
     GAE,
@@ -42,13 +45,16 @@ __all__ = [
     "A2CLoss",
     "ReinforceLoss",
     "SACLoss",
+    "DiscreteSACLoss",
     "DQNLoss",
+    "DistributionalDQNLoss",
     "TD3Loss",
     "DDPGLoss",
     "SoftUpdate",
     "HardUpdate",
     "TargetNetUpdater",
     "group_optimizers",
+    "hold_out_net",
     "GAE",
     "TDLambdaEstimator",
     "TD1Estimator",

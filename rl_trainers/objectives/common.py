@@ -38,7 +38,8 @@ class ValueEstimators(Enum):
 _LOSS_FUNCTIONS = ("l1", "l2", "smooth_l1")
 
 
-def _estimator_type(name: str) -> ValueEstimators:
+def estimator_type(name: str) -> ValueEstimators:
+    """The :class:`ValueEstimators` member named ``name`` (``"gae"``, ``"td0"``...)."""
     try:
         return ValueEstimators(name.lower())
     except ValueError:
@@ -347,7 +348,7 @@ class LossModule(nn.Module):
 
         value_type = self.default_value_estimator if value_type is None else value_type
         if isinstance(value_type, str):
-            value_type = _estimator_type(value_type)
+            value_type = estimator_type(value_type)
         if self.one_step_targets and value_type != ValueEstimators.TD0:
             raise NotImplementedError(
                 f"{type(self).__name__} computes one-step (TD0) targets from each transition; "
@@ -444,6 +445,15 @@ def discount(td: TensorDictBase, gamma: float, like: torch.Tensor) -> torch.Tens
                 torch.as_tensor(gamma, dtype=like.dtype), steps.reshape(like.shape).to(like.dtype)
             )
     return gamma
+
+
+def transition_in_keys(*key_lists) -> list:
+    """The batch entries a one-step loss reads: the action, the next reward/done/terminated,
+    and each network input at the current and (``"next"``) the next step."""
+    keys: list = ["action", ("next", "reward"), ("next", "done"), ("next", "terminated")]
+    for key in (k for ks in key_lists for k in ks if k != "action"):
+        keys += [key, ("next", key) if isinstance(key, str) else ("next", *key)]
+    return list(dict.fromkeys(keys))
 
 
 def actor_obs_keys(actor: nn.Module) -> list:

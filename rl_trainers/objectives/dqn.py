@@ -21,6 +21,7 @@ from rl_trainers.objectives.common import (
     distance_loss,
     params_view,
     stack_current_next,
+    transition_in_keys,
 )
 
 __all__ = ["DQNLoss"]
@@ -122,6 +123,13 @@ class DQNLoss(LossModule):
     def value_network_params(self):
         """The Q-network's parameters as a TensorDict (torchrl's ``value_network_params``)."""
         return params_view(self.value_network)
+
+    @property
+    def in_keys(self) -> list:
+        """The batch entries :meth:`forward` reads."""
+        return transition_in_keys(
+            getattr(self.value_network, "_net_keys", self.value_network.in_keys)
+        )
 
     def _default_out_keys(self) -> list[str]:
         """The entries :meth:`forward` writes."""

@@ -24,6 +24,7 @@ from tensordict.nn import TensorDictModuleBase
 from torch import nn
 
 from rl_trainers.modules.models import fused_mlp_parts, has_hooks
+from rl_trainers.modules.operators import leaf_spec
 from rl_trainers.objectives import sac_terms
 from rl_trainers.objectives.common import (
     LossModule,
@@ -36,6 +37,7 @@ from rl_trainers.objectives.common import (
     distance_loss,
     is_plain_module,
     params_view,
+    transition_in_keys,
 )
 from rl_trainers.objectives.ensemble import CriticEnsemble
 from rl_trainers.objectives.sac_terms import (
@@ -150,8 +152,7 @@ class SACLoss(LossModule):
         self.min_log_alpha = None if min_alpha is None else math.log(min_alpha)
         self.max_log_alpha = None if max_alpha is None else math.log(max_alpha)
         spec = action_spec if action_spec is not None else getattr(actor_network, "spec", None)
-        if spec is not None and hasattr(spec, "keys"):  # a composite spec: its action entry
-            spec = spec["action"] if "action" in spec.keys() else None
+        spec = leaf_spec(spec, "action")  # a composite spec: its action entry
         if target_entropy == "auto":
             if spec is None:
                 self._target_entropy = None  # resolved from the first batch's action shape
@@ -169,6 +170,11 @@ class SACLoss(LossModule):
     def actor_network_params(self):
         """The actor's parameters as a TensorDict (torchrl's ``actor_network_params``)."""
         return params_view(self.actor_network)
+
+    @property
+    def in_keys(self) -> list:
+        """The batch entries :meth:`forward` reads."""
+        return transition_in_keys(self._obs_keys, self._q_in_keys)
 
     def _default_out_keys(self) -> list[str]:
         """The entries :meth:`forward` writes (the last three only with ``diagnostics``)."""

@@ -117,7 +117,7 @@ def tanh_normal_sample(out: torch.Tensor, eps: torch.Tensor, head: TanhNormalHea
     shifted = raw + head.shift
     softplus = F.softplus(shifted) + head.min_val
     scale = softplus.clamp_min(head.scale_lb)
-    dist = TanhNormal(loc, scale, head.low, head.high)
+    dist = TanhNormal(loc, scale, low=head.low, high=head.high)
     squashed, action, log_prob = dist.from_noise(eps)
     # the bounds' half range is 0-dim (scalar low/high, TanhNormal's default) or [d]: a view
     # expanded to [N, d] lets the callers cut rows out of every saved tensor alike

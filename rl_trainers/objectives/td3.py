@@ -13,6 +13,7 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from torch import nn
 
+from rl_trainers.modules.operators import leaf_spec
 from rl_trainers.objectives.common import (
     LossModule,
     TensorDictFn,
@@ -24,6 +25,7 @@ from rl_trainers.objectives.common import (
     distance_loss,
     is_plain_module,
     params_view,
+    transition_in_keys,
     with_params_view,
 )
 from rl_trainers.objectives.ensemble import CriticEnsemble
@@ -116,8 +118,7 @@ class TD3Loss(LossModule):
         self.policy_noise = float(policy_noise)
         self.noise_clip = float(noise_clip)
         spec = action_spec if action_spec is not None else getattr(actor_network, "spec", None)
-        if spec is not None and hasattr(spec, "keys"):  # a composite spec: its action entry
-            spec = spec["action"] if "action" in spec.keys() else None
+        spec = leaf_spec(spec, "action")  # a composite spec: its action entry
         low = high = None
         if bounds is not None:
             low, high = bounds
@@ -141,6 +142,11 @@ class TD3Loss(LossModule):
     def actor_network_params(self):
         """The actor's parameters as a TensorDict (torchrl's ``actor_network_params``)."""
         return params_view(self._actor_module)
+
+    @property
+    def in_keys(self) -> list:
+        """The batch entries :meth:`forward` reads."""
+        return transition_in_keys(self._obs_keys, self._q_in_keys)
 
     def _default_out_keys(self) -> list[str]:
         """The entries :meth:`forward` writes."""

@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from rl_trainers.objectives.common import LossModule
 
-__all__ = ["SoftUpdate", "HardUpdate", "TargetNetUpdater", "group_optimizers"]
+__all__ = ["SoftUpdate", "HardUpdate", "TargetNetUpdater", "group_optimizers", "hold_out_net"]
+
+
+@contextlib.contextmanager
+def hold_out_net(network: torch.nn.Module):
+    """Within the block, ``network``'s parameters get no gradient (torchrl's
+    ``hold_out_net``): e.g. backpropagate a policy loss through a frozen critic.
+    Their ``requires_grad`` flags are restored on exit."""
+    params = list(network.parameters())
+    flags = [p.requires_grad for p in params]
+    for p in params:
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p, flag in zip(params, flags):
+            p.requires_grad_(flag)
 
 
 def group_optimizers(*optimizers: torch.optim.Optimizer | None) -> torch.optim.Optimizer:

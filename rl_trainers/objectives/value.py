@@ -14,7 +14,12 @@ import torch
 from tensordict import TensorDictBase
 from torch import nn
 
-from rl_trainers.objectives.common import ValueEstimators, discount, is_plain_module
+from rl_trainers.objectives.common import (
+    ValueEstimators,
+    discount,
+    estimator_type,
+    is_plain_module,
+)
 
 __all__ = [
     "generalized_advantage_estimate",
@@ -421,13 +426,7 @@ _ESTIMATORS = {
 def make_estimator(value_type: ValueEstimators | str, **kwargs) -> ValueEstimatorBase:
     """Builds the estimator named by ``value_type`` (enum member or its string value)."""
     if isinstance(value_type, str):
-        try:
-            value_type = ValueEstimators(value_type.lower())
-        except ValueError:
-            allowed = [v.value for v in ValueEstimators]
-            raise ValueError(
-                f"unknown value estimator {value_type!r}; allowed: {allowed}"
-            ) from None
+        value_type = estimator_type(value_type)
     defaults = {ValueEstimators.GAE: {"lmbda": 0.95}, ValueEstimators.TDLambda: {"lmbda": 0.95}}
     for key, value in defaults.get(value_type, {}).items():
         kwargs.setdefault(key, value)

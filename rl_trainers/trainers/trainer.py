@@ -86,10 +86,11 @@ class HookPoint(str, Enum):
             if collected_frames >= total_frames: break
         collector.shutdown()                          # also on error or Ctrl-C
 
-    Data hooks (``batch_process``, ``process_optim_batch``) take a TensorDict and return a
-    TensorDict (or ``None`` to keep the input). Logging hooks (``*_log``) return a dict of
-    scalars (or ``None``); the optional entry ``"log_pbar": True`` sends the values to the
-    progress bar as well. Operation hooks (the others) take no argument (``post_loss``
+    Data hooks (``batch_process``, ``process_optim_batch``) take a TensorDict and may return
+    a TensorDict that replaces it; any other return value (``None``, the indices returned
+    by ``replay_buffer.extend``...) keeps the input, as in torchrl. Logging hooks (``*_log``)
+    return a dict of scalars (or ``None``); the optional entry ``"log_pbar": True`` sends
+    the values to the progress bar as well; a key is logged once per step. Operation hooks (the others) take no argument (``post_loss``
     takes the sub-batch, ``optimizer`` the loss TensorDict).
     """
 
@@ -560,12 +561,14 @@ class Trainer:
             op = _Every(op, every)
         self._ops[dest].append(op)
 
-    def register_module(self, name: str, module: Any) -> None:
-        """Checkpoint ``module`` (anything with ``state_dict``/``load_state_dict``) as ``name``.
+    def register_module(self, module_name: str, module: Any) -> None:
+        """Checkpoint ``module`` (anything with ``state_dict``/``load_state_dict``) under
+        ``module_name`` (torchrl's parameter names).
 
         The arguments are also accepted in the reverse order (``module, name``), as in the
         seed's example hook.
         """
+        name = module_name
         if not isinstance(name, str) and isinstance(module, str):
             name, module = module, name
         if not isinstance(name, str):
@@ -722,7 +725,7 @@ class Trainer:
                 frames = batch.numel() * self.frame_skip
             for op in batch_process:
                 out = op(batch)
-                if out is not None:
+                if isinstance(out, TensorDictBase):  # e.g. rb.extend returns indices
                     batch = out
             self._count_frames(frames)
             self._run_log_ops(pre_steps_log, batch)
@@ -839,7 +842,7 @@ class Trainer:
             sub_batch = batch
             for op in process_optim_batch:
                 out = op(sub_batch)
-                if out is not None:
+                if isinstance(out, TensorDictBase):
                     sub_batch = out
             losses = loss_module(sub_batch)
             for op in post_loss:
@@ -940,6 +943,7 @@ class Trainer:
         self._set_every_counts(counters.get("every") or {})
         # the log gate: which window each key was last logged in (no repeated point on resume)
         self._log_windows = {str(k): int(v) for k, v in (counters.get("log_windows") or {}).items()}
+        self._logged_steps = {}  # steps after the restored count are logged again
         _ckpt.set_rng_state(state_dict["rng"])
 
     def _every_ops(self) -> dict[str, list[_Every]]:

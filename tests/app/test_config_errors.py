@@ -64,6 +64,12 @@ def _no_cuda_device(index: int) -> bool:
         ("ppo", ["seed=-1"], ["seed=-1", "from 0"]),
         (
             "ppo",
+            ["trainer.total_frames=32"],
+            ["trainer.total_frames=32", "at least collector.frames_per_batch (64)"],
+        ),
+        ("ppo", ["env.make_kwargs=3"], ["env.make_kwargs=3", "a dict of gymnasium.make arguments"]),
+        (
+            "ppo",
             ["optimizer.betas=[0.9,0.999,0.5]"],
             ["optimizer.betas=[0.9, 0.999, 0.5]", "two numbers in [0, 1)"],
         ),

@@ -59,9 +59,16 @@ def test_multisync_concatenates_workers_and_unique_ids():
     assert _wait_gone(pids)
 
 
-def test_multisync_frames_per_batch_divisible():
-    with pytest.raises(ValueError, match="not divisible by the number of workers 2"):
-        MultiSyncDataCollector([make_env] * 2, frames_per_batch=9)
+def test_multisync_frames_per_batch_rounded_up_as_torchrl():
+    with pytest.warns(UserWarning, match="not exactly divisible by the number of collector"):
+        collector = MultiSyncDataCollector([make_env] * 2, frames_per_batch=9, total_frames=20)
+    try:
+        batches = list(collector)
+    finally:
+        collector.shutdown()
+    # each worker rounds 5 frames up to its 2 envs: 3 steps of 2 envs, 12 frames per batch
+    assert [b.numel() for b in batches] == [12, 12]
+    assert collector.frames_collected == 24
 
 
 def test_multiasync_yields_full_batches_and_updates_weights():

@@ -586,3 +586,24 @@ def test_slice_sampler_end_key_num_slices_and_errors():
     no_keys.extend(TensorDict({"x": torch.arange(4)}, [4]))
     with pytest.raises(KeyError, match="traj_key"):
         no_keys.sample(2)
+
+
+def test_write_count_keeps_growing_past_capacity_and_survives_state_dict():
+    rb = ReplayBuffer(storage=LazyTensorStorage(5))
+    rb.extend(torch.arange(4))
+    rb.add(torch.tensor(9))
+    rb.extend(torch.arange(3))
+    assert (len(rb), rb.write_count) == (5, 8)
+    other = ReplayBuffer(storage=LazyTensorStorage(5))
+    other.load_state_dict(rb.state_dict())
+    assert other.write_count == 8
+    rb.empty()
+    assert rb.write_count == 0
+
+
+def test_extend_past_capacity_leaves_torchrl_slot_layout():
+    rb = ReplayBuffer(storage=LazyTensorStorage(5))
+    rb.extend(torch.arange(8))
+    assert rb[:].tolist() == [5, 6, 7, 3, 4]
+    rb.extend(torch.tensor([8]))
+    assert rb[:].tolist() == [5, 6, 7, 8, 4]

@@ -309,11 +309,9 @@ def test_add_state_independent_normal_scale_as_in_torchrl_ppo():
     assert loc.shape == scale.shape == (5, 2)
     assert torch.allclose(scale, torch.ones(5, 2))  # exp(0)
     scale.sum().backward()
-    assert net[1].scale.grad is not None
+    assert all(p.grad is not None for p in net[1].parameters())
     softplus = AddStateIndependentNormalScale(2, scale_mapping="biased_softplus_1.0")
     assert torch.allclose(softplus(torch.zeros(1, 2))[1], torch.ones(1, 2), atol=1e-5)
-    with pytest.raises(RuntimeError, match="scale_shape"):
-        AddStateIndependentNormalScale(3)(torch.zeros(1, 2))
 
 
 def test_safe_actors_project_onto_the_spec_and_accept_torchrl_options():
@@ -406,3 +404,39 @@ def test_probabilistic_actor_reads_a_composite_spec_at_the_action_key():
     )
     td = actor(TensorDict({"observation": torch.randn(5, 4)}, [5]))
     assert td["action"].dtype == spec.dtype
+
+
+def test_tanh_normal_positional_arguments_in_torchrl_order():
+    # torchrl: TanhNormal(loc, scale, upscale, low, high, event_dims, tanh_loc, safe_tanh)
+    loc = torch.full((4, 2), 100.0)
+    dist = TanhNormal(loc, torch.ones(4, 2), 5.0, -2.0, 3.0, 1, True)
+    assert torch.allclose(dist.mode, torch.full((4, 2), 0.5 + 2.5 * torch.tanh(torch.tensor(5.0))))
+    assert dist.log_prob(dist.mode).shape == (4,)
+    assert TanhNormal(torch.zeros(()), torch.ones(())).log_prob(torch.zeros(())).shape == ()
+
+
+def test_egreedy_keeps_the_action_shape_of_a_shaped_categorical_spec():
+    from rl_trainers.envs.specs import Categorical
+
+    greedy = EGreedyModule(Categorical(4, shape=(1,)), eps_init=1.0)
+    td = greedy(TensorDict({"action": torch.zeros(3, 1, dtype=torch.long)}, [3]))
+    assert td["action"].shape == (3, 1)
+
+
+def test_noisy_linear_in_an_mlp_redraws_noise_and_is_its_mean_in_eval():
+    from rl_trainers.modules import NoisyLinear, reset_noise
+
+    torch.manual_seed(0)
+    net = MLP(in_features=3, out_features=2, num_cells=[8], layer_class=NoisyLinear)
+    x = torch.randn(4, 3)
+    first = net(x).detach()
+    net.apply(reset_noise)
+    out = net(x)
+    assert not torch.allclose(first, out)
+    out.sum().backward()
+    layer = net[0]
+    assert layer.weight_sigma.grad is not None and layer.weight_mu.grad is not None
+    net.eval()
+    mean = nn.functional.linear(x, layer.weight_mu, layer.bias_mu)
+    torch.testing.assert_close(net[0](x), mean)
+    assert NoisyLinear(3, 2, bias=False).bias is None

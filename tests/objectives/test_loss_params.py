@@ -229,3 +229,34 @@ def test_select_out_keys_restricts_the_output():
     assert sorted(loss(_batch()).keys()) == ["loss_actor", "loss_qvalue"]
     with pytest.raises(ValueError, match="does not write"):
         loss.select_out_keys("pred_value")
+
+
+def test_hold_out_net_freezes_a_network_inside_the_block():
+    from rl_trainers.objectives import hold_out_net
+
+    critic = nn.Linear(3, 1)
+    critic.bias.requires_grad_(False)
+    x = torch.randn(4, 3, requires_grad=True)
+    with hold_out_net(critic):
+        critic(x).sum().backward()
+    assert critic.weight.grad is None and x.grad is not None
+    assert critic.weight.requires_grad and not critic.bias.requires_grad
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: SACLoss(_actor(), _qvalue()),
+        lambda: TD3Loss(_det_actor(), _qvalue(), action_spec=SPEC),
+        lambda: DQNLoss(QValueActor(nn.Linear(3, 4), spec=OneHot(4)), action_space="one_hot"),
+    ],
+)
+def test_off_policy_losses_run_on_their_in_keys(make):
+    loss = make()
+    action = None
+    if isinstance(loss, DQNLoss):
+        action = torch.nn.functional.one_hot(torch.randint(4, (B,)), 4)
+    batch = _batch(action).set("extra", torch.zeros(B))
+    assert "extra" not in loss.in_keys
+    out = loss(batch.select(*loss.in_keys))
+    assert sorted(out.keys()) == sorted(loss.out_keys)

@@ -507,6 +507,28 @@ def test_mlflow_read_back_and_resume(tmp_path):
     assert client.get_run(fresh_run).info.lifecycle_stage == "deleted"
 
 
+def test_mlflow_histogram_bins_as_number_or_rule(tmp_path):
+    """``log_histogram(..., bins=)`` takes a count or a rule name (TensorBoard's ``"auto"``...)."""
+    from mlflow.artifacts import download_artifacts
+
+    from rl_trainers.record.loggers import MLFlowLogger
+
+    logger = MLFlowLogger("exp", tracking_uri=str(tmp_path / "ml"))
+    logger.log_histogram("h", torch.arange(10.0), step=1, bins=5)
+    logger.log_histogram("auto", torch.arange(10.0), step=2, bins="auto")
+    logger.close()
+    root = download_artifacts(
+        run_id=logger.run_id,
+        artifact_path="histograms",
+        dst_path=str(tmp_path / "dl"),
+        tracking_uri=logger.tracking_uri,
+    )
+    five = json.loads(Path(root, "h_1.json").read_text())
+    assert five["counts"] == [2, 2, 2, 2, 2] and len(five["edges"]) == 6
+    auto = json.loads(Path(root, "auto_2.json").read_text())
+    assert sum(auto["counts"]) == 10
+
+
 def test_mlflow_resume_leaves_one_run_with_both_sessions(tmp_path):
     """A resume builds the logger, logs the config, then loads the checkpoint's state: no
     second run appears, and the config logged before the load goes to the resumed run."""

@@ -501,7 +501,7 @@ def test_log_validation_reward_torchrl_keys(frame_skip):
 
     hook = Recorder(
         record_interval=1,
-        record_frames=10 * frame_skip,  # 10 env steps: episodes of 4, 4 and a cut 2
+        record_frames=10,  # 10 env steps (torchrl's max_steps): episodes of 4, 4, a cut 2
         frame_skip=frame_skip,
         policy_exploration=act,
         environment=env,

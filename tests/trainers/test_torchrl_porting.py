@@ -72,7 +72,7 @@ class _Env:
 def test_log_validation_reward_dumps_recorders_with_the_video_suffix():
     """torchrl: ``environment.transform.dump(suffix=suffix)``; suffix names the video only."""
     inner, outer = _Recorder(), _Recorder()
-    base = _Env(_Compose(inner))  # a nested TransformedEnv's own transforms
+    base = _Env(_Compose(inner, outer))  # a nested env's transforms; outer is shared
     env = _Env(_Compose(object(), outer), base_env=base)
     hook = LogValidationReward(
         record_interval=1,
@@ -316,3 +316,108 @@ def test_whole_float_counts_are_accepted(collector, loss_module):
     assert trainer.collected_frames == 64
     with pytest.raises(ValueError, match="total_frames must be an integer >= 1, got 64.5"):
         _trainer(collector, loss_module, total_frames=64.5)
+
+
+def test_data_hooks_returning_non_tensordicts_keep_the_batch(collector, loss_module):
+    """``register_op("batch_process", rb.extend)``: extend returns indices, which must not
+    replace the batch (torchrl replaces it only with a TensorDict)."""
+    from rl_trainers.data import LazyTensorStorage, TensorDictReplayBuffer
+    from rl_trainers.trainers import LogScalar
+
+    rb = TensorDictReplayBuffer(storage=LazyTensorStorage(100), batch_size=4)
+    trainer = _trainer(collector, loss_module, optimizer=torch.optim.SGD(loss_module.parameters()))
+    trainer.register_op("batch_process", lambda batch: rb.extend(batch.reshape(-1)))
+    trainer.register_op("process_optim_batch", lambda batch: rb.sample())
+    trainer.register_op("process_optim_batch", lambda batch: batch.numel())  # an int: ignored
+    seen = []
+    trainer.register_op("post_loss", lambda batch: seen.append(batch.shape))
+    LogScalar().register(trainer)
+    trainer.train()
+    assert len(rb) == 32 and seen == [torch.Size([4])] * 2
+
+
+@pytest.mark.parametrize("interval, steps", [("batch", 3), ("optim", 6)])
+def test_lr_scheduler_hook_skips_the_random_warm_up(collector, loss_module, interval, steps):
+    """torchrl 0.14's ``LRSchedulerHook(scheduler, interval)``: no decay before the first
+    optimisation step; checkpointed under ``lr_scheduler``."""
+    from rl_trainers.trainers import LRSchedulerHook
+
+    collector.init_random_frames = 16  # the first batch (16 frames) is warm-up only
+    optim = torch.optim.SGD(loss_module.parameters(), lr=1.0)
+    trainer = _trainer(collector, loss_module, total_frames=64, optimizer=optim)
+    trainer.optim_steps_per_batch = 2
+    scheduler = torch.optim.lr_scheduler.StepLR(optim, step_size=1, gamma=0.5)
+    LRSchedulerHook(scheduler, interval=interval).register(trainer)
+    trainer.train()
+    assert trainer._optim_count == 6
+    assert optim.param_groups[0]["lr"] == pytest.approx(0.5**steps)
+    assert trainer.state_dict()["modules"]["lr_scheduler"]["scheduler"]["last_epoch"] == steps
+    with pytest.raises(ValueError, match="'batch' or 'optim'"):
+        LRSchedulerHook(scheduler, interval="epoch")
+
+
+def test_log_scalar_names_the_next_key_when_the_root_has_none(collector):
+    """torchrl's quick example ``LogScalar("reward")``: collected batches hold the reward
+    under ``("next", "reward")``; the error says so."""
+    from rl_trainers.trainers import LogScalar
+
+    with pytest.raises(KeyError, match=r"LogScalar\(\('next', 'reward'\)\)"):
+        LogScalar("reward")(collector.make_batch())
+    with pytest.raises(KeyError, match="logname='r_eval'"):
+        LogScalar("r_eval")(collector.make_batch())
+
+
+def test_log_validation_reward_record_frames_are_env_steps():
+    """torchrl rolls out ``max_steps=record_frames`` (its helpers divide record_frames by the
+    frame skip beforehand with ``correct_for_frame_skip``); frame_skip only scales the mean."""
+    steps = []
+
+    class Env:
+        def rollout(self, max_steps, policy=None, auto_reset=True, break_when_any_done=True):
+            steps.append(max_steps)
+            td = TensorDict({"next": {"reward": torch.ones(max_steps, 1)}}, [max_steps])
+            td.set(("next", "done"), torch.zeros(max_steps, 1, dtype=torch.bool))
+            return td
+
+    out = LogValidationReward(
+        record_interval=1,
+        record_frames=250,
+        frame_skip=4,
+        policy_exploration=None,
+        environment=Env(),
+    )()
+    assert steps == [250] and out["r_evaluation"] == 0.25
+
+
+def test_register_module_with_torchrl_keywords(collector, loss_module):
+    """torchrl's signature is ``register_module(module_name, module)``."""
+    from rl_trainers.trainers import CountFramesLog
+
+    trainer = _trainer(collector, loss_module)
+    hook = CountFramesLog()
+    trainer.register_module(module_name="frames", module=hook)
+    assert trainer.state_dict()["modules"]["frames"] == {"frame_count": 0}
+
+
+def test_steps_logged_again_after_rolling_back_to_a_checkpoint(fakes, tmp_path):
+    """Loading an earlier checkpoint into the same trainer and training on logs the
+    re-run steps (the once-per-step rule does not hide them)."""
+    from rl_trainers.trainers import LogScalar
+
+    logger = fakes.Logger()
+    trainer = _trainer(
+        fakes.Collector(), fakes.Loss(), logger=logger, log_interval=16, total_frames=48
+    )
+    LogScalar().register(trainer)
+    trainer.save_trainer_file = tmp_path / "ckpt.pt"
+    trainer.train()  # 16, 32, 48
+    state_at_48 = tmp_path / "at_48.pt"
+    state_at_48.write_bytes((tmp_path / "ckpt.pt").read_bytes())
+    trainer.total_frames = 64
+    trainer.collector = fakes.Collector()
+    trainer.train()  # 64
+    trainer.load_from_file(state_at_48)
+    trainer.collector = fakes.Collector()
+    trainer.train()  # 64 again
+    steps = [s for s, _ in logger.values("r_training")]
+    assert steps == [16, 32, 48, 64, 64]

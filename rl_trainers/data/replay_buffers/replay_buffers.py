@@ -114,6 +114,12 @@ class ReplayBuffer:
     def __len__(self) -> int:
         return len(self._storage)
 
+    @property
+    def write_count(self) -> int:
+        """Items written so far through :meth:`add` and :meth:`extend` (reset by
+        :meth:`empty`); unlike ``len(rb)`` it keeps growing once the storage is full."""
+        return getattr(self._writer, "_write_count", 0)
+
     def __getitem__(self, index: int | slice | Sequence[int] | torch.Tensor) -> Any:
         """The items stored at ``index`` (storage positions ``0 .. len(self) - 1``; negative
         ones count from the end), through the buffer's transform as samples are: a read, no
@@ -164,7 +170,7 @@ class ReplayBuffer:
         )
 
     # ------------------------------------------------------------------ writing
-    def _flatten(self, data: Any) -> Any:
+    def _flatten(self, data: Any, flatten: bool = True) -> Any:
         if isinstance(data, TensorDictBase):
             if data.batch_dims == 0:
                 raise ValueError(
@@ -172,7 +178,7 @@ class ReplayBuffer:
                 )
             if any(k in data.keys() for k in _RESERVED_KEYS):
                 data = data.exclude(*_RESERVED_KEYS)
-            if data.batch_dims > 1:
+            if flatten and data.batch_dims > 1:
                 data = flatten_batch(data)
             return data
         if isinstance(data, torch.Tensor):
@@ -212,22 +218,36 @@ class ReplayBuffer:
         Tensor storages take TensorDicts, tensors, tensorclasses and pytrees (dicts,
         lists, tuples) of tensors; the leading dimension indexes the items.
         """
-        data = self._flatten(self._encode(data, single=False))
+        return self._write(self._flatten(self._encode(data, single=False)))
+
+    def _write(self, data: Any) -> torch.Tensor:
+        """Write the items along ``data``'s leading dim; returns their storage indices."""
         n = len(data) if not isinstance(data, (TensorDictBase, torch.Tensor)) else data.shape[0]
+        self._writer._write_count = getattr(self._writer, "_write_count", 0) + n
         max_size = self._storage.max_size
+        skipped = 0
         if n > max_size:
+            # as if every item were written in turn: the last max_size ones remain, in the
+            # slots round-robin writing gives them (torchrl's layout)
+            skipped = (n - max_size) % max_size
             data = data[n - max_size :]
             n = max_size
         if n == 0:
             return torch.empty(0, dtype=torch.long)
         with self._lock:
+            if skipped:
+                self._writer.next_indices(skipped, max_size)
             index = self._writer.next_indices(n, max_size)
             self._storage.set(index, data)
             self._sampler.extend(index, self._priority_of(data))
         return index
 
     def add(self, data: Any) -> int:
-        """Write one item; returns its storage index."""
+        """Write one item; returns its storage index.
+
+        The item keeps its shape: ``add`` of a ``[T]`` trajectory stores one item whose
+        samples are ``[batch_size, T]`` (``extend`` would store ``T`` items).
+        """
         encoded = self._encode(data, single=True)
         if encoded is not data:
             batch = encoded
@@ -235,7 +255,7 @@ class ReplayBuffer:
             batch = data.unsqueeze(0)
         else:
             batch = [data]
-        return int(self.extend(batch)[0])
+        return int(self._write(self._flatten(batch, flatten=False))[0])
 
     # ------------------------------------------------------------------ sampling
     def _sample(self, batch_size: int) -> tuple[Any, dict[str, Any]]:
@@ -379,7 +399,10 @@ class TensorDictReplayBuffer(ReplayBuffer):
         if not isinstance(td, TensorDictBase):
             raise TypeError(f"TensorDictReplayBuffer stores TensorDicts, got {type(data).__name__}")
         n = td.shape[0]
-        td.set("index", info["index"])
+        index = info["index"]
+        if td.batch_dims > 1:  # items with their own batch dims (``add`` of a trajectory)
+            index = index.reshape(n, *([1] * (td.batch_dims - 1))).expand(td.shape)
+        td.set("index", index)
         weight = info.get("_weight")
         if weight is not None:
             td.set("_weight", weight.reshape(n, *([1] * (td.batch_dims - 1))).expand(td.shape))
@@ -397,7 +420,10 @@ class TensorDictReplayBuffer(ReplayBuffer):
                 f"update_tensordict_priority: key {self.priority_key!r} is not in the tensordict "
                 f"(keys: {list(data.keys())})"
             )
-        self.update_priority(data.get("index"), priority.detach())
+        index = data.get("index")
+        if index.ndim > 1:  # expanded over the items' own batch dims: one index per item
+            index = index.reshape(index.shape[0], -1)[:, 0]
+        self.update_priority(index, priority.detach())
 
 
 class PrioritizedReplayBuffer(ReplayBuffer):

@@ -14,6 +14,7 @@ class Writer:
 
     def __init__(self) -> None:
         self._cursor = 0
+        self._write_count = 0  # items written since the buffer was created or emptied
 
     def next_indices(self, n: int, max_size: int) -> torch.Tensor:
         """The ``n`` storage indices the next ``n`` items go to, and advance."""
@@ -21,12 +22,14 @@ class Writer:
 
     def empty(self) -> None:
         self._cursor = 0
+        self._write_count = 0
 
     def state_dict(self) -> dict[str, Any]:
-        return {"cursor": self._cursor}
+        return {"cursor": self._cursor, "write_count": self._write_count}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self._cursor = int(state_dict["cursor"])
+        self._write_count = int(state_dict.get("write_count", 0))
 
 
 class RoundRobinWriter(Writer):

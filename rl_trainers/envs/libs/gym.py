@@ -447,7 +447,7 @@ class GymWrapper(EnvBase):
         if not self._batched:
             return super().step_and_maybe_reset(tensordict)
         tensordict = self.step(tensordict)
-        next_input = step_mdp(tensordict)
+        next_input = step_mdp(tensordict, reward_keys=self.reward_keys)
         pending = self._autoreset_obs
         if pending is not None:
             self._autoreset_obs = None

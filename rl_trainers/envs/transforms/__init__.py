@@ -6,6 +6,7 @@ from rl_trainers.envs.transforms.keys import (
     RenameTransform,
     SelectTransform,
 )
+from rl_trainers.envs.transforms.shapes import SqueezeTransform, UnsqueezeTransform
 from rl_trainers.envs.transforms.transforms import (
     CatFrames,
     Compose,
@@ -46,4 +47,6 @@ __all__ = [
     "ExcludeTransform",
     "SelectTransform",
     "RenameTransform",
+    "UnsqueezeTransform",
+    "SqueezeTransform",
 ]

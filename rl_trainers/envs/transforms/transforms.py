@@ -13,6 +13,7 @@ transforms (StepCounter, RewardSum, CatFrames, InitTracker) only reset the flagg
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,7 +22,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rl_trainers.envs.common import EnvBase
+from rl_trainers.envs.common import EnvBase, complete_done_flags
 from rl_trainers.envs.specs import Bounded, Composite, TensorSpec, Unbounded
 from rl_trainers.envs.utils import fast_set, step_mdp
 
@@ -69,6 +70,31 @@ def _reset_mask(tensordict: TensorDictBase | None, like: torch.Tensor) -> torch.
     while mask.ndim < like.ndim:
         mask = mask.unsqueeze(-1)
     return mask
+
+
+def _apply_to_composite(function: Any) -> Any:
+    """Decorator (torchrl's) for a ``transform_observation_spec`` written for one leaf spec:
+    the decorated method maps each ``in_keys`` spec to its ``out_keys`` entry.
+
+    Example:
+        >>> class Sin(Transform):
+        ...     def _apply_transform(self, obs):
+        ...         return obs.sin()
+        ...     @_apply_to_composite
+        ...     def transform_observation_spec(self, spec):
+        ...         return Bounded(-1.0, 1.0, shape=spec.shape, device=spec.device)
+    """
+
+    @functools.wraps(function)
+    def per_key(self: Transform, observation_spec: Any) -> Any:
+        if not isinstance(observation_spec, Composite):
+            return function(self, observation_spec)
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            if ik in observation_spec:
+                observation_spec[ok] = function(self, observation_spec[ik].clone())
+        return observation_spec
+
+    return per_key
 
 
 class Transform(nn.Module):
@@ -394,11 +420,11 @@ class TransformedEnv(EnvBase):
     # --- env methods -------------------------------------------------------------------------
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         td_in = self._transform.inv(tensordict.copy()) if self._has_inv() else tensordict
-        next_td = self.base_env._step(td_in)
+        next_td = complete_done_flags(self.base_env._step(td_in))
         for _ in range(self._frame_skip - 1):
             if bool(next_td.get("done").any()):
                 break
-            more = self.base_env._step(td_in)
+            more = complete_done_flags(self.base_env._step(td_in))
             more.set("reward", more.get("reward") + next_td.get("reward"))
             next_td = more
         return self._transform._step(tensordict, next_td)
@@ -669,6 +695,7 @@ class RewardScaling(Transform):
         loc: offset.
         scale: scale.
         in_keys: reward keys.
+        out_keys: where the scaled rewards go (default: in place).
         standard_normal: use ``(r - loc) / scale``.
     """
 
@@ -677,9 +704,10 @@ class RewardScaling(Transform):
         loc: float | torch.Tensor,
         scale: float | torch.Tensor,
         in_keys: Key | Sequence[Key] | None = None,
+        out_keys: Key | Sequence[Key] | None = None,
         standard_normal: bool = False,
     ) -> None:
-        super().__init__(_keys(in_keys, ["reward"]))
+        super().__init__(_keys(in_keys, ["reward"]), out_keys)
         self.register_buffer("loc", torch.as_tensor(loc, dtype=torch.float32))
         self.register_buffer("scale", torch.as_tensor(scale, dtype=torch.float32))
         if bool((self.scale == 0).any()) and standard_normal:
@@ -695,6 +723,12 @@ class RewardScaling(Transform):
         if self.standard_normal:
             return (reward - self.loc) / self.scale
         return reward * self.scale + self.loc
+
+    def transform_reward_spec(self, reward_spec: Composite) -> Composite:
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            if ok != ik:
+                reward_spec[ok] = reward_spec[ik].clone()
+        return reward_spec
 
 
 # --- normalisation ---------------------------------------------------------------------------
@@ -920,15 +954,24 @@ class DoubleToFloat(Transform):
 
     Args:
         in_keys: observation keys (default: every float64 observation).
+        out_keys: must equal ``in_keys`` (entries are cast in place).
         in_keys_inv: action keys cast from float32 to float64 before the base step.
+        out_keys_inv: must equal ``in_keys_inv``.
     """
 
     def __init__(
         self,
         in_keys: Key | Sequence[Key] | None = None,
+        out_keys: Key | Sequence[Key] | None = None,
         in_keys_inv: Key | Sequence[Key] | None = None,
+        out_keys_inv: Key | Sequence[Key] | None = None,
     ) -> None:
-        super().__init__(in_keys, None, in_keys_inv, None)
+        super().__init__(in_keys, out_keys, in_keys_inv, out_keys_inv)
+        if self.out_keys != self.in_keys or self.out_keys_inv != self.in_keys_inv:
+            raise NotImplementedError(
+                "DoubleToFloat casts entries in place: out_keys (and out_keys_inv) must equal "
+                "in_keys (in_keys_inv)."
+            )
         self._auto = in_keys is None
 
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -1169,9 +1212,84 @@ class CatFrames(Transform):
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        raise NotImplementedError(
-            "CatFrames stacks frames of an env as it steps; use it inside a TransformedEnv."
-        )
+        """Stack frames of stored trajectories (a replay-buffer transform).
+
+        ``tensordict``'s last batch dim is time; each step gets its ``N`` latest frames
+        within its episode (episodes start at the first step and after ``("next", "done")``),
+        padded as in an env. A ``("next", key)`` entry continues the frames of ``key``, so a
+        sample matches what the env produced with the same transform.
+        """
+        if tensordict.batch_dims < 1:
+            raise ValueError("CatFrames on a TensorDict needs a time dim (its last batch dim)")
+        done = tensordict.get(("next", "done"), None)
+        steps = tensordict.batch_size[-1]
+        first = torch.zeros(tensordict.batch_size, dtype=torch.bool, device=tensordict.device)
+        first[..., 0] = True
+        if done is not None:
+            first[..., 1:] |= done.reshape(tensordict.batch_size)[..., :-1].bool()
+        positions = torch.arange(steps, device=tensordict.device).expand(tensordict.batch_size)
+        start = torch.cummax(torch.where(first, positions, 0), dim=-1).values
+        stacked = {}
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            root_key = ik[1:] if isinstance(ik, tuple) and ik[0] == "next" else None
+            if root_key is not None:
+                root_key = root_key[0] if len(root_key) == 1 else root_key
+            x = tensordict.get(ik, None)
+            if x is None:
+                raise _missing(tensordict, ik, "CatFrames")
+            if root_key is not None and root_key in tensordict.keys(True, True):
+                # the frames before a next frame are those of its step: shift them by one
+                window = self._offline(tensordict.get(root_key), start, positions)
+                window = torch.cat(
+                    [
+                        window.narrow(self._new_dim(x, tensordict), 1, self.N - 1),
+                        x.unsqueeze(self._new_dim(x, tensordict)),
+                    ],
+                    self._new_dim(x, tensordict),
+                )
+            else:
+                window = self._offline(x, start, positions)
+            stacked[ok] = self._merge(window, x, tensordict)
+        for ok, value in stacked.items():
+            tensordict.set(ok, value)
+        return tensordict
+
+    def _new_dim(self, x: torch.Tensor, tensordict: TensorDictBase) -> int:
+        """Where the N frames are stacked: right after the time dim."""
+        return tensordict.batch_dims
+
+    def _offline(
+        self, x: torch.Tensor, start: torch.Tensor, positions: torch.Tensor
+    ) -> torch.Tensor:
+        """``[*B, T, N, *F]``: frame ``t - N + 1 + k`` of ``x``, not before the episode start."""
+        frames = []
+        feat = x.ndim - positions.ndim
+        for k in range(self.N):
+            src = positions - (self.N - 1 - k)
+            before = src < start
+            idx = torch.where(before, start, src)
+            gathered = torch.gather(
+                x, positions.ndim - 1, idx.reshape(*idx.shape, *([1] * feat)).expand_as(x)
+            )
+            if self.padding == "constant":
+                gathered = gathered * ~before.reshape(*before.shape, *([1] * feat))
+            frames.append(gathered)
+        return torch.stack(frames, positions.ndim)
+
+    def _merge(
+        self, window: torch.Tensor, x: torch.Tensor, tensordict: TensorDictBase
+    ) -> torch.Tensor:
+        """``[*B, T, N, *F]`` -> the env's layout: concatenated along ``dim`` of the frame
+        (e.g. channels), or kept as a new dim when ``dim`` is just before the frame's dims."""
+        feat = x.ndim - tensordict.batch_dims
+        if -self.dim == feat + 1:
+            return window
+        if -self.dim > feat:
+            raise ValueError(
+                f"CatFrames: dim={self.dim} is out of range for entries with {feat} dims"
+            )
+        frames = window.unbind(tensordict.batch_dims)
+        return torch.cat(frames, self.dim)
 
     def transform_observation_spec(self, observation_spec: Composite) -> Composite:
         for ik, ok in zip(self.in_keys, self.out_keys):

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -231,11 +232,16 @@ class MLFlowLogger(Logger):
     def log_histogram(
         self, name: str, data: Sequence | Tensor, step: int | None = None, **kwargs
     ) -> None:
-        """Logs ``histograms/<name>_<step>.json`` with bin ``edges`` and ``counts``."""
-        values = torch.as_tensor(data).detach().cpu().flatten().double()
-        bins = int(kwargs.pop("bins", 64))
-        counts = torch.histc(values, bins=bins, min=values.min().item(), max=values.max().item())
-        edges = torch.linspace(values.min().item(), values.max().item(), bins + 1)
+        """Logs ``histograms/<name>_<step>.json`` with bin ``edges`` and ``counts``.
+
+        ``bins`` (default 64) is a number of bins or a numpy rule such as ``"auto"`` (the
+        values TensorBoard's ``bins`` also takes, e.g. ``"fd"``).
+        """
+        values = torch.as_tensor(data).detach().cpu().flatten().double().numpy()
+        bins = kwargs.pop("bins", 64)
+        if bins == "tensorflow":  # TensorBoard's own rule; numpy has no such name
+            bins = 64
+        counts, edges = np.histogram(values, bins=bins if isinstance(bins, str) else int(bins))
         payload = json.dumps({"edges": edges.tolist(), "counts": counts.tolist()})
         folder, _, base = name.rpartition("/")
         artifact_path = "/".join(p for p in ("histograms", folder) if p)

@@ -150,6 +150,11 @@ def validate_config(cfg: DictConfig) -> None:
         raise ConfigError(
             "trainer.keep_checkpoints", keep, "a positive number of checkpoints to keep, e.g. 2"
         )
+    make_kwargs = cfg.env.get("make_kwargs")
+    if make_kwargs is not None and not isinstance(make_kwargs, DictConfig):
+        raise ConfigError(
+            "env.make_kwargs", make_kwargs, "a dict of gymnasium.make arguments, e.g. {g: 9.81}"
+        )
     if "optimizer" in cfg:
         _check_betas(cfg)
     if cfg.eval.episodes <= 0:
@@ -163,6 +168,12 @@ def validate_config(cfg: DictConfig) -> None:
             f"a multiple of env.num_envs ({envs})"
             + (f" times collector.num_workers ({workers})" if workers > 1 else "")
             + f", e.g. {max(1, frames // (envs * workers)) * envs * workers}",
+        )
+    if cfg.trainer.total_frames < frames:
+        raise ConfigError(
+            "trainer.total_frames",
+            cfg.trainer.total_frames,
+            f"at least collector.frames_per_batch ({frames}), or lower that too",
         )
     if cfg.algorithm == "ppo":
         _positive(cfg, "trainer.num_epochs")

@@ -632,6 +632,9 @@ def make_replay_buffer(
     alpha: float = 0.6,
     beta: float = 0.4,
     scratch_dir: str | None = None,
+    *,
+    device: Any = None,
+    cfg: Any = None,
 ) -> Any:
     """A ``TensorDictReplayBuffer``; two call forms, one builder.
 
@@ -651,10 +654,15 @@ def make_replay_buffer(
         alpha: priority exponent.
         beta: importance-weight exponent.
         scratch_dir: directory of a ``lazy_memmap`` storage.
+        device, cfg: torchrl's form by keyword (``make_replay_buffer(device=..., cfg=...)``).
     """
-    if isinstance(size, (str, torch.device)) and not isinstance(batch_size, (int, float)):
-        torch.device(size)  # a bad device string fails here, naming itself
-        cfg = batch_size
+    if cfg is None and isinstance(size, (str, torch.device)):
+        if not isinstance(batch_size, (int, float)):
+            device, cfg = size, batch_size
+    elif cfg is not None and device is None:
+        device = size if isinstance(size, (str, torch.device)) else "cpu"
+    if cfg is not None:
+        torch.device(device)  # a bad device string fails here, naming itself
         return components.make_replay_buffer(
             size=int(cfg_get(cfg, "buffer_size")),
             batch_size=int(cfg_get(cfg, "batch_size")),

@@ -9,7 +9,7 @@ from rl_trainers.trainers.hooks.evaluation import (
 )
 from rl_trainers.trainers.hooks.logging import CountFramesLog, LogReward, LogScalar, UTDRHook
 from rl_trainers.trainers.hooks.normalisation import RewardNormalizer
-from rl_trainers.trainers.hooks.optim import ClearCudaCache, OptimizerHook
+from rl_trainers.trainers.hooks.optim import ClearCudaCache, LRSchedulerHook, OptimizerHook
 from rl_trainers.trainers.hooks.replay import ReplayBufferTrainer
 from rl_trainers.trainers.hooks.weights import TargetNetUpdaterHook, UpdateWeights
 from rl_trainers.trainers.trainer import TrainerHookBase
@@ -21,6 +21,7 @@ __all__ = [
     "LogReward",
     "LogScalar",
     "LogValidationReward",
+    "LRSchedulerHook",
     "OptimizerHook",
     "Recorder",
     "ReplayBufferTrainer",

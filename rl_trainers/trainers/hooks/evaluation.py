@@ -96,12 +96,15 @@ def trajectory_returns(rollout: TensorDictBase) -> torch.Tensor:
     return out.index_add_(0, ids, reward.reshape(-1))
 
 
-def _dump_transform(transform: Any, suffix: str | None) -> None:
+def _dump_transform(transform: Any, suffix: str | None, done: set[int]) -> None:
+    if id(transform) in done:  # a transform reachable twice is dumped once
+        return
+    done.add(id(transform))
     dump = getattr(transform, "dump", None)
     if callable(dump):
         dump() if suffix is None else dump(suffix=suffix)
     for child in getattr(transform, "transforms", None) or ():  # a Compose
-        _dump_transform(child, suffix)
+        _dump_transform(child, suffix, done)
 
 
 def dump_recorders(env: Any, suffix: str | None = None) -> None:
@@ -116,18 +119,19 @@ def dump_recorders(env: Any, suffix: str | None = None) -> None:
         suffix: passed to each ``dump`` (``VideoRecorder`` logs ``<tag>_<suffix>``).
     """
     seen: set[int] = set()
+    done: set[int] = set()
     while env is not None and id(env) not in seen:
         seen.add(id(env))
         transform = getattr(env, "transform", None)
         if transform is not None:
-            _dump_transform(transform, suffix)
+            _dump_transform(transform, suffix, done)
         env = getattr(env, "base_env", None)
 
 
 class LogValidationReward(TrainerHookBase):
     """Evaluate the policy on its own environment every ``record_interval`` calls.
 
-    Each evaluation runs one rollout of ``record_frames // frame_skip`` steps (episodes reset
+    Each evaluation runs one rollout of ``record_frames`` env steps (episodes reset
     automatically) under ``exploration_type`` (deterministic by default), without gradients
     and with the policy in eval mode. It returns, for logging (with ``"log_pbar"`` set to
     ``log_pbar``):
@@ -152,7 +156,8 @@ class LogValidationReward(TrainerHookBase):
 
     Args:
         record_interval: number of calls between two evaluations (the first call evaluates).
-        record_frames: frames per evaluation rollout.
+        record_frames: env steps per evaluation rollout (as torchrl's ``max_steps``; the
+            torchrl helpers' ``correct_for_frame_skip`` already divides it by the frame skip).
         frame_skip: frames per environment step.
         policy_exploration: the policy to evaluate.
         environment: the evaluation environment (``rollout(max_steps, policy, ...)``).
@@ -226,7 +231,7 @@ class LogValidationReward(TrainerHookBase):
         try:
             with set_interaction_type(self.exploration_type):
                 rollout = self.environment.rollout(
-                    max_steps=max(1, self.record_frames // self.frame_skip),
+                    max_steps=self.record_frames,
                     policy=policy,
                     auto_reset=True,
                     break_when_any_done=False,

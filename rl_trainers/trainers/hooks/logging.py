@@ -156,7 +156,12 @@ class LogScalar(TrainerHookBase):
         value = batch.get(self.key, None)
         if value is None:
             hint = ""
-            if isinstance(self.key, str) and self.logname in (self.key, "r_training"):
+            if isinstance(self.key, str) and ("next", self.key) in batch.keys(True):
+                hint = (
+                    f" Collected batches hold it under ('next', {self.key!r}): write "
+                    f"LogScalar(('next', {self.key!r}))."
+                )
+            elif isinstance(self.key, str) and self.logname in (self.key, "r_training"):
                 hint = (
                     f" LogScalar's first argument is the key to read; for torchrl's form "
                     f"write LogScalar(logname={self.key!r}) (the reward is read by default)."

@@ -1,12 +1,15 @@
-"""Optimisation hooks: OptimizerHook (defined with the Trainer) and ClearCudaCache."""
+"""Optimisation hooks: OptimizerHook (defined with the Trainer), LRSchedulerHook and
+ClearCudaCache."""
 
 from __future__ import annotations
+
+from typing import Any, Literal
 
 import torch
 
 from rl_trainers.trainers.trainer import OptimizerHook, Trainer, TrainerHookBase
 
-__all__ = ["ClearCudaCache", "OptimizerHook"]
+__all__ = ["ClearCudaCache", "LRSchedulerHook", "OptimizerHook"]
 
 
 class ClearCudaCache(TrainerHookBase):
@@ -38,3 +41,57 @@ class ClearCudaCache(TrainerHookBase):
     def load_state_dict(self, state_dict: dict) -> None:
         """Restore the call counter."""
         self.count = int(state_dict["count"])
+
+
+class LRSchedulerHook(TrainerHookBase):
+    """Step a learning-rate scheduler during training (torchrl 0.14's hook).
+
+    Args:
+        scheduler: a ``torch.optim.lr_scheduler`` scheduler.
+        interval: ``"batch"`` steps it once per collected batch (at ``post_steps``),
+            ``"optim"`` after every optimisation step (at ``post_optim``).
+
+    The scheduler is stepped only when an optimisation step ran since the hook's last
+    call, so the learning rate does not decay during the collector's random warm-up.
+    :meth:`register` also checkpoints the scheduler.
+
+    Examples:
+        >>> scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=100)
+        >>> LRSchedulerHook(scheduler).register(trainer)  # doctest: +SKIP
+    """
+
+    def __init__(self, scheduler: Any, interval: Literal["batch", "optim"] = "batch") -> None:
+        if interval not in ("batch", "optim"):
+            raise ValueError(f"interval must be 'batch' or 'optim', got {interval!r}.")
+        if not callable(getattr(scheduler, "step", None)):
+            raise TypeError(f"{type(scheduler).__name__} has no step() method.")
+        self.scheduler = scheduler
+        self.interval = interval
+        self._trainer: Trainer | None = None
+        self._last_optim_count = 0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        trainer = self._trainer
+        if trainer is not None:
+            count = trainer._optim_count
+            if count == self._last_optim_count:
+                return  # no optimisation since the last call (random warm-up)
+            self._last_optim_count = count
+        self.scheduler.step()
+
+    def register(self, trainer: Trainer, name: str = "lr_scheduler") -> None:
+        """Register at ``post_steps`` (``"batch"``) or ``post_optim`` (``"optim"``) and
+        checkpoint the scheduler."""
+        self._trainer = trainer
+        self._last_optim_count = trainer._optim_count
+        trainer.register_op("post_steps" if self.interval == "batch" else "post_optim", self)
+        trainer.register_module(name, self)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The scheduler's state and the optimisation count seen last."""
+        return {"scheduler": self.scheduler.state_dict(), "optim_count": self._last_optim_count}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the scheduler's state."""
+        self.scheduler.load_state_dict(state_dict["scheduler"])
+        self._last_optim_count = int(state_dict.get("optim_count", 0))

@@ -221,6 +221,15 @@ def test_make_replay_buffer_both_call_forms(tmp_path):
         make_replay_buffer("not-a-device", _ns())
 
 
+def test_make_replay_buffer_torchrl_keywords(tmp_path):
+    """torchrl's ``make_replay_buffer(device=..., cfg=...)`` by keyword."""
+    cfg = _ns(buffer_size=50, batch_size=4, buffer_scratch_dir=str(tmp_path / "rb"))
+    rb = make_replay_buffer(device="cpu", cfg=cfg)
+    assert type(rb).__name__ == "TensorDictReplayBuffer" and rb.batch_size == 4
+    with pytest.raises(RuntimeError):
+        make_replay_buffer(device="not-a-device", cfg=cfg)
+
+
 def test_make_trainer_without_buffer_subsamples_like_torchrl():
     """No replay buffer: a BatchSubSampler with cfg.sub_traj_len (default -1: whole
     trajectories of a [B, T] batch, a permutation of a flat one)."""
