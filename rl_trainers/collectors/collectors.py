@@ -18,7 +18,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import InteractionType, set_interaction_type
 
-from rl_trainers.collectors.utils import split_trajectories
+from rl_trainers.collectors.utils import split_trajectories, weights_state_dict
 from rl_trainers.envs.libs.gym_state import get_env_state, set_env_state
 from rl_trainers.envs.utils import stack_steps
 
@@ -343,8 +343,23 @@ class SyncDataCollector(DataCollectorBase):
             raise RuntimeError("background collection failed") from err
 
     # ------------------------------------------------------------------ misc
-    def update_policy_weights_(self, policy_weights: Any = None) -> None:
-        """No-op: the in-process collector acts with the trainer's own policy object."""
+    def update_policy_weights_(
+        self,
+        policy_weights: Any = None,
+        *,
+        policy_or_weights: Any = None,
+        worker_ids: Any = None,
+    ) -> None:
+        """Load ``policy_weights`` (a module, a state_dict or ``TensorDict.from_module``)
+        into the policy; without them nothing to do: this collector acts with the trainer's
+        own policy object."""
+        weights = policy_weights if policy_weights is not None else policy_or_weights
+        if weights is None or weights is self.policy:
+            return
+        if not isinstance(self.policy, torch.nn.Module):
+            raise TypeError("update_policy_weights_(weights) needs an nn.Module policy")
+        with torch.no_grad():
+            self.policy.load_state_dict(weights_state_dict(weights))
 
     def set_seed(self, seed: int, static_seed: bool = False) -> int:
         """Seed the env (takes effect at the next reset, forced before the next batch).

@@ -29,7 +29,7 @@ from tensordict import TensorDictBase
 from tensordict.nn import InteractionType
 
 from rl_trainers.collectors.collectors import TRAJ_KEY, DataCollectorBase, SyncDataCollector
-from rl_trainers.collectors.utils import split_trajectories
+from rl_trainers.collectors.utils import split_trajectories, weights_state_dict
 
 __all__ = ["MultiSyncDataCollector", "MultiaSyncDataCollector", "aSyncDataCollector"]
 
@@ -257,16 +257,28 @@ class _MultiCollectorBase(DataCollectorBase):
         return batch
 
     # ---------------------------------------------------------------- public
-    def update_policy_weights_(self, policy_weights: Any = None) -> None:
-        """Copy the policy's current weights (or ``policy_weights``) into the workers' copy."""
+    def update_policy_weights_(
+        self,
+        policy_weights: Any = None,
+        *,
+        policy_or_weights: Any = None,
+        worker_ids: Any = None,
+    ) -> None:
+        """Copy the policy's current weights (or ``policy_weights``: a module, a state_dict
+        or ``TensorDict.from_module(policy)``) into the workers' copy."""
         if self._shared is None:
             return
-        if policy_weights is None:
-            policy_weights = self.policy.state_dict()
+        weights = policy_weights if policy_weights is not None else policy_or_weights
+        weights = weights_state_dict(self.policy if weights is None else weights)
+        matched = [key for key in weights if key in self._shared]
+        if weights and not matched:
+            raise KeyError(
+                f"none of the given weights ({sorted(weights)[:3]}...) name a parameter of the "
+                f"collector's policy ({sorted(self._shared)[:3]}...)"
+            )
         with torch.no_grad():
-            for key, value in policy_weights.items():
-                if key in self._shared:
-                    self._shared[key].copy_(value)
+            for key in matched:
+                self._shared[key].copy_(weights[key])
 
     def set_seed(self, seed: int, static_seed: bool = False) -> int:
         """Seed worker ``i``'s env with the seed following worker ``i - 1``'s; returns the next."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from tensordict import TensorDictBase
 
-__all__ = ["split_trajectories"]
+__all__ = ["split_trajectories", "weights_state_dict"]
 
 
 def split_trajectories(
@@ -44,3 +46,21 @@ def split_trajectories(
     out.set(("collector", "mask"), mask)
     return out
 
+
+def weights_state_dict(weights: Any) -> dict[str, torch.Tensor]:
+    """Policy weights as a ``state_dict``-like mapping (``"module.0.weight"`` names).
+
+    Accepts a module, a ``state_dict``, or torchrl's ``TensorDict.from_module(policy)``
+    (nested keys are joined with dots, as ``state_dict`` names them).
+    """
+    if isinstance(weights, torch.nn.Module):
+        return weights.state_dict()
+    if isinstance(weights, TensorDictBase):
+        flat = weights.flatten_keys(".")
+        return {key: flat.get(key) for key in flat.keys(include_nested=True, leaves_only=True)}
+    if hasattr(weights, "items"):
+        return dict(weights.items())
+    raise TypeError(
+        "policy weights must be a module, a state_dict or a TensorDict of parameters, got "
+        f"{type(weights).__name__}"
+    )

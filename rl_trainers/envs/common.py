@@ -321,6 +321,9 @@ class EnvBase:
         tensordict: TensorDictBase | None = None,
         auto_cast_to_device: bool = False,
         return_contiguous: bool = True,
+        set_truncated: bool = False,
+        trust_policy: bool = False,
+        break_when_all_done: bool | None = None,
     ) -> TensorDictBase:
         """Play up to ``max_steps`` steps and stack the transitions along a last (time) dim.
 
@@ -334,10 +337,19 @@ class EnvBase:
             tensordict: first input (required if ``auto_reset=False``).
             auto_cast_to_device: unused (single device).
             return_contiguous: unused (always stacked).
+            set_truncated: mark the last step ``("next", "truncated")`` and ``done``, so the
+                rollout reads as a cut trajectory (value estimators bootstrap there).
+            trust_policy: unused (torchrl compatibility).
+            break_when_all_done: only None/False are supported.
 
         Returns:
             A TensorDict of batch size ``(*env.batch_size, T)``.
         """
+        if break_when_all_done:
+            raise NotImplementedError(
+                "rollout(break_when_all_done=True) is not supported; use "
+                "break_when_any_done=False (finished sub-envs are reset and continue)"
+            )
         if auto_reset:
             td = self.reset(tensordict)
         else:
@@ -366,7 +378,12 @@ class EnvBase:
                 td = nxt
         if not steps:
             raise ValueError(f"rollout needs max_steps >= 1, got {max_steps}.")
-        return torch.stack(steps, dim=len(self.batch_size))
+        out = torch.stack(steps, dim=len(self.batch_size))
+        if set_truncated:
+            last = out[..., -1]
+            for key in ("truncated", "done"):
+                last.set_(("next", key), torch.ones_like(last.get(("next", key))))
+        return out
 
     def append_transform(self, transform: Any) -> EnvBase:
         """``TransformedEnv(self, transform)``: this env with a transform appended.

@@ -397,8 +397,13 @@ class ValueOperator(TensorDictModule):
         super().__init__(module, in_keys=in_keys, out_keys=list(out_keys))
 
 
-_ACTION_SPACES = {"one_hot": "one_hot", "one-hot": "one_hot", "onehot": "one_hot"}
-_ACTION_SPACES["categorical"] = "categorical"
+#: torchrl's spellings of the discrete action spaces
+_ACTION_SPACES = {
+    "one_hot": "one_hot",
+    "one-hot": "one_hot",
+    "onehot": "one_hot",
+    "categorical": "categorical",
+}
 
 
 def discrete_kind(action_space, spec, owner: str) -> tuple[str, object]:

@@ -37,22 +37,38 @@ def _as_tensor(value, like: torch.Tensor) -> torch.Tensor:
 
 
 class IndependentNormal:
-    """Diagonal Gaussian over the last dimension.
+    """Diagonal Gaussian over the trailing ``event_dim`` dimensions (the last one by default).
 
     Args:
         loc: mean ``[*B, d]``.
         scale: standard deviation ``[*B, d]`` (positive).
+        upscale: scale of the ``tanh_loc`` squashing.
+        tanh_loc: squash ``loc`` with ``upscale * tanh(loc / upscale)`` first.
+        event_dim: number of trailing dims summed in ``log_prob``/``entropy``.
     """
 
     has_rsample = True
 
-    def __init__(self, loc: torch.Tensor, scale: torch.Tensor) -> None:
+    def __init__(
+        self,
+        loc: torch.Tensor,
+        scale: torch.Tensor,
+        upscale: float = 5.0,
+        tanh_loc: bool = False,
+        event_dim: int = 1,
+    ) -> None:
+        if tanh_loc:
+            loc = upscale * torch.tanh(loc / upscale)
         self.loc = loc
         self.scale = scale
+        self.event_dim = event_dim
 
     @property
     def batch_shape(self) -> torch.Size:
-        return self.loc.shape[:-1]
+        return self.loc.shape[: self.loc.dim() - self.event_dim]
+
+    def _sum_event(self, x: torch.Tensor) -> torch.Tensor:
+        return x.sum(tuple(range(-self.event_dim, 0))) if self.event_dim else x
 
     @property
     def mode(self) -> torch.Tensor:
@@ -73,16 +89,16 @@ class IndependentNormal:
 
     def log_prob(self, value: torch.Tensor) -> torch.Tensor:
         z = (value - self.loc) / self.scale
-        return (-0.5 * z.pow(2) - self.scale.log() - _HALF_LOG_2PI).sum(-1)
+        return self._sum_event(-0.5 * z.pow(2) - self.scale.log() - _HALF_LOG_2PI)
 
     def rsample_and_log_prob(self) -> tuple[torch.Tensor, torch.Tensor]:
         noise = torch.randn_like(self.loc)
         value = self.loc + self.scale * noise
-        log_prob = (-0.5 * noise.pow(2) - self.scale.log() - _HALF_LOG_2PI).sum(-1)
+        log_prob = self._sum_event(-0.5 * noise.pow(2) - self.scale.log() - _HALF_LOG_2PI)
         return value, log_prob
 
     def entropy(self) -> torch.Tensor:
-        return (0.5 + _HALF_LOG_2PI + self.scale.log()).sum(-1)
+        return self._sum_event((0.5 + _HALF_LOG_2PI + self.scale.log()).expand_as(self.loc))
 
 
 class TanhNormal:

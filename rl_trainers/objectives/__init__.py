@@ -14,6 +14,7 @@ from rl_trainers.objectives.ensemble import CriticEnsemble
 from rl_trainers.objectives.ppo import A2CLoss, ClipPPOLoss, KLPENPPOLoss, PPOLoss, ReinforceLoss
 from rl_trainers.objectives.sac import SACLoss
 from rl_trainers.objectives.td3 import DDPGLoss, TD3Loss
+from rl_trainers.objectives.td3_bc import TD3BCLoss
 from rl_trainers.objectives.utils import (
     HardUpdate,
     SoftUpdate,
@@ -49,6 +50,7 @@ __all__ = [
     "DQNLoss",
     "DistributionalDQNLoss",
     "TD3Loss",
+    "TD3BCLoss",
     "DDPGLoss",
     "SoftUpdate",
     "HardUpdate",

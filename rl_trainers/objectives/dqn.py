@@ -53,15 +53,13 @@ def _unwrap_qactor(network: nn.Module, action_space) -> nn.Module:
         if hasattr(first, "action_values") and len(network.module) > 1:
             if all(not list(m.parameters()) for m in network.module[1:]):
                 return first
-    if isinstance(network, TensorDictModuleBase):
-        key = next((k for k in network.out_keys if k == "action_value"), None)
-        if key is not None:
-            if action_space is None:  # read from a QValueModule inside
-                found = (getattr(m, "action_space", None) for m in network.modules())
-                action_space = next((a for a in found if isinstance(a, str)), None)
-            if action_space is None:
-                raise ValueError("DQNLoss: give action_space ('one_hot' or 'categorical')")
-            return _ActionValueNetwork(network, key, action_space)
+    if isinstance(network, TensorDictModuleBase) and "action_value" in network.out_keys:
+        if action_space is None:  # read from a QValueModule inside
+            found = (getattr(m, "action_space", None) for m in network.modules())
+            action_space = next((a for a in found if isinstance(a, str)), None)
+        if action_space is None:
+            raise ValueError("DQNLoss: give action_space ('one_hot' or 'categorical')")
+        return _ActionValueNetwork(network, "action_value", action_space)
     raise TypeError(
         "DQNLoss needs a QValueActor (or an exploration wrapper around one), or a tensordict "
         f"module writing 'action_value', got {type(network).__name__}"

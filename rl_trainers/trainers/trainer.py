@@ -90,8 +90,9 @@ class HookPoint(str, Enum):
     a TensorDict that replaces it; any other return value (``None``, the indices returned
     by ``replay_buffer.extend``...) keeps the input, as in torchrl. Logging hooks (``*_log``)
     return a dict of scalars (or ``None``); the optional entry ``"log_pbar": True`` sends
-    the values to the progress bar as well; a key is logged once per step. Operation hooks (the others) take no argument (``post_loss``
-    takes the sub-batch, ``optimizer`` the loss TensorDict).
+    the values to the progress bar as well; a key is logged once per step. Operation hooks
+    (the others) take no argument (``post_loss`` takes the sub-batch, ``optimizer`` the
+    loss TensorDict).
     """
 
     BATCH_PROCESS = "batch_process"
@@ -159,8 +160,8 @@ class OptimizerHook(TrainerHookBase):
     ``trainer.register_op("optimizer", hook)``): no clipping when ``clip_norm`` is None, norm
     clipping when ``clip_grad_norm`` is True (the norm before clipping is written to the
     loss TensorDict as ``grad_norm``, ``grad_norm_<name>`` for a hook registered under
-    another name, or ``grad_norm_<index>`` for the index-th op of ``register_op``), value clamping to
-    ``[-clip_norm, clip_norm]`` otherwise.
+    another name, or ``grad_norm_<index>`` for the index-th op of ``register_op``), value
+    clamping to ``[-clip_norm, clip_norm]`` otherwise.
     """
 
     def __init__(

@@ -208,3 +208,26 @@ def test_async_data_collector_runs_one_worker():
     assert _wait_gone(pids)
     with pytest.raises(TypeError, match="one worker"):
         aSyncDataCollector(make_env, None, frames_per_batch=8, num_workers=2)
+
+
+def test_update_policy_weights_from_a_tensordict_of_parameters():
+    from tensordict import TensorDict
+    from tensordict.nn import TensorDictModule
+
+    def module(bias: float) -> TensorDictModule:
+        layer = torch.nn.Linear(1, 1)
+        torch.nn.init.zeros_(layer.weight)
+        torch.nn.init.constant_(layer.bias, bias)
+        return TensorDictModule(layer, in_keys=["observation"], out_keys=["action"])
+
+    policy, trained = module(0.0), module(5.0)
+    collector = MultiSyncDataCollector([make_env] * 2, policy, frames_per_batch=8, total_frames=-1)
+    try:
+        it = iter(collector)
+        assert (next(it)["action"] == 0).all()
+        collector.update_policy_weights_(TensorDict.from_module(trained))
+        assert (next(it)["action"] == 5).all()
+        with pytest.raises(KeyError, match="none of the given weights"):
+            collector.update_policy_weights_({"other.weight": torch.zeros(1, 1)})
+    finally:
+        collector.shutdown()

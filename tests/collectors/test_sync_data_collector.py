@@ -401,3 +401,17 @@ def test_reset_starts_new_trajectories():
     )
     with pytest.raises(NotImplementedError):
         collector.reset(index=0)
+
+
+def test_update_policy_weights_with_weights_loads_them():
+    from tensordict import TensorDict
+    from tensordict.nn import TensorDictModule
+
+    layer = torch.nn.Linear(1, 1)
+    policy = TensorDictModule(layer, in_keys=["observation"], out_keys=["action"])
+    collector = SyncDataCollector(CountingEnv((3, 5)), policy, frames_per_batch=4)
+    weights = TensorDict.from_module(policy).clone().zero_()
+    weights["module", "bias"] += 2.0
+    collector.update_policy_weights_(weights)
+    assert layer.bias.item() == 2.0 and layer.weight.item() == 0.0
+    assert (next(iter(collector))["action"] == 2.0).all()

@@ -607,3 +607,32 @@ def test_extend_past_capacity_leaves_torchrl_slot_layout():
     assert rb[:].tolist() == [5, 6, 7, 3, 4]
     rb.extend(torch.tensor([8]))
     assert rb[:].tolist() == [5, 6, 7, 8, 4]
+
+
+def test_add_stores_one_item_of_the_given_shape():
+    rb = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(10),
+        sampler=PrioritizedSampler(10, alpha=1.0, beta=1.0),
+        batch_size=4,
+    )
+    trajectory = TensorDict({"obs": torch.arange(6).float(), "td_error": torch.ones(6)}, [6])
+    assert rb.add(trajectory) == 0
+    assert len(rb) == 1
+    sample = rb.sample()
+    assert sample.batch_size == (4, 6)
+    assert sample["index"].shape == (4, 6) and (sample["index"] == 0).all()
+    assert sample["_weight"].shape == (4, 6)
+    sample["td_error"] = torch.full((4, 6), 3.0)
+    rb.update_tensordict_priority(sample)  # one priority per item (reduced over time)
+    tensors = ReplayBuffer(storage=LazyTensorStorage(10), batch_size=3)
+    tensors.add(torch.arange(5))
+    assert tensors.sample().shape == (3, 5)
+
+
+def test_tensordict_buffer_takes_dicts_of_tensors():
+    rb = TensorDictReplayBuffer(storage=LazyTensorStorage(10), batch_size=3)
+    rb.extend({"obs": torch.arange(5), "next": {"obs": torch.arange(5) + 1}})
+    sample = rb.sample()
+    assert isinstance(sample, TensorDict) and torch.equal(sample["next", "obs"], sample["obs"] + 1)
+    rb.add({"obs": torch.tensor(7), "next": {"obs": torch.tensor(8)}})
+    assert len(rb) == 6 and rb[5]["next", "obs"].item() == 8

@@ -156,3 +156,24 @@ def test_batched_env_of_a_transformed_env_factory():
             assert td["next", "episode_reward"].shape == (2, 7, 1)
         finally:
             env.close()
+
+
+def test_unsqueeze_and_squeeze_transforms():
+    from rl_trainers.envs import SqueezeTransform, UnsqueezeTransform, check_env_specs
+
+    env = TransformedEnv(GymEnv("Pendulum-v1"), UnsqueezeTransform(-1, in_keys=["observation"]))
+    assert env.observation_spec["observation"].shape == (3, 1)
+    assert env.observation_spec["observation"].space.high.shape == (3, 1)
+    assert env.rollout(2)["next", "observation"].shape == (2, 3, 1)
+    check_env_specs(env)
+    env.append_transform(SqueezeTransform(-1, in_keys=["observation"]))
+    assert env.observation_spec["observation"].shape == (3,)
+    check_env_specs(env)
+
+
+def test_rollout_set_truncated_marks_the_last_step():
+    env = GymEnv("Pendulum-v1", num_envs=2)
+    td = env.rollout(4, set_truncated=True, break_when_any_done=False, trust_policy=True)
+    assert td["next", "truncated"].squeeze(-1).tolist() == [[False, False, False, True]] * 2
+    assert torch.equal(td["next", "done"], td["next", "truncated"])
+    assert not td["next", "terminated"].any()

@@ -193,3 +193,38 @@ def test_reward_sum_accepts_torchrl_reset_keys():
     env.close()
     with pytest.raises(ValueError, match="reset_keys"):
         RewardSum(reset_keys=[("agents", "_reset")])
+
+
+def test_catframes_on_buffer_samples_matches_the_env():
+    """torchrl's replay-buffer tutorial: stacking frames offline gives the env's stacks."""
+    from tensordict import TensorDict
+
+    from rl_trainers.collectors import SyncDataCollector
+    from rl_trainers.data import LazyTensorStorage, TensorDictReplayBuffer
+    from rl_trainers.envs import UnsqueezeTransform
+
+    env = TransformedEnv(
+        GymEnv("CartPole-v1"),
+        Compose(
+            UnsqueezeTransform(-2, in_keys=["observation"], out_keys=["obs_t"]),
+            CatFrames(N=3, dim=-2, in_keys=["obs_t"]),
+        ),
+    )
+    assert env.observation_spec["obs_t"].shape == (3, 4)
+    env.set_seed(0)
+    collector = SyncDataCollector(env, None, frames_per_batch=40, total_frames=40)
+    data = next(iter(collector))
+    assert data["next", "done"].any()  # an episode boundary inside the batch
+    offline = CatFrames(N=3, dim=-2, in_keys=["obs_t", ("next", "obs_t")])
+    rb = TensorDictReplayBuffer(storage=LazyTensorStorage(10), transform=offline, batch_size=2)
+    stored = data.exclude("obs_t", ("next", "obs_t"))
+    stored.set("obs_t", data["observation"].unsqueeze(-2))
+    stored.set(("next", "obs_t"), data["next", "observation"].unsqueeze(-2))
+    rb.add(stored)
+    sample = rb.sample()[0]
+    assert torch.equal(sample["obs_t"], data["obs_t"])
+    assert torch.equal(sample["next", "obs_t"], data["next", "obs_t"])
+    # channel-wise stacking (dim inside the frame) and zero padding
+    td = TensorDict({"x": torch.arange(4.0).reshape(4, 1)}, [4])
+    out = CatFrames(N=2, dim=-1, in_keys=["x"], out_keys=["y"], padding="constant")(td)
+    assert out["y"].tolist() == [[0.0, 0.0], [0.0, 1.0], [1.0, 2.0], [2.0, 3.0]]

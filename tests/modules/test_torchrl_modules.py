@@ -440,3 +440,18 @@ def test_noisy_linear_in_an_mlp_redraws_noise_and_is_its_mean_in_eval():
     mean = nn.functional.linear(x, layer.weight_mu, layer.bias_mu)
     torch.testing.assert_close(net[0](x), mean)
     assert NoisyLinear(3, 2, bias=False).bias is None
+
+
+def test_independent_normal_takes_torchrl_arguments():
+    from rl_trainers.modules import IndependentNormal
+
+    loc, scale = torch.full((4, 2, 3), 100.0), torch.ones(4, 2, 3)
+    dist = IndependentNormal(loc, scale, upscale=5.0, tanh_loc=True, event_dim=2)
+    assert torch.allclose(dist.mode, torch.full((4, 2, 3), 5.0))
+    assert dist.log_prob(dist.mode).shape == (4,) and dist.entropy().shape == (4,)
+    assert dist.batch_shape == (4,)
+    ref = torch.distributions.Independent(torch.distributions.Normal(dist.mode, scale), 2)
+    torch.testing.assert_close(
+        dist.log_prob(torch.zeros(4, 2, 3)), ref.log_prob(torch.zeros(4, 2, 3))
+    )
+    torch.testing.assert_close(dist.entropy(), ref.entropy())

@@ -210,3 +210,25 @@ def test_off_policy_losses_refuse_estimators_they_would_ignore():
         loss.make_value_estimator(ValueEstimators.TDLambda, gamma=0.9, lmbda=0.9)
     with pytest.raises(NotImplementedError, match="TD0"):
         TD3Loss(_det_actor(), _qvalue(), bounds=(-1, 1)).make_value_estimator(ValueEstimators.GAE)
+
+
+def test_action_log_prob_key_round_trip_through_actor_and_ppo():
+    from tensordict.nn import InteractionType, set_interaction_type
+
+    from rl_trainers.objectives import ClipPPOLoss
+
+    net = nn.Sequential(MLP(in_features=3, out_features=4, num_cells=[8]), NormalParamExtractor())
+    actor = ProbabilisticActor(
+        TensorDictModule(net, ["observation"], ["loc", "scale"]),
+        in_keys=["loc", "scale"],
+        distribution_class=TanhNormal,
+        return_log_prob=True,
+        log_prob_key="action_log_prob",
+    )
+    with set_interaction_type(InteractionType.RANDOM):
+        batch = actor(TensorDict({"observation": torch.randn(6, 3)}, [6])).detach()
+    assert "action_log_prob" in batch.keys() and "sample_log_prob" not in batch.keys()
+    batch["advantage"] = torch.randn(6, 1)
+    loss = ClipPPOLoss(actor, entropy_bonus=False).set_keys(sample_log_prob="action_log_prob")
+    out = loss(batch)
+    assert out["kl_approx"].abs() < 1e-5  # same policy: ratio 1

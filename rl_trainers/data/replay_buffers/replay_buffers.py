@@ -392,6 +392,14 @@ class TensorDictReplayBuffer(ReplayBuffer):
             return data.get(self.priority_key, None)
         return None
 
+    def _encode(self, data: Any, single: bool) -> Any:
+        if isinstance(data, dict):  # a dict of tensors is stored as the TensorDict it reads as
+            td = TensorDict.from_dict(data, batch_size=[])
+            lead = next(iter(td.values(True, True))).shape[:1] if not single else ()
+            td.batch_size = lead
+            return td.unsqueeze(0) if single else td
+        return super()._encode(data, single)
+
     def sample(self, batch_size: int | None = None, return_info: bool = False) -> Any:
         data, info = super().sample(batch_size, return_info=True)
         # a tensorclass sample carries index and weight in its TensorDict, as in torchrl

@@ -47,7 +47,8 @@ def hparams_to_dict(cfg: Mapping[str, Any] | Any) -> dict[str, Any]:
     container = _to_container(cfg)
     if not isinstance(container, Mapping):
         raise TypeError(
-            f"log_hparams expects a dict, an OmegaConf DictConfig or an argparse.Namespace, got {type(cfg).__name__}."
+            "log_hparams expects a dict, an OmegaConf DictConfig or an argparse.Namespace, "
+            f"got {type(cfg).__name__}."
         )
     return dict(container)
 

@@ -238,8 +238,9 @@ def transformed_env_constructor(
 
     Base env: ``custom_env``, ``custom_env_maker()`` or ``GymEnv(cfg.env_name, from_pixels=,
     frame_skip=, categorical_action_encoding=)``; with ``video_tag`` and ``logger`` the
-    GymEnv also renders ``pixels`` (next to the state observation) for the recorder. Transforms, in order: ``VideoRecorder`` (if
-    ``logger`` and ``video_tag``), ``NoopResetEnv(cfg.noops)``; for pixels ``ToTensorImage``,
+    GymEnv also renders ``pixels`` (next to the state observation) for the recorder.
+    Transforms, in order: ``VideoRecorder`` (if ``logger`` and ``video_tag``),
+    ``NoopResetEnv(cfg.noops)``; for pixels ``ToTensorImage``,
     ``Resize(cfg.image_size)``, ``GrayScale`` (``cfg.grayscale``), ``CatFrames(cfg.catframes)``
     and ``ObservationNorm`` (``obs_norm_state_dict`` or standard-normal ``stats``); for states
     ``VecNorm`` (``cfg.vecnorm``) or ``ObservationNorm(**stats)``; then ``RewardScaling``
