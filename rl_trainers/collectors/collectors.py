@@ -189,6 +189,7 @@ class SyncDataCollector(DataCollectorBase):
         self._traj_ids = torch.zeros(batch_size, dtype=torch.long)
         self._td: TensorDictBase | None = None
         self._keys: list | None = None
+        self._policy_zeros: dict | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._thread_error: BaseException | None = None
@@ -206,6 +207,22 @@ class SyncDataCollector(DataCollectorBase):
             return out.to(td.device) if out.device != td.device else out
         out = self.policy(td)
         return td if out is None else out
+
+    def _policy_output_zeros(self, td: TensorDictBase) -> dict:
+        """Zeros for the policy's outputs other than the action (e.g. ``"action_value"``),
+        shaped like one step: random warm-up batches carry them, as torchrl's do, so scripts
+        can read them on any batch. Found once, by running the policy on a copy of ``td``,
+        for tensordict policies whose ``out_keys`` name more than the action."""
+        extra = set(getattr(self.policy, "out_keys", None) or ()) - {"action"}
+        if self._policy_zeros is None and not extra:
+            self._policy_zeros = {}
+        if self._policy_zeros is None:
+            probe = self._act(td.clone(), random=False)
+            known = set(_leaf_keys(td)) | {"action"}
+            self._policy_zeros = {
+                k: torch.zeros_like(probe.get(k)) for k in _leaf_keys(probe) if k not in known
+            }
+        return self._policy_zeros
 
     def _rollout_batch(
         self, td: TensorDictBase, random: bool
@@ -247,8 +264,15 @@ class SyncDataCollector(DataCollectorBase):
         random = self.frames_collected < self.init_random_frames
         td = self._td
         with torch.no_grad(), set_interaction_type(self.exploration_type):
+            zeros = self._policy_output_zeros(td) if random and self.policy is not None else {}
             fast = self._rollout_batch(td, random)
             batch, self._td = fast if fast is not None else self._rollout_steps(td, random)
+            present = set(_leaf_keys(batch))
+            nd = len(self.batch_size)
+            for key, zero in zeros.items():
+                if key not in present:
+                    shape = (*self.batch_size, self.T, *zero.shape[nd:])
+                    batch.set(key, zero.to(batch.device).unsqueeze(nd).expand(shape).clone())
             # trajectory ids for the whole batch at once rather than at every step
             done = batch.get(("next", "done")).reshape(self.n_envs, self.T)
             ids, self._traj_ids, self._traj_counter = trajectory_ids(

@@ -168,6 +168,19 @@ class EnvBase:
         )
 
     @property
+    def specs(self) -> Composite:
+        """``input_spec`` and ``output_spec`` in one Composite (torchrl's ``env.specs``)."""
+        return Composite(
+            output_spec=self.output_spec, input_spec=self.input_spec, shape=self.batch_size
+        )
+
+    def apply(self, fn: Any) -> EnvBase:
+        """Call ``fn`` on the env's modules (transforms, for a TransformedEnv) and on the
+        env, as ``nn.Module.apply`` does for torchrl's envs (e.g. ``env.apply(dump_video)``)."""
+        fn(self)
+        return self
+
+    @property
     def action_key(self) -> str:
         """Name of the action entry."""
         return "action"

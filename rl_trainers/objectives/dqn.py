@@ -195,3 +195,12 @@ class DQNLoss(LossModule):
             },
             batch_size=[],
         )
+
+
+def __getattr__(name: str):
+    # torchrl defines DistributionalDQNLoss in objectives/dqn.py; here in .distributional_dqn
+    if name == "DistributionalDQNLoss":
+        from rl_trainers.objectives.distributional_dqn import DistributionalDQNLoss
+
+        return DistributionalDQNLoss
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -319,7 +319,8 @@ class ClipPPOLoss(PPOLoss):
         super().__init__(actor_network, critic_network, **kwargs)
         if clip_epsilon <= 0:
             raise ValueError(f"clip_epsilon must be positive, got {clip_epsilon}")
-        self.clip_epsilon = float(clip_epsilon)
+        # a buffer, as in torchrl: scripts anneal it with ``loss.clip_epsilon.copy_(eps)``
+        self.register_buffer("clip_epsilon", torch.tensor(float(clip_epsilon)), persistent=False)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         adv = self._advantage(tensordict)
@@ -344,7 +345,7 @@ class ClipPPOLoss(PPOLoss):
     def _terms_settings(self) -> ClipPPOSettings:
         entropy_coef = float(self.entropy_coef) if self.entropy_bonus else None
         return ClipPPOSettings(
-            self.clip_epsilon, float(self.critic_coef), entropy_coef, self.loss_critic_type
+            float(self.clip_epsilon), float(self.critic_coef), entropy_coef, self.loss_critic_type
         )
 
     def _action_index(self, td: TensorDictBase, one_hot: bool, n: int) -> torch.Tensor:

@@ -334,3 +334,12 @@ class SACLoss(LossModule):
         loss_q = SACCriticTerms.apply(nets, fwd, *critic_params)
         loss_actor, logp_pi = SACActorTerms.apply(nets, fwd, *actor_params)
         return loss_actor, logp_pi, loss_q, fwd.q_data, fwd.target
+
+
+def __getattr__(name: str):
+    # torchrl defines DiscreteSACLoss in objectives/sac.py; it lives in .discrete_sac here
+    if name == "DiscreteSACLoss":
+        from rl_trainers.objectives.discrete_sac import DiscreteSACLoss
+
+        return DiscreteSACLoss
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

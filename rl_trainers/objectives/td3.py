@@ -175,8 +175,8 @@ class TD3Loss(LossModule):
             action = torch.maximum(torch.minimum(action, self.high), self.low)
         return action
 
-    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        td = tensordict
+    def _target_value(self, td: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(y, min_i Q'_i(s', a'))``, both shaped like the reward, without gradients."""
         with torch.no_grad():
             a_next = self._target_action(td)
             critics = (
@@ -190,9 +190,20 @@ class TD3Loss(LossModule):
             if terminated is None:
                 terminated = td.get(("next", "done"))
             not_term = (~terminated.bool()).to(reward.dtype).reshape(reward.shape)
-            target = reward + discount(td, self.gamma, reward) * not_term * q_next.reshape(
-                reward.shape
-            )
+            q_next = q_next.reshape(reward.shape)
+            target = reward + discount(td, self.gamma, reward) * not_term * q_next
+        return target, q_next
+
+    def value_loss(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:
+        """The critics' loss alone, as torchrl's ``TD3Loss.value_loss``: ``(loss, metadata)``.
+
+        ``metadata`` holds ``td_error`` (``|Q_i(s, a) - y|`` per critic and sample, shaped
+        ``[num_qvalue_nets, *batch]``), ``next_state_value``, ``pred_value`` and
+        ``target_value`` (means). The per-sample priority (largest error over the critics)
+        is written into ``tensordict`` at ``priority_key``, for prioritized buffers.
+        """
+        td = tensordict
+        target, q_next = self._target_value(td)
         q_data = self.qvalue_network_params(*self._q_inputs(td, False, td.get("action")))
         loss_q = (
             distance_loss(q_data, target.unsqueeze(0), self.loss_function)
@@ -200,19 +211,36 @@ class TD3Loss(LossModule):
             .mean(1)
             .sum()
         )
-        a_pi = self._actor_module(*self._obs(td, False))
-        q_pi = self.qvalue_network_params(*self._q_inputs(td, False, a_pi), detach=True)[0]
         with torch.no_grad():
-            td_error = (q_data - target.unsqueeze(0)).abs().max(0).values
+            td_error = (q_data - target.unsqueeze(0)).abs()
+            td_error = td_error.reshape(self.num_qvalue_nets, *td.batch_size)
             if not td.is_locked:
-                td.set(self.priority_key, td_error.reshape(td.batch_size))
+                td.set(self.priority_key, td_error.max(0).values)
+        metadata = {
+            "td_error": td_error,
+            "next_state_value": q_next.mean(),
+            "pred_value": q_data.detach().mean(),
+            "target_value": target.mean(),
+        }
+        return loss_q, metadata
+
+    def actor_loss(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:
+        """The actor's loss alone, as torchrl's ``TD3Loss.actor_loss``: ``(loss, metadata)``
+        with ``metadata["state_action_value_actor"]``; the critics get no gradient."""
+        a_pi = self._actor_module(*self._obs(tensordict, False))
+        q_pi = self.qvalue_network_params(*self._q_inputs(tensordict, False, a_pi), detach=True)
+        return -q_pi[0].mean(), {"state_action_value_actor": q_pi.detach().mean()}
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        loss_q, metadata = self.value_loss(tensordict)
+        loss_actor, _ = self.actor_loss(tensordict)
         return TensorDict(
             {
-                "loss_actor": -q_pi.mean(),
+                "loss_actor": loss_actor,
                 "loss_qvalue": loss_q,
-                "q_mean": q_data.detach().mean(),
-                "target_value": target.mean(),
-                "td_error": td_error.mean(),
+                "q_mean": metadata["pred_value"],
+                "target_value": metadata["target_value"],
+                "td_error": metadata["td_error"].max(0).values.mean(),
             },
             batch_size=[],
         )
@@ -270,6 +298,19 @@ class DDPGLoss(TD3Loss):
 
     def _default_out_keys(self) -> list[str]:
         return ["loss_actor", "loss_value", "q_mean", "target_value", "td_error"]
+
+    def loss_value(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:
+        """The critic's loss alone, as torchrl's ``DDPGLoss.loss_value``: ``(loss,
+        metadata)`` with ``td_error`` (per sample), ``pred_value`` and ``target_value``."""
+        loss, metadata = self.value_loss(tensordict)
+        metadata["td_error"] = metadata["td_error"][0]
+        del metadata["next_state_value"]
+        return loss, metadata
+
+    def loss_actor(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:
+        """The actor's loss alone, as torchrl's ``DDPGLoss.loss_actor``: ``(loss, {})``."""
+        loss, _ = self.actor_loss(tensordict)
+        return loss, {}
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         out = super().forward(tensordict)

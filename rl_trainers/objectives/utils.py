@@ -6,9 +6,17 @@ import contextlib
 
 import torch
 
-from rl_trainers.objectives.common import LossModule
+from rl_trainers.objectives.common import LossModule, ValueEstimators, distance_loss
 
-__all__ = ["SoftUpdate", "HardUpdate", "TargetNetUpdater", "group_optimizers", "hold_out_net"]
+__all__ = [
+    "SoftUpdate",
+    "HardUpdate",
+    "TargetNetUpdater",
+    "group_optimizers",
+    "hold_out_net",
+    "ValueEstimators",
+    "distance_loss",
+]
 
 
 @contextlib.contextmanager

@@ -10,6 +10,7 @@ import textwrap
 import pytest
 import torch
 
+from rl_trainers.trainers.algorithms.errors import ConfigError
 from rl_trainers.trainers.checkpoint import (
     CheckpointError,
     latest_checkpoint,
@@ -216,3 +217,37 @@ def test_an_accelerator_device_is_refused_not_ignored(monkeypatch):
     with pytest.raises(ConfigError, match=r"device='cuda:0'.*run on the CPU in this version"):
         validation._check_devices(cfg)
     validation._check_devices(OmegaConf.create({"device": "cpu", "env": {"device": "cpu"}}))
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("+trainer.num_epoch=3", ["trainer.num_epoch=3", "not a field", "trainer.num_epochs?"]),
+        ("+foo=1", ["foo=1", "not a field", "ignored"]),
+        ("+network.policy.num_cell=1", ["network.policy.num_cells?"]),
+        ("+eval.every=5", ["eval.every=5", "not a field"]),
+    ],
+)
+def test_a_key_added_with_plus_that_nothing_reads_is_refused(override, expected):
+    """Hydra lets '+' add a key to any node; the trainer would silently ignore it."""
+    from rl_trainers.trainers.algorithms.validation import validate_config
+
+    from .conftest import compose_config
+
+    with pytest.raises(ConfigError) as info:
+        validate_config(compose_config("ppo", [override]))
+    for word in expected:
+        assert word in str(info.value)
+
+
+def test_plus_keys_of_free_form_dicts_are_kept():
+    from rl_trainers.trainers.algorithms.validation import validate_config
+
+    from .conftest import compose_config
+
+    validate_config(compose_config("sac", ["+env.make_kwargs.g=9.0"]))
+
+
+def test_a_key_added_with_plus_stops_the_app_before_training(tmp_path):
+    proc = run_bad("sac", tmp_path, "+trainer.foo=1")
+    assert_user_error(proc, "trainer.foo=1", "not a field")

@@ -236,6 +236,15 @@ class Transform(nn.Module):
         if env is not None:
             env._update_specs()
 
+    def clone(self) -> Transform:
+        """A deep copy (own state and statistics) attached to no env, as torchrl's."""
+        container = self.__dict__["_container"]
+        self.__dict__["_container"] = None
+        try:
+            return copy.deepcopy(self)
+        finally:
+            self.__dict__["_container"] = container
+
     def _env(self) -> TransformedEnv | None:
         c = self.container
         while isinstance(c, Compose):
@@ -415,6 +424,7 @@ class TransformedEnv(EnvBase):
         self.full_reward_spec = t.transform_reward_spec(base.full_reward_spec.clone())
         self.full_done_spec = t.transform_done_spec(base.full_done_spec.clone())
         self.full_action_spec = t.transform_action_spec(base.full_action_spec.clone())
+        self.full_state_spec = base.full_state_spec.clone()
         self._frame_skip = _find_frame_skip(t)
 
     # --- env methods -------------------------------------------------------------------------
@@ -498,6 +508,13 @@ class TransformedEnv(EnvBase):
         """Close the base env."""
         self.is_closed = True
         self.base_env.close()
+
+    def apply(self, fn: Any) -> TransformedEnv:
+        """Call ``fn`` on every transform, the base env and this env (``nn.Module.apply``)."""
+        self._transform.apply(fn)
+        self.base_env.apply(fn)
+        fn(self)
+        return self
 
     def eval(self) -> TransformedEnv:
         """Put the transforms in eval mode."""

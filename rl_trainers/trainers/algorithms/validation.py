@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 
@@ -126,8 +127,35 @@ def _check_betas(cfg: DictConfig) -> None:
         raise ConfigError("optimizer.betas", values, allowed)
 
 
+def check_unknown_keys(cfg: DictConfig, algorithm: str, prefix: str = "") -> None:
+    """Raise :class:`ConfigError` for a key added with ``+`` (``+trainer.num_epoch=3``) that
+    no field of its config node declares: nothing would read it, so it would be ignored."""
+    from .compose_errors import suggest_field
+
+    node_type = OmegaConf.get_type(cfg)
+    declared = (
+        {f.name for f in dataclasses.fields(node_type)}
+        if dataclasses.is_dataclass(node_type)
+        else None
+    )
+    for key in cfg.keys():
+        path = f"{prefix}{key}"
+        if declared is not None and key not in declared and not str(key).startswith("_"):
+            meant = suggest_field(algorithm, path, node_type)
+            hint = f"; did you mean {meant}?" if meant else ""
+            raise ConfigError(
+                path,
+                OmegaConf.select(cfg, str(key), throw_on_missing=False),
+                f"not a field{hint} (a key added with '+' would be ignored)",
+            )
+        child = cfg._get_node(key)
+        if isinstance(child, DictConfig) and not child._is_none():
+            check_unknown_keys(child, algorithm, prefix=f"{path}.")
+
+
 def validate_config(cfg: DictConfig) -> None:
     """Raise :class:`ConfigError` naming the first invalid field, its value and what is allowed."""
+    check_unknown_keys(cfg, str(cfg.get("algorithm", "")))
     seed = cfg.get("seed", 0)
     if seed is None or not 0 <= seed <= MAX_SEED:
         raise ConfigError("seed", seed, "an integer from 0 to 2**63 - 1")

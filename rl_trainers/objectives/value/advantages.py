@@ -1,0 +1,11 @@
+"""``torchrl.objectives.value.advantages`` names: the value estimator classes."""
+
+from rl_trainers.objectives.value import (
+    GAE,
+    TD0Estimator,
+    TD1Estimator,
+    TDLambdaEstimator,
+    ValueEstimatorBase,
+)
+
+__all__ = ["GAE", "TDLambdaEstimator", "TD1Estimator", "TD0Estimator", "ValueEstimatorBase"]

@@ -1,0 +1,9 @@
+"""``torchrl.objectives.value.functional`` names: the estimators on plain tensors."""
+
+from rl_trainers.objectives.value import (
+    generalized_advantage_estimate,
+    td0_return_estimate,
+    td_lambda_return_estimate,
+)
+
+__all__ = ["generalized_advantage_estimate", "td_lambda_return_estimate", "td0_return_estimate"]
