@@ -185,3 +185,33 @@ def test_stop_message_repeats_the_runs_own_overrides(tmp_path, monkeypatch):
         "trainer.resume=true",
         f"hydra.run.dir={tmp_path}",
     ]
+
+
+def test_resume_from_is_relative_to_the_launch_directory_with_chdir(tmp_path, monkeypatch):
+    """With ``hydra.job.chdir=true`` the working directory is the run directory; a relative
+    ``trainer.resume_from`` typed on the command line still means the launch directory."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from rl_trainers.trainers.algorithms.common import resume_checkpoint
+
+    from .conftest import CONFIG_DIR, compose, initialize_config_dir
+
+    launch, run_dir = tmp_path / "launch", tmp_path / "run"
+    (launch / "old" / "checkpoints").mkdir(parents=True)
+    run_dir.mkdir()
+    ckpt = launch / "old" / "checkpoints" / "trainer_64.pt"
+    ckpt.write_bytes(b"")
+    monkeypatch.chdir(launch)
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        cfg = compose(
+            "sac_trainer",
+            overrides=["trainer.resume_from=old/checkpoints/trainer_64.pt"],
+            return_hydra_config=True,
+        )
+    monkeypatch.chdir(run_dir)  # what hydra.job.chdir=true does
+    HydraConfig.instance().set_config(cfg)
+    try:
+        found = resume_checkpoint(cfg, run_dir)
+    finally:
+        HydraConfig.instance().cfg = None
+    assert found is not None and found.resolve() == ckpt.resolve()

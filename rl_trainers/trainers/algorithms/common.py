@@ -271,7 +271,8 @@ def resume_checkpoint(cfg: DictConfig, output_dir: Path) -> Path | None:
     """The checkpoint ``trainer.resume_from``/``trainer.resume`` ask for, or None.
 
     ``resume_from`` is a file (or directory for ``CKPT_BACKEND=torchsnapshot``), relative to
-    the working directory or the run directory; ``resume=true`` takes the latest checkpoint
+    the directory the app was launched from (also with ``hydra.job.chdir=true``), the
+    working directory or the run directory; ``resume=true`` takes the latest checkpoint
     in ``<run dir>/checkpoints`` and starts from scratch if there is none yet (so a requeued
     cluster job can always pass it).
     """
@@ -280,8 +281,9 @@ def resume_checkpoint(cfg: DictConfig, output_dir: Path) -> Path | None:
     loop = cfg.trainer
     if loop.get("resume_from"):
         path = Path(str(loop.resume_from)).expanduser()
-        if not path.exists() and not path.is_absolute() and (output_dir / path).exists():
-            path = output_dir / path
+        if not path.is_absolute():
+            bases = [_launch_dir(), Path.cwd(), output_dir]
+            path = next((b / path for b in bases if (b / path).exists()), path)
         if not path.exists():
             raise ConfigError(
                 "trainer.resume_from", str(loop.resume_from), "an existing checkpoint"
@@ -297,6 +299,15 @@ def resume_checkpoint(cfg: DictConfig, output_dir: Path) -> Path | None:
             )
         return found
     return None
+
+
+def _launch_dir() -> Path:
+    """The directory the app was started from (Hydra's ``runtime.cwd``), else the cwd."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if HydraConfig.initialized():
+        return Path(HydraConfig.get().runtime.cwd)
+    return Path.cwd()
 
 
 class EnvStateModule:
