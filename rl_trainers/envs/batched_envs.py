@@ -172,9 +172,12 @@ class ParallelEnv(GymWrapper):
         return True
 
     def _reset(self, tensordict: Any) -> Any:
-        if self._owner_pid != os.getpid() and self._forked():
+        forked = self._owner_pid != os.getpid() and self._forked()
+        if forked or self.is_closed:  # torchrl restarts a closed ParallelEnv at its next reset
             self._env = self._make_vector_env()
             self._owner_pid = os.getpid()
+            self.is_closed = False
+            weakref.finalize(self, _close_vector_env, self._env, self._owner_pid)
         return super()._reset(tensordict)
 
     def close(self) -> None:

@@ -99,6 +99,17 @@ class TensorSpec:
         n = len(self.shape)
         return tuple(value.shape[value.ndim - n :]) == tuple(self.shape) if n else True
 
+    def __getitem__(self, index: int | tuple[int, ...]) -> TensorSpec:
+        """The spec of one element of the leading (batch) dims, as torchrl's
+        ``env.action_spec[(0,) * len(env.batch_size)]``; integer indices only."""
+        index = index if isinstance(index, tuple) else (index,)
+        if not all(isinstance(i, int) for i in index) or len(index) > len(self.shape):
+            raise IndexError(
+                f"{type(self).__name__} of shape {tuple(self.shape)} takes integer indices "
+                f"of its leading dims, got {index!r}"
+            )
+        return unbatched(self, len(index), index)
+
     # --- API ---------------------------------------------------------------------------------
     def rand(self, shape: ShapeLike | None = None) -> torch.Tensor:
         """A random value of shape ``(*shape, *self.shape)``."""
@@ -732,10 +743,13 @@ def _torch_dtype(np_dtype: Any, remap_float64: bool = True) -> torch.dtype:
     return dt
 
 
-def unbatched(spec: TensorSpec | Composite, batch_dims: int) -> TensorSpec | Composite:
+def unbatched(
+    spec: TensorSpec | Composite, batch_dims: int, index: tuple[int, ...] | None = None
+) -> TensorSpec | Composite:
     """``spec`` without its ``batch_dims`` leading (env batch) dims: the spec of one sub-env.
 
-    Per-element tensors (``low``/``high``, ``nvec``) keep the first sub-env's values; e.g.
+    Per-element tensors (``low``/``high``, ``nvec``) keep the values of the sub-env at
+    ``index`` (default: the first); e.g.
     ``unbatched(GymEnv("Pendulum-v1", num_envs=4).action_spec, 1).space.low`` is ``[-2.]``.
     """
     if batch_dims == 0:
@@ -743,11 +757,11 @@ def unbatched(spec: TensorSpec | Composite, batch_dims: int) -> TensorSpec | Com
     if isinstance(spec, Composite):
         out = Composite(shape=spec.shape[batch_dims:], device=spec.device)
         for key, value in spec.items():
-            out._specs[key] = unbatched(value, batch_dims)
+            out._specs[key] = unbatched(value, batch_dims, index)
         return out
     out = spec.clone()
     out.shape = spec.shape[batch_dims:]
-    first = (0,) * batch_dims
+    first = (0,) * batch_dims if index is None else index
     for name, value in spec._kwargs().items():
         if isinstance(value, torch.Tensor) and value.shape == spec.shape:
             setattr(out, name, value[first].clone())

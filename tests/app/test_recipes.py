@@ -131,3 +131,21 @@ def test_ppo_on_discrete_observations(tiny_config, env_name, tmp_path):
     """Discrete observation spaces (one-hot observations) train like any other env."""
     run(tiny_config("ppo", [f"env.env_name={env_name}"]), output_dir=tmp_path)
     _check_summary(tmp_path, 256)
+
+
+def test_ppo_clip_range_anneals_in_the_losss_buffer(tiny_config, tmp_path):
+    """trainer.anneal_clip_epsilon sets the loss's clip_epsilon buffer in place each batch."""
+    import torch
+
+    from rl_trainers.trainers.algorithms import build_trainer
+    from rl_trainers.trainers.algorithms.common import close_trainer
+
+    trainer = build_trainer(tiny_config("ppo", ["trainer.anneal_clip_epsilon=true"]), tmp_path)
+    seen = []
+    trainer.register_op("post_steps", lambda: seen.append(float(trainer.loss_module.clip_epsilon)))
+    try:
+        trainer.train()
+    finally:
+        close_trainer(trainer)
+    assert isinstance(trainer.loss_module.clip_epsilon, torch.Tensor)
+    assert seen == pytest.approx([0.2 * (1 - f / 256) for f in (64, 128, 192, 256)])

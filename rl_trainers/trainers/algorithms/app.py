@@ -10,6 +10,10 @@
         with user_errors():
             return run(cfg)
 
+    if __name__ == "__main__":
+        with composition_errors():  # from .compose_errors: Hydra's mistakes in one line
+            main()
+
 ``run`` validates the config, builds the algorithm trainer (seeding first), trains,
 evaluates, and writes ``summary.json`` next to the resolved config in Hydra's run directory.
 """

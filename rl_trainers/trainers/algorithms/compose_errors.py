@@ -94,9 +94,10 @@ def field_paths(algorithm: str) -> list[str]:
 
 
 def suggest_field(algorithm: str, full_key: str, node: Any = None) -> str | None:
-    """The field a user most likely meant by ``full_key``: a close name in the same node
-    (``optimizer.lrr`` -> ``optimizer.lr``), else a field of that name elsewhere
-    (``collector.total_frames`` -> ``trainer.total_frames``, ``lr`` -> ``optimizer.lr``)."""
+    """The field a user most likely meant by ``full_key``: a field of that name elsewhere
+    (``collector.total_frames`` -> ``trainer.total_frames``, ``lr`` -> ``optimizer.lr``),
+    else a close name in the same node (``optimizer.lrr`` -> ``optimizer.lr``), else a close
+    dotted path anywhere."""
     parent, _, key = full_key.rpartition(".")
     prefix = f"{parent}." if parent else ""
     paths = [] if full_key.startswith("hydra.") else field_paths(algorithm)

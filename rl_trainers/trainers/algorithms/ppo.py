@@ -121,12 +121,16 @@ class PPOTrainer(AlgorithmTrainer):
     def _anneal_clip(self) -> None:
         """Set the clip range for the next batch: ``clip0 * (1 - frames / total_frames)``."""
         remaining = max(1.0 - self.collected_frames / self.total_frames, 0.0)
-        self.loss_module.clip_epsilon = self._clip0 * remaining
+        current = self.loss_module.clip_epsilon
+        if isinstance(current, torch.Tensor):  # ClipPPOLoss keeps it in a buffer, as torchrl
+            current.fill_(self._clip0 * remaining)
+        else:
+            self.loss_module.clip_epsilon = self._clip0 * remaining
 
     def load_state_dict(self, state_dict: dict[str, Any], **kwargs: Any) -> None:
         """Load a checkpoint, then set the annealed clip range from the restored frame count.
 
-        The clip range is not saved (it is a float attribute of the loss); without this the
+        The clip range is not saved (a non-persistent buffer of the loss); without this the
         first batch after a resume would use the initial clip range.
         """
         super().load_state_dict(state_dict, **kwargs)
