@@ -7,6 +7,7 @@ from rl_trainers.objectives.common import (
     distance_loss,
     explained_variance,
 )
+from rl_trainers.objectives.cql import DiscreteCQLLoss
 from rl_trainers.objectives.discrete_sac import DiscreteSACLoss
 from rl_trainers.objectives.distributional_dqn import DistributionalDQNLoss
 from rl_trainers.objectives.dqn import DQNLoss
@@ -49,6 +50,7 @@ __all__ = [
     "DiscreteSACLoss",
     "DQNLoss",
     "DistributionalDQNLoss",
+    "DiscreteCQLLoss",
     "TD3Loss",
     "TD3BCLoss",
     "DDPGLoss",

@@ -148,8 +148,9 @@ class DQNLoss(LossModule):
             return (values * action.to(values.dtype)).sum(-1, keepdim=True)
         return values.gather(-1, action.long().reshape(*values.shape[:-1], 1))
 
-    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        td = tensordict
+    def _q_terms(self, td: TensorDictBase) -> tuple[torch.Tensor, ...]:
+        """``(Q(s, .), Q(s, a), target, |Q(s, a) - target|)``, the last three shaped
+        ``[*batch, 1]``; writes the per-sample errors at ``priority_key``."""
         batch = td.batch_size
         n = batch[0] if len(batch) else 1
         keys = getattr(self.value_network, "_net_keys", self.value_network.in_keys)
@@ -180,10 +181,16 @@ class DQNLoss(LossModule):
             target = reward + discount(td, self.gamma, reward) * not_term * next_value.reshape(
                 reward.shape
             )
-            td_error = (chosen - target.reshape(chosen.shape)).abs()
+            target = target.reshape(chosen.shape)
+            td_error = (chosen - target).abs()
             if not td.is_locked:
                 td.set(self.priority_key, td_error.reshape(batch))
-        loss = distance_loss(chosen, target.reshape(chosen.shape), self.loss_function)
+        return values, chosen, target, td_error
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        td = tensordict
+        _, chosen, target, td_error = self._q_terms(td)
+        loss = distance_loss(chosen, target, self.loss_function)
         weight = td.get("_weight", None)
         if weight is not None:
             loss = loss * weight.reshape(loss.shape)

@@ -98,10 +98,12 @@ class _ActorCriticLoss(LossModule):
         "value": "value_key",
         "sample_log_prob": "log_prob_key",
         "action": "action_key",
-        "reward": None,
-        "done": None,
-        "terminated": None,
+        # read by the value estimator only (e.g. ``set_keys(done="end-of-life")``)
+        "reward": "reward_key",
+        "done": "done_key",
+        "terminated": "terminated_key",
     }
+    reward_key, done_key, terminated_key = "reward", "done", "terminated"
 
     def __init__(
         self,

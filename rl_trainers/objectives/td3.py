@@ -233,17 +233,18 @@ class TD3Loss(LossModule):
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         loss_q, metadata = self.value_loss(tensordict)
-        loss_actor, _ = self.actor_loss(tensordict)
-        return TensorDict(
-            {
-                "loss_actor": loss_actor,
-                "loss_qvalue": loss_q,
-                "q_mean": metadata["pred_value"],
-                "target_value": metadata["target_value"],
-                "td_error": metadata["td_error"].max(0).values.mean(),
-            },
-            batch_size=[],
-        )
+        loss_actor, actor_metadata = self.actor_loss(tensordict)
+        out = {
+            "loss_actor": loss_actor,
+            "loss_qvalue": loss_q,
+            "q_mean": metadata["pred_value"],
+            "target_value": metadata["target_value"],
+            "td_error": metadata["td_error"].max(0).values.mean(),
+        }
+        # a subclass's actor diagnostics named in its out keys (TD3+BC's bc_loss, lmbd)
+        wanted = self._default_out_keys()
+        out.update({k: v for k, v in actor_metadata.items() if k in wanted})
+        return TensorDict(out, batch_size=[])
 
 
 class DDPGLoss(TD3Loss):

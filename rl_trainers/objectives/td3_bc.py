@@ -66,14 +66,12 @@ class TD3BCLoss(TD3Loss):
     def _default_out_keys(self) -> list[str]:
         return [*super()._default_out_keys(), "bc_loss", "lmbd"]
 
-    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        out = super().forward(tensordict)
+    def actor_loss(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:
+        """The actor's TD3+BC loss alone, as torchrl's ``TD3BCLoss.actor_loss``:
+        ``(loss, {"bc_loss": ..., "lmbd": ...})``; the critics get no gradient."""
         action = self._actor_module(*self._obs(tensordict, False))
         inputs = self._q_inputs(tensordict, False, action)
         q_pi = self.qvalue_network_params(*inputs, detach=True)[0]
         lmbd = self.alpha / q_pi.abs().mean().detach().clamp_min(torch.finfo(q_pi.dtype).tiny)
         bc_loss = (action - tensordict.get("action")).pow(2).mean()
-        out["loss_actor"] = -lmbd * q_pi.mean() + bc_loss
-        out["bc_loss"] = bc_loss.detach()
-        out["lmbd"] = lmbd
-        return out
+        return -lmbd * q_pi.mean() + bc_loss, {"bc_loss": bc_loss.detach(), "lmbd": lmbd}

@@ -251,3 +251,18 @@ def test_plus_keys_of_free_form_dicts_are_kept():
 def test_a_key_added_with_plus_stops_the_app_before_training(tmp_path):
     proc = run_bad("sac", tmp_path, "+trainer.foo=1")
     assert_user_error(proc, "trainer.foo=1", "not a field")
+
+
+def test_a_new_run_in_a_used_run_directory_is_refused(tiny_config, tmp_path):
+    """Re-running without trainer.resume into the same hydra.run.dir would append to the
+    previous run's logs; it stops and says how to continue that run instead."""
+    from rl_trainers.trainers.algorithms.app import run
+
+    run(tiny_config("ppo"), output_dir=tmp_path)
+    scalars = tmp_path / "logs" / "ppo_CartPole-v1" / "scalars" / "loss_objective.csv"
+    rows = scalars.read_text()
+    with pytest.raises(ConfigError) as info:
+        run(tiny_config("ppo"), output_dir=tmp_path)
+    assert "hydra.run.dir" in str(info.value) and "trainer.resume=true" in str(info.value)
+    assert scalars.read_text() == rows
+    run(tiny_config("ppo", ["trainer.resume=true"]), output_dir=tmp_path)  # continuing is fine

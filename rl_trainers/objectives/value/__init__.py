@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 _MATRIX_MAX_T = 1024
+_NO_DEFAULT = object()
 
 
 def _discounted_cumsum(
@@ -218,6 +219,8 @@ class ValueEstimatorBase(nn.Module):
         self.__dict__["value_network"] = value_network
         self.differentiable = differentiable
         self.advantage_key = advantage_key or "advantage"
+        # read under "next" (torchrl's set_keys(done="end-of-life", terminated="end-of-life"))
+        self.reward_key, self.done_key, self.terminated_key = "reward", "done", "terminated"
         self.value_target_key = value_target_key or "value_target"
         self.value_key = value_key or "state_value"
         self.skip_existing = bool(skip_existing)
@@ -227,23 +230,24 @@ class ValueEstimatorBase(nn.Module):
         "advantage": "advantage_key",
         "value_target": "value_target_key",
         "value": "value_key",
-        "reward": None,
-        "done": None,
-        "terminated": None,
+        "reward": "reward_key",
+        "done": "done_key",
+        "terminated": "terminated_key",
     }
 
     def set_keys(self, **kwargs) -> ValueEstimatorBase:
         """Renames the entries read/written, with torchrl's names (``advantage``,
-        ``value_target``, ``value``); ``reward``/``done``/``terminated`` are fixed keys."""
+        ``value_target``, ``value``; ``reward``, ``done``, ``terminated``, read under
+        ``"next"``)."""
         for name, key in kwargs.items():
             if name not in self._key_attrs:
                 raise ValueError(f"unknown key {name!r}; accepted: {sorted(self._key_attrs)}")
-            attr = self._key_attrs[name]
-            if attr is None and key != name:
-                raise NotImplementedError(f"the estimators read ('next', {name!r}) at a fixed key")
-            if attr is not None:
-                setattr(self, attr, key)
+            setattr(self, self._key_attrs[name], key)
         return self
+
+    def _next(self, td: TensorDictBase, key, default=_NO_DEFAULT):
+        nested = ("next", *key) if isinstance(key, tuple) else ("next", key)
+        return td.get(nested) if default is _NO_DEFAULT else td.get(nested, default)
 
     def _values(self, td: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
         """Runs the critic on current and next observations in one call; writes both values."""
@@ -287,11 +291,14 @@ class ValueEstimatorBase(nn.Module):
                 "value estimators need a batch with a time dimension, got batch_size=[]"
             )
         value, next_value = self._values(td)
-        reward = td.get(("next", "reward"))
-        terminated = td.get(("next", "terminated"), None)
-        done = td.get(("next", "done"), None)
+        reward = self._next(td, self.reward_key)
+        terminated = self._next(td, self.terminated_key, None)
+        done = self._next(td, self.done_key, None)
         if terminated is None and done is None:
-            raise KeyError("the batch has neither ('next', 'terminated') nor ('next', 'done')")
+            raise KeyError(
+                f"the batch has neither ('next', {self.terminated_key!r}) nor "
+                f"('next', {self.done_key!r})"
+            )
         if terminated is None:
             terminated = done
         if done is None:

@@ -250,11 +250,28 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
 
     out = Path(output_dir) if output_dir is not None else output_dir_of_run()
     start = time.perf_counter()
+    check_fresh_run_dir(cfg, out)
     trainer = build_trainer(cfg, out)
     try:
         return _train_and_summarise(cfg, trainer, out, start)
     finally:
         close_trainer(trainer)
+
+
+def check_fresh_run_dir(cfg: DictConfig, out: Path) -> None:
+    """Refuse to start a new run in a directory holding a previous run's checkpoints (its
+    logs would be appended to and its checkpoints replaced), unless it is resumed."""
+    loop = cfg.trainer
+    if loop.get("resume") or loop.get("resume_from"):
+        return
+    previous = sorted((out / "checkpoints").glob("trainer*"))
+    if previous:
+        raise ConfigError(
+            "hydra.run.dir",
+            str(out),
+            f"a directory without a previous run (it holds {previous[-1].name}): add "
+            "trainer.resume=true to continue that run, or choose another hydra.run.dir",
+        )
 
 
 def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> float:
