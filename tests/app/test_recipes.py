@@ -126,11 +126,28 @@ def test_recipes_through_train_py(algorithm, group, options, extra, tmp_path):
     assert len(summaries) == len(options)
 
 
-@pytest.mark.parametrize("env_name", ["FrozenLake-v1", "Taxi-v4"])
+@pytest.mark.parametrize("env_name", ["FrozenLake-v1", "Taxi-v4", "Blackjack-v1"])
 def test_ppo_on_discrete_observations(tiny_config, env_name, tmp_path):
-    """Discrete observation spaces (one-hot observations) train like any other env."""
+    """Discrete observation spaces (one-hot observations) train like any other env, a Tuple
+    of them (Blackjack) too: its parts are concatenated into one observation."""
     run(tiny_config("ppo", [f"env.env_name={env_name}"]), output_dir=tmp_path)
     _check_summary(tmp_path, 256)
+
+
+def test_tuple_observations_are_concatenated_in_order(tiny_config):
+    from hydra.utils import instantiate
+
+    env = instantiate(tiny_config("ppo", ["env.env_name=Blackjack-v1"]).env)
+    try:
+        td = env.reset()
+    finally:
+        env.close()
+    obs = td["observation"]
+    assert obs.shape == (4, 32 + 11 + 2)
+    # one one-hot block per part, in the Tuple's order (player sum, dealer card, usable ace)
+    assert (obs[:, :32].sum(-1) == 1).all() and (obs[:, 32:43].sum(-1) == 1).all()
+    assert (obs[:, 43:].sum(-1) == 1).all()
+    assert "observation_0" not in td.keys()
 
 
 def test_ppo_clip_range_anneals_in_the_losss_buffer(tiny_config, tmp_path):

@@ -39,17 +39,27 @@ def make_env():
 
 
 def make_ppo_models(env):
-    common = TensorDictModule(MLP(out_features=32, num_cells=[32], activate_last_layer=True),
-                              in_keys=["observation"], out_keys=["common_features"])
+    common = TensorDictModule(
+        MLP(out_features=32, num_cells=[32], activate_last_layer=True),
+        in_keys=["observation"],
+        out_keys=["common_features"],
+    )
     policy = ProbabilisticActor(
-        TensorDictModule(MLP(out_features=env.action_spec.space.n, num_cells=[]),
-                         in_keys=["common_features"], out_keys=["logits"]),
-        in_keys=["logits"], spec=env.full_action_spec, distribution_class=OneHotCategorical,
-        return_log_prob=True, default_interaction_type=ExplorationType.RANDOM,
+        TensorDictModule(
+            MLP(out_features=env.action_spec.space.n, num_cells=[]),
+            in_keys=["common_features"],
+            out_keys=["logits"],
+        ),
+        in_keys=["logits"],
+        spec=env.full_action_spec,
+        distribution_class=OneHotCategorical,
+        return_log_prob=True,
+        default_interaction_type=ExplorationType.RANDOM,
     )
     value = ValueOperator(MLP(out_features=1, num_cells=[]), in_keys=["common_features"])
-    actor_critic = ActorValueOperator(common_operator=common, policy_operator=policy,
-                                      value_operator=value)
+    actor_critic = ActorValueOperator(
+        common_operator=common, policy_operator=policy, value_operator=value
+    )
     with torch.no_grad():
         actor_critic(env.reset())
     return actor_critic.get_policy_operator(), actor_critic.get_value_operator()
@@ -57,9 +67,15 @@ def make_ppo_models(env):
 
 def make_losses(actor, critic):
     adv_module = GAE(gamma=0.99, lmbda=0.95, value_network=critic, average_gae=False)
-    loss_module = ClipPPOLoss(actor_network=actor, critic_network=critic, clip_epsilon=0.1,
-                              loss_critic_type="l2", entropy_coeff=0.01, critic_coeff=1.0,
-                              normalize_advantage=True)
+    loss_module = ClipPPOLoss(
+        actor_network=actor,
+        critic_network=critic,
+        clip_epsilon=0.1,
+        loss_critic_type="l2",
+        entropy_coeff=0.01,
+        critic_coeff=1.0,
+        normalize_advantage=True,
+    )
     adv_module.set_keys(done="end-of-life", terminated="end-of-life")
     loss_module.set_keys(done="end-of-life", terminated="end-of-life")
     return adv_module, loss_module
@@ -70,10 +86,12 @@ def test_ppo_atari_port_trains_with_the_end_of_life_key():
     actor, critic = make_ppo_models(make_env())
     adv_module, loss_module = make_losses(actor, critic)
     optim = torch.optim.Adam(loss_module.parameters(), lr=2.5e-4, eps=1e-5)
-    collector = SyncDataCollector(make_env(), actor, frames_per_batch=128, total_frames=384,
-                                  max_frames_per_traj=-1)
-    data_buffer = TensorDictReplayBuffer(storage=LazyTensorStorage(128),
-                                         sampler=SamplerWithoutReplacement(), batch_size=32)
+    collector = SyncDataCollector(
+        make_env(), actor, frames_per_batch=128, total_frames=384, max_frames_per_traj=-1
+    )
+    data_buffer = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(128), sampler=SamplerWithoutReplacement(), batch_size=32
+    )
     before = [p.clone() for p in loss_module.parameters()]
     for data in collector:
         data["next", "end-of-life"] = data["next", "terminated"].clone()

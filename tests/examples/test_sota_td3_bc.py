@@ -27,12 +27,16 @@ from rl_trainers.record.loggers import get_logger
 def make_td3_agent(env):
     action_spec = env.action_spec_unbatched
     actor = TensorDictSequential(
-        TensorDictModule(MLP(num_cells=[32, 32], out_features=action_spec.shape[-1]),
-                         in_keys=["observation"], out_keys=["param"]),
+        TensorDictModule(
+            MLP(num_cells=[32, 32], out_features=action_spec.shape[-1]),
+            in_keys=["observation"],
+            out_keys=["param"],
+        ),
         TanhModule(in_keys=["param"], out_keys=["action"], spec=action_spec),
     )
-    qvalue = ValueOperator(in_keys=["action", "observation"],
-                           module=MLP(num_cells=[32, 32], out_features=1))
+    qvalue = ValueOperator(
+        in_keys=["action", "observation"], module=MLP(num_cells=[32, 32], out_features=1)
+    )
     model = nn.ModuleList([actor, qvalue])
     with torch.no_grad(), set_exploration_type(ExplorationType.RANDOM):
         td = env.fake_tensordict()
@@ -47,9 +51,16 @@ def run(log_dir, gradient_steps=60, delayed_updates=2):
     replay_buffer = TensorDictReplayBuffer(storage=LazyTensorStorage(1000), batch_size=64)
     replay_buffer.extend(env.rollout(400, break_when_any_done=False))
     model = make_td3_agent(env)
-    loss_module = TD3BCLoss(actor_network=model[0], qvalue_network=model[1], num_qvalue_nets=2,
-                            loss_function="l2", action_spec=model[0][1].spec,
-                            policy_noise=0.2, noise_clip=0.5, alpha=2.5)
+    loss_module = TD3BCLoss(
+        actor_network=model[0],
+        qvalue_network=model[1],
+        num_qvalue_nets=2,
+        loss_function="l2",
+        action_spec=model[0][1].spec,
+        policy_noise=0.2,
+        noise_clip=0.5,
+        alpha=2.5,
+    )
     loss_module.make_value_estimator(gamma=0.99)
     target_net_updater = SoftUpdate(loss_module, eps=0.995)
     critic_params = list(loss_module.qvalue_network_params.values(True, True))

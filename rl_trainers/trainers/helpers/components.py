@@ -79,6 +79,7 @@ def make_env(
             for Pendulum-v1).
     """
     from rl_trainers.envs import (
+        CatTensors,
         Compose,
         GymEnv,
         ParallelEnv,
@@ -116,6 +117,9 @@ def make_env(
                 "{_target_: rl_trainers.envs.StepCounter, max_steps: 200}",
             )
     chain = [RewardSum()]
+    parts = _tuple_observation_keys(base.observation_spec)
+    if parts and not from_pixels:  # a Tuple space: the networks read one "observation"
+        chain.append(CatTensors(in_keys=parts, out_key="observation", sort=False))
     if from_pixels:
         chain += _pixel_transforms(image_size, grayscale, frame_stack)
     if normalize_observations:
@@ -123,6 +127,16 @@ def make_env(
     if reward_scale != 1.0:
         chain.append(RewardScaling(loc=0.0, scale=reward_scale))
     return TransformedEnv(base, Compose(*chain, *extra))
+
+
+def _tuple_observation_keys(spec) -> list[str]:
+    """``observation_0 ... observation_n``, in order, when a gymnasium Tuple observation
+    space was split into them and there is no ``"observation"``; otherwise ``[]``."""
+    keys = [k for k in spec.keys() if isinstance(k, str)]
+    if "observation" in keys:
+        return []
+    parts = [k for k in keys if k.startswith("observation_") and k[12:].isdigit()]
+    return sorted(parts, key=lambda k: int(k[12:]))
 
 
 @contextlib.contextmanager
