@@ -187,7 +187,7 @@ class ProbabilisticActor(TensorDictModuleBase):
             else:
                 action = dist.sample()
         else:
-            action = dist.deterministic_sample
+            action = _deterministic_sample(dist)
         if self.return_log_prob and log_prob is None:
             log_prob = dist.log_prob(action)
         if self._action_dtype is not None and action.dtype != self._action_dtype:
@@ -198,6 +198,21 @@ class ProbabilisticActor(TensorDictModuleBase):
         if log_prob is not None:
             tensordict.set(self.log_prob_key, log_prob)
         return tensordict
+
+
+def _deterministic_sample(dist) -> torch.Tensor:
+    """The action of a non-random interaction: the distribution's ``deterministic_sample``,
+    or for a plain ``torch.distributions`` class (e.g. ``torch.distributions.Categorical``,
+    as torchrl's examples use) its mode on a discrete support and its mean otherwise, as
+    tensordict does."""
+    sample = getattr(dist, "deterministic_sample", None)
+    if sample is not None:
+        return sample
+    try:
+        real = isinstance(dist.support, torch.distributions.constraints._Real)
+    except NotImplementedError:
+        real = False
+    return dist.mean if real else dist.mode
 
 
 class _ReadParams(TensorDictModuleBase):

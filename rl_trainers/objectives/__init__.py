@@ -12,6 +12,7 @@ from rl_trainers.objectives.discrete_sac import DiscreteSACLoss
 from rl_trainers.objectives.distributional_dqn import DistributionalDQNLoss
 from rl_trainers.objectives.dqn import DQNLoss
 from rl_trainers.objectives.ensemble import CriticEnsemble
+from rl_trainers.objectives.iql import DiscreteIQLLoss, IQLLoss
 from rl_trainers.objectives.ppo import A2CLoss, ClipPPOLoss, KLPENPPOLoss, PPOLoss, ReinforceLoss
 from rl_trainers.objectives.sac import SACLoss
 from rl_trainers.objectives.td3 import DDPGLoss, TD3Loss
@@ -51,6 +52,8 @@ __all__ = [
     "DQNLoss",
     "DistributionalDQNLoss",
     "DiscreteCQLLoss",
+    "IQLLoss",
+    "DiscreteIQLLoss",
     "TD3Loss",
     "TD3BCLoss",
     "DDPGLoss",

@@ -212,6 +212,17 @@ def _source_target_pairs(source: nn.Module, target: nn.Module):
     return srcs, tgts
 
 
+#: torchrl's ``tensor_keys`` of the one-step (off-policy) losses: the priority key can be
+#: renamed (``set_keys(priority=...)``); the others are read at fixed keys
+OFF_POLICY_KEYS: dict = {
+    "priority": "priority_key",
+    "action": None,
+    "reward": None,
+    "done": None,
+    "terminated": None,
+}
+
+
 class LossModule(nn.Module):
     """Base class of losses: ``forward(td) -> TensorDict`` of ``loss_*`` scalars and diagnostics.
 

@@ -14,6 +14,7 @@ from torch import nn
 
 from rl_trainers.modules.actors import discrete_kind
 from rl_trainers.objectives.common import (
+    OFF_POLICY_KEYS,
     LossModule,
     check_loss_function,
     check_torchrl_options,
@@ -84,6 +85,7 @@ class DQNLoss(LossModule):
     """
 
     one_step_targets = True
+    _key_attrs = OFF_POLICY_KEYS
 
     def __init__(
         self,

@@ -27,6 +27,7 @@ from rl_trainers.modules.models import fused_mlp_parts, has_hooks
 from rl_trainers.modules.operators import leaf_spec
 from rl_trainers.objectives import sac_terms
 from rl_trainers.objectives.common import (
+    OFF_POLICY_KEYS,
     LossModule,
     TensorDictFn,
     actor_obs_keys,
@@ -95,6 +96,7 @@ class SACLoss(LossModule):
     """
 
     one_step_targets = True
+    _key_attrs = OFF_POLICY_KEYS
 
     def __init__(
         self,

@@ -15,6 +15,7 @@ from torch import nn
 
 from rl_trainers.modules.operators import leaf_spec
 from rl_trainers.objectives.common import (
+    OFF_POLICY_KEYS,
     LossModule,
     TensorDictFn,
     buffer_copy,
@@ -74,6 +75,7 @@ class TD3Loss(LossModule):
     """
 
     one_step_targets = True
+    _key_attrs = OFF_POLICY_KEYS
 
     def __init__(
         self,

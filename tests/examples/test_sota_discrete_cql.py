@@ -122,7 +122,7 @@ def test_cql_terms_match_their_definition():
     env = TransformedEnv(GymEnv("CartPole-v1"), DoubleToFloat())
     model, explore = make_discretecql_model(env, env)
     with torch.no_grad():
-        data = env.rollout(16, explore)
+        data = env.rollout(16, explore, break_when_any_done=False)
     loss = DiscreteCQLLoss(model, gamma=0.9)
     out = loss(data.clone())
     assert set(out.keys()) == {"loss_qvalue", "loss_cql", "td_error", "pred_value", "target_value"}

@@ -115,7 +115,7 @@ def test_renamed_done_key_is_the_one_the_estimator_reads():
     env = make_env()
     actor, critic = make_ppo_models(env)
     with torch.no_grad():
-        data = env.rollout(20, actor)
+        data = env.rollout(20, actor, break_when_any_done=False)
     data["next", "end-of-life"] = torch.ones_like(data["next", "done"])  # every step ends
     adv_module, loss_module = make_losses(actor, critic)
     with torch.no_grad():

@@ -29,17 +29,17 @@ def test_gae_hand_computed_with_termination_and_truncation():
     # gamma=0.9, lambda=0.8: deltas = [1.8, -1.0, 1.6, 2.4]; A3 = 2.4 (truncated: bootstraps V'),
     # A2 = 1.6 + 0.72 * 2.4, A1 = -1 (terminated: no bootstrap, recursion cut),
     # A0 = 1.8 + 0.72 * (-1)
-    adv, target = generalized_advantage_estimate(0.9, 0.8, V, V_NEXT, R, TERM, DONE)
+    adv, target = generalized_advantage_estimate(0.9, 0.8, V, V_NEXT, R, DONE, TERM)
     torch.testing.assert_close(adv, _col([1.08, -1.0, 3.328, 2.4]))
     torch.testing.assert_close(target, _col([2.08, 1.0, 6.328, 6.4]))
 
 
 def test_td_lambda_hand_computed():
     # G3 = 1 + .9*6 = 6.4 ; G2 = 1 + .9*(.2*4 + .8*6.4) = 6.328 ; G1 = 1 ; G0 = 1 + .9*(.2*2 + .8*1)
-    g = td_lambda_return_estimate(0.9, 0.8, V_NEXT, R, TERM, DONE)
+    g = td_lambda_return_estimate(0.9, 0.8, V_NEXT, R, DONE, TERM)
     torch.testing.assert_close(g, _col([2.08, 1.0, 6.328, 6.4]))
     # lambda = 0 is the one-step target
-    g0 = td_lambda_return_estimate(0.9, 0.0, V_NEXT, R, TERM, DONE)
+    g0 = td_lambda_return_estimate(0.9, 0.0, V_NEXT, R, DONE, TERM)
     torch.testing.assert_close(g0, _col([2.8, 1.0, 4.6, 6.4]))
 
 
@@ -62,7 +62,7 @@ def test_gae_vectorised_matches_naive_loop(monkeypatch, matrix_max_t):
     v, nv, r = torch.randn(shape), torch.randn(shape), torch.randn(shape)
     term = torch.rand(shape) < 0.05
     done = term | (torch.rand(shape) < 0.05)
-    adv, _ = generalized_advantage_estimate(0.99, 0.95, v, nv, r, term, done)
+    adv, _ = generalized_advantage_estimate(0.99, 0.95, v, nv, r, done, term)
     torch.testing.assert_close(
         adv, _naive_gae(0.99, 0.95, v, nv, r, term, done), rtol=1e-4, atol=1e-4
     )
@@ -71,8 +71,8 @@ def test_gae_vectorised_matches_naive_loop(monkeypatch, matrix_max_t):
     v_cons = torch.where(
         torch.cat([done[:, :1], done[:, :-1]], 1), v, torch.cat([v[:, :1], nv[:, :-1]], 1)
     )
-    adv_cons, _ = generalized_advantage_estimate(0.99, 0.95, v_cons, nv, r, term, done)
-    g = td_lambda_return_estimate(0.99, 0.95, nv, r, term, done)
+    adv_cons, _ = generalized_advantage_estimate(0.99, 0.95, v_cons, nv, r, done, term)
+    g = td_lambda_return_estimate(0.99, 0.95, nv, r, done, term)
     torch.testing.assert_close(g - v_cons, adv_cons, rtol=1e-4, atol=1e-4)
 
 
@@ -137,3 +137,25 @@ def test_bad_shapes_are_reported():
             torch.zeros(4),
             torch.zeros(4, dtype=torch.bool),
         )
+
+
+def test_functional_estimators_take_torchrl_argument_order():
+    """torchrl: (..., reward, done, terminated=None); terminated defaults to done."""
+    from rl_trainers.objectives.value.functional import td0_return_estimate
+
+    adv_done_only, _ = generalized_advantage_estimate(0.9, 0.8, V, V_NEXT, R, DONE)
+    adv_both, _ = generalized_advantage_estimate(0.9, 0.8, V, V_NEXT, R, DONE, DONE)
+    torch.testing.assert_close(adv_done_only, adv_both)
+    kw, _ = generalized_advantage_estimate(0.9, 0.8, V, V_NEXT, R, terminated=TERM, done=DONE)
+    pos, _ = generalized_advantage_estimate(0.9, 0.8, V, V_NEXT, R, DONE, TERM)
+    torch.testing.assert_close(kw, pos)
+    # time_dim: the same returns with time first
+    g = td_lambda_return_estimate(0.9, 0.8, V_NEXT, R, DONE, TERM)
+    g_t = td_lambda_return_estimate(
+        0.9, 0.8, *(x.transpose(0, 1) for x in (V_NEXT, R, DONE, TERM)), time_dim=0
+    )
+    torch.testing.assert_close(g_t.transpose(0, 1), g)
+    # td0: terminated positional, done as torchrl's deprecated keyword
+    torch.testing.assert_close(
+        td0_return_estimate(0.9, V_NEXT, R, done=TERM), td0_return_estimate(0.9, V_NEXT, R, TERM)
+    )

@@ -81,11 +81,12 @@ def generalized_advantage_estimate(
     state_value: torch.Tensor,
     next_state_value: torch.Tensor,
     reward: torch.Tensor,
-    terminated: torch.Tensor,
-    done: torch.Tensor | None = None,
+    done: torch.Tensor,
+    terminated: torch.Tensor | None = None,
+    *,
     time_dim: int = -2,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Generalized advantage estimation (Schulman et al. 2016).
+    """Generalized advantage estimation (Schulman et al. 2016), torchrl's signature.
 
     ``delta_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t)`` and
     ``A_t = delta_t + gamma * lmbda * (1 - done_t) * A_{t+1}``.
@@ -96,22 +97,22 @@ def generalized_advantage_estimate(
         state_value: ``V(s_t)``, ``[*B, T, 1]``.
         next_state_value: ``V(s_{t+1})``, ``[*B, T, 1]``.
         reward: ``r_t``, ``[*B, T, 1]``.
-        terminated: bool ``[*B, T, 1]``.
-        done: bool ``[*B, T, 1]`` (defaults to ``terminated``).
+        done: bool ``[*B, T, 1]``, end of a trajectory (terminated or truncated).
+        terminated: bool ``[*B, T, 1]``, end of an episode (defaults to ``done``).
         time_dim: the time dimension.
 
     Returns:
         ``(advantage, value_target)`` with ``value_target = advantage + state_value``.
     """
-    if done is None:
-        done = terminated
+    if terminated is None:
+        terminated = done
     if time_dim not in (-2, state_value.dim() - 2):
         state_value, next_state_value, reward, terminated, done = (
             x.transpose(time_dim, -2)
             for x in (state_value, next_state_value, reward, terminated, done)
         )
         adv, target = generalized_advantage_estimate(
-            gamma, lmbda, state_value, next_state_value, reward, terminated, done
+            gamma, lmbda, state_value, next_state_value, reward, done, terminated
         )
         return adv.transpose(time_dim, -2), target.transpose(time_dim, -2)
     _check(state_value, next_state_value, reward)
@@ -128,16 +129,31 @@ def td_lambda_return_estimate(
     lmbda: float,
     next_state_value: torch.Tensor,
     reward: torch.Tensor,
-    terminated: torch.Tensor,
-    done: torch.Tensor | None = None,
+    done: torch.Tensor,
+    terminated: torch.Tensor | None = None,
+    rolling_gamma: bool | None = None,
+    *,
+    time_dim: int = -2,
 ) -> torch.Tensor:
-    """TD(lambda) returns ``[*B, T, 1]``.
+    """TD(lambda) returns ``[*B, T, 1]``, torchrl's signature.
 
     ``G_t = r_t + gamma * (1 - terminated_t) * ((1 - lmbda) * V(s_{t+1}) + lmbda * G_{t+1})``,
     where ``G_{t+1}`` is replaced by ``V(s_{t+1})`` at the end of an episode or of the batch.
+    ``terminated`` defaults to ``done``. A per-step ``gamma`` tensor discounts its own step
+    (torchrl's ``rolling_gamma=True``, the default; ``False`` is not supported).
     """
-    if done is None:
-        done = terminated
+    if rolling_gamma is False:
+        raise NotImplementedError("rolling_gamma=False: per-step gammas discount their step")
+    if terminated is None:
+        terminated = done
+    if time_dim not in (-2, next_state_value.dim() - 2):
+        moved = (
+            x.transpose(time_dim, -2) if isinstance(x, torch.Tensor) and x.dim() > 1 else x
+            for x in (gamma, next_state_value, reward, done, terminated)
+        )
+        gamma_t, next_t, reward_t, done_t, term_t = moved
+        out = td_lambda_return_estimate(gamma_t, lmbda, next_t, reward_t, done_t, term_t)
+        return out.transpose(time_dim, -2)
     _check(next_state_value, reward)
     terminated = terminated.bool().reshape(reward.shape)
     done = done.bool().reshape(reward.shape) | terminated
@@ -158,9 +174,16 @@ def td0_return_estimate(
     gamma: float | torch.Tensor,
     next_state_value: torch.Tensor,
     reward: torch.Tensor,
-    terminated: torch.Tensor,
+    terminated: torch.Tensor | None = None,
+    *,
+    done: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """One-step targets ``r_t + gamma * (1 - terminated_t) * V(s_{t+1})``."""
+    """One-step targets ``r_t + gamma * (1 - terminated_t) * V(s_{t+1})``, torchrl's
+    signature (``done``: deprecated there, used when ``terminated`` is not given)."""
+    if terminated is None:
+        if done is None:
+            raise TypeError("td0_return_estimate needs terminated (or done)")
+        terminated = done
     not_term = (~terminated.bool().reshape(reward.shape)).to(reward.dtype)
     return reward + gamma * not_term * next_state_value
 
@@ -353,7 +376,7 @@ class GAE(ValueEstimatorBase):
         value, next_value, reward, terminated, done = self._read(tensordict)
         gamma = discount(tensordict, self.gamma, reward)
         adv, target = generalized_advantage_estimate(
-            gamma, self.lmbda, value, next_value, reward, terminated, done
+            gamma, self.lmbda, value, next_value, reward, done=done, terminated=terminated
         )
         if self.average_gae:
             adv = (adv - adv.mean()) / adv.std().clamp_min(1e-6)
@@ -393,7 +416,9 @@ class TDLambdaEstimator(ValueEstimatorBase):
         self._check_params(params, target_params)
         value, next_value, reward, terminated, done = self._read(tensordict)
         gamma = discount(tensordict, self.gamma, reward)
-        target = td_lambda_return_estimate(gamma, self.lmbda, next_value, reward, terminated, done)
+        target = td_lambda_return_estimate(
+            gamma, self.lmbda, next_value, reward, done=done, terminated=terminated
+        )
         tensordict.set(self.advantage_key, target - value)
         tensordict.set(self.value_target_key, target)
         return tensordict
