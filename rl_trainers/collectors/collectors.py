@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from typing import Any
 
@@ -80,6 +80,47 @@ def _make_env(create_env_fn: Any, create_env_kwargs: dict[str, Any] | None = Non
     )
 
 
+def policy_runner(
+    policy: Callable | None,
+    compile_policy: bool | dict[str, Any] | None,
+    cudagraph_policy: bool | dict[str, Any] | None,
+    device: Any = None,
+) -> Callable | None:
+    """What the collector calls to act: ``policy``, compiled and/or CUDA-graphed on request
+    (torchrl's ``compile_policy`` / ``cudagraph_policy``; falsy values leave it alone)."""
+    if cudagraph_policy:
+        check_cudagraph_device(policy, device)
+    if policy is None:
+        return None
+    runner = policy
+    if compile_policy:
+        from rl_trainers._utils import compile_with_warmup
+
+        options = dict(compile_policy) if isinstance(compile_policy, Mapping) else {}
+        runner = compile_with_warmup(runner, **options)
+    if cudagraph_policy:
+        from tensordict.nn import CudaGraphModule
+
+        options = dict(cudagraph_policy) if isinstance(cudagraph_policy, Mapping) else {}
+        runner = CudaGraphModule(runner, **options)
+    return runner
+
+
+def check_cudagraph_device(policy: Any, device: Any) -> None:
+    """Raise unless the policy runs on a CUDA device (``cudagraph_policy`` needs one)."""
+    if device is None and isinstance(policy, torch.nn.Module):
+        param = next(iter(policy.parameters()), None)
+        device = None if param is None else param.device
+    device = torch.device(device if device is not None else "cpu")
+    if device.type != "cuda" or not torch.cuda.is_available():
+        raise ValueError(
+            "cudagraph_policy needs the policy on a CUDA device: CUDA graphs capture GPU "
+            f"kernels, and this collector's policy runs on {device}"
+            f"{'' if torch.cuda.is_available() else ' (CUDA is not available)'}. "
+            "Drop cudagraph_policy (or use compile_policy) on CPU."
+        )
+
+
 def _leaf_keys(td: TensorDictBase) -> list:
     return list(td.keys(include_nested=True, leaves_only=True))
 
@@ -113,6 +154,13 @@ class SyncDataCollector(DataCollectorBase):
         max_frames_per_traj: when > 0, trajectories are cut (truncated) after this many
             steps: the env is wrapped in ``TransformedEnv(env, StepCounter(max_frames_per_traj))``
             as torchrl does.
+        trust_policy: accepted for torchrl compatibility (the policy is never wrapped).
+        compile_policy: ``True`` or a dict of ``torch.compile`` keyword arguments (plus
+            ``"warmup"``, eager calls before compiling, default 1): the collector calls the
+            policy compiled (:func:`rl_trainers._utils.compile_with_warmup`); ``self.policy``
+            stays the module given, so weight updates reach the compiled one.
+        cudagraph_policy: ``True`` or a dict of ``tensordict.nn.CudaGraphModule`` arguments:
+            capture the policy in a CUDA graph; needs a CUDA policy device (raises otherwise).
 
     Example:
         >>> collector = SyncDataCollector(GymEnv("CartPole-v1", num_envs=8), policy,
@@ -141,7 +189,13 @@ class SyncDataCollector(DataCollectorBase):
         reset_when_done: bool = True,
         create_env_kwargs: dict[str, Any] | None = None,
         max_frames_per_traj: int | None = None,
+        trust_policy: bool | None = None,
+        compile_policy: bool | dict[str, Any] | None = None,
+        cudagraph_policy: bool | dict[str, Any] = False,
     ) -> None:
+        self._policy_call = policy_runner(
+            policy, compile_policy, cudagraph_policy, policy_device or device
+        )
         self.env = _make_env(create_env_fn, create_env_kwargs)
         self._owns_env = self.env is not create_env_fn
         if max_frames_per_traj is not None and max_frames_per_traj > 0:
@@ -203,9 +257,9 @@ class SyncDataCollector(DataCollectorBase):
             _fast_set(td, "action", self.env.action_spec.rand())
             return td
         if self.policy_device is not None and td.device != self.policy_device:
-            out = self.policy(td.to(self.policy_device))
+            out = self._policy_call(td.to(self.policy_device))
             return out.to(td.device) if out.device != td.device else out
-        out = self.policy(td)
+        out = self._policy_call(td)
         return td if out is None else out
 
     def _policy_output_zeros(self, td: TensorDictBase) -> dict:
@@ -217,7 +271,8 @@ class SyncDataCollector(DataCollectorBase):
         if self._policy_zeros is None and not extra:
             self._policy_zeros = {}
         if self._policy_zeros is None:
-            probe = self._act(td.clone(), random=False)
+            with torch.random.fork_rng(devices=[]):  # the probe draws no training noise
+                probe = self._act(td.clone(), random=False)
             known = set(_leaf_keys(td)) | {"action"}
             self._policy_zeros = {
                 k: torch.zeros_like(probe.get(k)) for k in _leaf_keys(probe) if k not in known

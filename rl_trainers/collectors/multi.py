@@ -28,7 +28,12 @@ import torch.multiprocessing as mp
 from tensordict import TensorDictBase
 from tensordict.nn import InteractionType
 
-from rl_trainers.collectors.collectors import TRAJ_KEY, DataCollectorBase, SyncDataCollector
+from rl_trainers.collectors.collectors import (
+    TRAJ_KEY,
+    DataCollectorBase,
+    SyncDataCollector,
+    check_cudagraph_device,
+)
 from rl_trainers.collectors.utils import split_trajectories, weights_state_dict
 
 __all__ = ["MultiSyncDataCollector", "MultiaSyncDataCollector", "aSyncDataCollector"]
@@ -134,7 +139,12 @@ class _MultiCollectorBase(DataCollectorBase):
         timeout: float = 120.0,
         max_frames_per_traj: int | None = None,
         cat_results: str | int | None = None,
+        trust_policy: bool | None = None,
+        compile_policy: bool | dict[str, Any] | None = None,
+        cudagraph_policy: bool | dict[str, Any] = False,
     ) -> None:
+        if cudagraph_policy:  # fail here rather than in every worker
+            check_cudagraph_device(policy, policy_device or device)
         if cat_results is None:
             cat_results = "stack"
         if not isinstance(cat_results, int) and cat_results != "stack":
@@ -176,6 +186,9 @@ class _MultiCollectorBase(DataCollectorBase):
             "reset_at_each_iter": reset_at_each_iter,
             "exploration_type": exploration_type,
             "max_frames_per_traj": max_frames_per_traj,
+            # each worker compiles (or graphs) its own copy of the policy
+            "compile_policy": compile_policy,
+            "cudagraph_policy": cudagraph_policy,
         }
         method = mp_start_method or ("fork" if sys.platform.startswith("linux") else "spawn")
         ctx = mp.get_context(method)
@@ -363,7 +376,8 @@ class MultiSyncDataCollector(_MultiCollectorBase):
         max_frames_per_traj: as :class:`SyncDataCollector`.
         timeout: seconds without any message from a busy worker before giving up.
         **kwargs: as :class:`SyncDataCollector` (init_random_frames, split_trajs, devices,
-            postproc, reset_at_each_iter, exploration_type).
+            postproc, reset_at_each_iter, exploration_type, trust_policy, compile_policy and
+            cudagraph_policy, the last two applied in each worker).
     """
 
     def _worker_frames(self, frames_per_batch: int) -> int:

@@ -2,7 +2,7 @@
 
 from rl_trainers.envs.batched_envs import ParallelEnv, SerialEnv
 from rl_trainers.envs.common import EnvBase
-from rl_trainers.envs.libs.gym import GymEnv, GymWrapper
+from rl_trainers.envs.libs.gym import GymEnv, GymWrapper, gym_backend, set_gym_backend
 from rl_trainers.envs.specs import (
     Binary,
     BinaryDiscreteTensorSpec,
@@ -25,8 +25,10 @@ from rl_trainers.envs.specs import (
 from rl_trainers.envs.transforms import (
     CatFrames,
     CatTensors,
+    ClipTransform,
     Compose,
     DoubleToFloat,
+    EndOfLifeTransform,
     ExcludeTransform,
     FrameSkipTransform,
     GrayScale,
@@ -38,6 +40,7 @@ from rl_trainers.envs.transforms import (
     RewardScaling,
     RewardSum,
     SelectTransform,
+    SignTransform,
     SqueezeTransform,
     StepCounter,
     ToTensorImage,
@@ -86,6 +89,11 @@ __all__ = [
     "RenameTransform",
     "UnsqueezeTransform",
     "SqueezeTransform",
+    "ClipTransform",
+    "SignTransform",
+    "EndOfLifeTransform",
+    "set_gym_backend",
+    "gym_backend",
     "TensorSpec",
     "Unbounded",
     "Bounded",

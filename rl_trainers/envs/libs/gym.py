@@ -14,6 +14,7 @@ vector with ``CatTensors``); rendered frames are ``"pixels"`` (uint8 ``[H, W, C]
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import multiprocessing
@@ -38,7 +39,15 @@ from rl_trainers.envs.specs import (
 )
 from rl_trainers.envs.utils import DONE_KEYS, fast_set, new_td, stack_steps, step_mdp
 
-__all__ = ["GymWrapper", "GymEnv", "make_gym_factory", "resolve_env_id", "GymFactory"]
+__all__ = [
+    "GymWrapper",
+    "GymEnv",
+    "make_gym_factory",
+    "resolve_env_id",
+    "GymFactory",
+    "set_gym_backend",
+    "gym_backend",
+]
 
 _SAME_STEP = gym.vector.AutoresetMode.SAME_STEP
 
@@ -699,3 +708,53 @@ class GymEnv(GymWrapper):
 
     def __repr__(self) -> str:
         return f"GymEnv(env_name={self.env_name!r}, batch_size={tuple(self.batch_size)})"
+
+
+# --- torchrl's gym-backend switch ------------------------------------------------------------
+def _check_backend(backend: Any) -> Any:
+    """The gymnasium module if ``backend`` names it; otherwise a clear error."""
+    if callable(backend):
+        backend = backend()
+    name = backend if isinstance(backend, str) else getattr(backend, "__name__", repr(backend))
+    if name != "gymnasium":
+        raise ValueError(
+            f"set_gym_backend({name!r}): rl_trainers supports gymnasium only; use "
+            "set_gym_backend('gymnasium') or drop the call."
+        )
+    return gym
+
+
+class set_gym_backend(contextlib.ContextDecorator):  # noqa: N801 - torchrl's name
+    """torchrl's gym-backend switch; rl_trainers runs on gymnasium only.
+
+    Accepted as a context manager, a decorator or with :meth:`set`, so ported scripts keep
+    it. ``backend`` is ``"gymnasium"``, the ``gymnasium`` module or a callable returning
+    it; anything else (``"gym"``) raises ``ValueError``.
+
+    Example:
+        >>> with set_gym_backend("gymnasium"):
+        ...     env = GymEnv("CartPole-v1")
+    """
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = _check_backend(backend)
+
+    def set(self) -> None:
+        """Set the backend for the rest of the program (a no-op: gymnasium it is)."""
+
+    def __enter__(self) -> set_gym_backend:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+def gym_backend(submodule: str | None = None) -> Any:
+    """The gym backend in use (the ``gymnasium`` module), or one of its submodules.
+
+    Example:
+        >>> gym_backend("spaces").Box
+    """
+    if submodule is None:
+        return gym
+    return importlib.import_module(f"gymnasium.{submodule}")

@@ -1,5 +1,6 @@
 """Transforms and ``TransformedEnv``."""
 
+from rl_trainers.envs.transforms.gym_transforms import EndOfLifeTransform
 from rl_trainers.envs.transforms.keys import (
     CatTensors,
     ExcludeTransform,
@@ -25,6 +26,7 @@ from rl_trainers.envs.transforms.transforms import (
     TransformedEnv,
     VecNorm,
 )
+from rl_trainers.envs.transforms.values import ClipTransform, SignTransform
 
 __all__ = [
     "Transform",
@@ -49,4 +51,7 @@ __all__ = [
     "RenameTransform",
     "UnsqueezeTransform",
     "SqueezeTransform",
+    "ClipTransform",
+    "SignTransform",
+    "EndOfLifeTransform",
 ]
