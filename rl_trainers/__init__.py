@@ -7,3 +7,7 @@ __version__ = "0.1.0"
 # before anything imports tensordict: keep torch.compile's ~70 MiB front end unloaded until
 # something compiles (see rl_trainers/_lazy_dynamo.py)
 _lazy_dynamo.install()
+
+from rl_trainers._utils import compile_with_warmup, logger, timeit  # noqa: E402  torchrl's top level
+
+__all__ = ["__version__", "compile_with_warmup", "logger", "timeit"]

@@ -129,3 +129,13 @@ def test_importing_utils_keeps_dynamo_unloaded(fresh_python):
         "print(a, 'torch._dynamo' in sys.modules)"
     )
     assert fresh_python(code) == "False True"
+
+
+def test_timing_utilities_at_the_package_top_level():
+    """``from torchrl import timeit`` ports as ``from rl_trainers import timeit``."""
+    import rl_trainers
+    from rl_trainers import _utils
+
+    assert rl_trainers.timeit is _utils.timeit
+    assert rl_trainers.logger is _utils.logger
+    assert rl_trainers.compile_with_warmup is _utils.compile_with_warmup
