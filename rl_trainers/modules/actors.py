@@ -22,7 +22,7 @@ from tensordict.nn import (
 from torch import nn
 
 from rl_trainers.modules.distributions import TanhNormal
-from rl_trainers.modules.operators import leaf_spec, project_outputs
+from rl_trainers.modules.operators import leaf_spec, project_if_safe, project_outputs
 
 __all__ = [
     "ProbabilisticActor",
@@ -381,10 +381,7 @@ class Actor(TensorDictModule):
         self.safe = safe
 
     def forward(self, *args, **kwargs):
-        out = super().forward(*args, **kwargs)
-        if self.safe and isinstance(out, TensorDictBase):
-            project_outputs(out, self.spec, list(self.out_keys))
-        return out
+        return project_if_safe(self, super().forward(*args, **kwargs))
 
 
 class ValueOperator(TensorDictModule):

@@ -38,6 +38,24 @@ def _check_device(device) -> None:
         raise NotImplementedError(f"device={device!r}: the exploration modules run on CPU")
 
 
+def _register_action_bounds(module: torch.nn.Module, spec, safe: bool) -> None:
+    """Sets ``module._bounded`` and, when ``safe`` and ``spec`` has both bounds, registers
+    them as the non-persistent buffers ``low`` and ``high``."""
+    low = getattr(spec, "low", None)
+    high = getattr(spec, "high", None)
+    module._bounded = safe and low is not None and high is not None
+    if module._bounded:
+        module.register_buffer("low", torch.as_tensor(low).float().clone(), persistent=False)
+        module.register_buffer("high", torch.as_tensor(high).float().clone(), persistent=False)
+
+
+def _clamp_to_bounds(module: torch.nn.Module, action: torch.Tensor) -> torch.Tensor:
+    """``action`` clamped to the bounds :func:`_register_action_bounds` registered, if any."""
+    if module._bounded:
+        return torch.maximum(torch.minimum(action, module.high), module.low)
+    return action
+
+
 class _Annealed(TensorDictModuleBase):
     """Holds a linearly annealed scalar as a buffer (saved in the state dict)."""
 
@@ -169,12 +187,7 @@ class AdditiveGaussianModule(_Annealed):
         self.action_key = action_key
         self.in_keys = [action_key]
         self.out_keys = [action_key]
-        low = getattr(spec, "low", None) if spec is not None else None
-        high = getattr(spec, "high", None) if spec is not None else None
-        self._bounded = safe and low is not None and high is not None
-        if self._bounded:
-            self.register_buffer("low", torch.as_tensor(low).float().clone(), persistent=False)
-            self.register_buffer("high", torch.as_tensor(high).float().clone(), persistent=False)
+        _register_action_bounds(self, spec, safe)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         if not _exploring():
@@ -182,8 +195,7 @@ class AdditiveGaussianModule(_Annealed):
         action = tensordict.get(self.action_key)
         noise = torch.randn_like(action) * self.std + self.mean
         action = action + self.sigma * noise
-        if self._bounded:
-            action = torch.maximum(torch.minimum(action, self.high), self.low)
+        action = _clamp_to_bounds(self, action)
         tensordict.set(self.action_key, action)
         return tensordict
 
@@ -265,12 +277,7 @@ class OrnsteinUhlenbeckProcessModule(_Annealed):
         self.is_init_key = is_init_key
         self.in_keys = [action_key]
         self.out_keys = [action_key, self.noise_key, self.steps_key]
-        low = getattr(spec, "low", None)
-        high = getattr(spec, "high", None)
-        self._bounded = safe and low is not None and high is not None
-        if self._bounded:
-            self.register_buffer("low", torch.as_tensor(low).float().clone(), persistent=False)
-            self.register_buffer("high", torch.as_tensor(high).float().clone(), persistent=False)
+        _register_action_bounds(self, spec, safe)
 
     def current_sigma(self, n_steps: torch.Tensor) -> torch.Tensor:
         """The noise scale after ``n_steps`` steps of a trajectory."""
@@ -310,8 +317,7 @@ class OrnsteinUhlenbeckProcessModule(_Annealed):
             + sigma * math.sqrt(self.dt) * torch.randn_like(action)
         )
         action = action + self.eps * noise
-        if self._bounded:
-            action = torch.maximum(torch.minimum(action, self.high), self.low)
+        action = _clamp_to_bounds(self, action)
         tensordict.set(self.action_key, action)
         tensordict.set(self.noise_key, noise - self.x0)
         tensordict.set(self.steps_key, steps + 1)

@@ -63,6 +63,14 @@ def project_outputs(tensordict: TensorDictBase, spec, out_keys: list) -> TensorD
     return tensordict
 
 
+def project_if_safe(module: TensorDictModuleBase, out):
+    """``out`` with ``module``'s outputs projected onto ``module.spec`` when ``module.safe``
+    (the forward of a safe module)."""
+    if module.safe and isinstance(out, TensorDictBase):
+        project_outputs(out, module.spec, list(module.out_keys))
+    return out
+
+
 class SafeModule(TensorDictModule):
     """A :class:`~tensordict.nn.TensorDictModule` with an output spec.
 
@@ -91,10 +99,7 @@ class SafeModule(TensorDictModule):
         self.safe = safe
 
     def forward(self, *args, **kwargs):
-        out = super().forward(*args, **kwargs)
-        if self.safe and isinstance(out, TensorDictBase):
-            project_outputs(out, self.spec, list(self.out_keys))
-        return out
+        return project_if_safe(self, super().forward(*args, **kwargs))
 
 
 class SafeSequential(TensorDictSequential):

@@ -458,6 +458,24 @@ def discount(td: TensorDictBase, gamma: float, like: torch.Tensor) -> torch.Tens
     return gamma
 
 
+def reward_and_not_terminated(td: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+    """``("next", "reward")`` and ``1 - terminated`` (``("next", "done")`` without a
+    ``terminated`` entry) as a float mask shaped like the reward."""
+    reward = td.get(("next", "reward"))
+    terminated = td.get(("next", "terminated"), None)
+    if terminated is None:
+        terminated = td.get(("next", "done"))
+    not_term = (~terminated.bool()).to(reward.dtype).reshape(reward.shape)
+    return reward, not_term
+
+
+def one_step_target(td: TensorDictBase, gamma: float, next_value: torch.Tensor) -> torch.Tensor:
+    """``r + discount * (1 - terminated) * next_value``, shaped as the reward (the discount
+    as :func:`discount` gives it)."""
+    reward, not_term = reward_and_not_terminated(td)
+    return reward + discount(td, gamma, reward) * not_term * next_value.reshape(reward.shape)
+
+
 def transition_in_keys(*key_lists) -> list:
     """The batch entries a one-step loss reads: the action, the next reward/done/terminated,
     and each network input at the current and (``"next"``) the next step."""

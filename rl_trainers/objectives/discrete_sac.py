@@ -20,7 +20,11 @@ from torch import nn
 
 from rl_trainers.modules.actors import discrete_kind
 from rl_trainers.modules.distributions import one_hot_index
-from rl_trainers.objectives.common import check_torchrl_options, discount, distance_loss
+from rl_trainers.objectives.common import (
+    check_torchrl_options,
+    distance_loss,
+    one_step_target,
+)
 from rl_trainers.objectives.sac import SACLoss
 
 __all__ = ["DiscreteSACLoss"]
@@ -125,14 +129,7 @@ class DiscreteSACLoss(SACLoss):
             next_probs, next_log_probs = self._probs(td, True)
             q_next = self._target_net()(*self._q_inputs(td, True, None)).min(0).values
             next_value = (next_probs * (q_next - alpha * next_log_probs)).sum(-1, keepdim=True)
-            reward = td.get(("next", "reward"))
-            terminated = td.get(("next", "terminated"), None)
-            if terminated is None:
-                terminated = td.get(("next", "done"))
-            not_term = (~terminated.bool()).to(reward.dtype).reshape(reward.shape)
-            target = reward + discount(td, self.gamma, reward) * not_term * next_value.reshape(
-                reward.shape
-            )
+            target = one_step_target(td, self.gamma, next_value)
         q_all = self.qvalue_network_params(*self._q_inputs(td, False, None))  # [k, *B, n]
         index = self._action_index(td.get("action"), batch)
         q_data = q_all.gather(-1, index.expand(q_all.shape[:-1]).unsqueeze(-1))  # [k, *B, 1]

@@ -14,7 +14,10 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
 from rl_trainers.modules.distributional import expected_action_values
-from rl_trainers.objectives.common import discount
+from rl_trainers.objectives.common import (
+    discount,
+    reward_and_not_terminated,
+)
 from rl_trainers.objectives.dqn import DQNLoss
 
 __all__ = ["DistributionalDQNLoss"]
@@ -99,11 +102,7 @@ class DistributionalDQNLoss(DQNLoss):
             target_net = self.target_value_network_params if self.delay_value else net
             next_p = target_net.log_probs(next_td).reshape(n, atoms, n_actions).exp()
             next_p = next_p.gather(-1, best.reshape(n, 1, 1).expand(n, atoms, 1)).squeeze(-1)
-            reward = td.get(("next", "reward"))
-            terminated = td.get(("next", "terminated"), None)
-            if terminated is None:
-                terminated = td.get(("next", "done"))
-            not_term = (~terminated.bool()).to(reward.dtype).reshape(reward.shape)
+            reward, not_term = reward_and_not_terminated(td)
             gamma = discount(td, self.gamma, reward)
             scale = (gamma * not_term).reshape(n, 1)
             returns = reward.reshape(n, 1) + scale * support.to(reward.dtype).unsqueeze(0)

@@ -18,8 +18,8 @@ from rl_trainers.objectives.common import (
     LossModule,
     check_loss_function,
     check_torchrl_options,
-    discount,
     distance_loss,
+    one_step_target,
     params_view,
     stack_current_next,
     transition_in_keys,
@@ -175,14 +175,7 @@ class DQNLoss(LossModule):
                 next_value = next_values.gather(-1, index)
             else:
                 next_value = next_values.max(-1, keepdim=True).values
-            reward = td.get(("next", "reward"))
-            terminated = td.get(("next", "terminated"), None)
-            if terminated is None:
-                terminated = td.get(("next", "done"))
-            not_term = (~terminated.bool()).to(reward.dtype).reshape(reward.shape)
-            target = reward + discount(td, self.gamma, reward) * not_term * next_value.reshape(
-                reward.shape
-            )
+            target = one_step_target(td, self.gamma, next_value)
             target = target.reshape(chosen.shape)
             td_error = (chosen - target).abs()
             if not td.is_locked:

@@ -25,8 +25,8 @@ from rl_trainers.objectives.common import (
     check_loss_function,
     check_no_shared_parameters,
     check_torchrl_options,
-    discount,
     distance_loss,
+    one_step_target,
     params_view,
     transition_in_keys,
 )
@@ -162,13 +162,7 @@ class IQLLoss(LossModule):
         per critic and sample. Writes the per-sample priority at ``priority_key``."""
         td = tensordict
         with torch.no_grad():
-            reward = td.get(("next", "reward"))
-            terminated = td.get(("next", "terminated"), None)
-            if terminated is None:
-                terminated = td.get(("next", "done"))
-            not_term = (~terminated.bool()).to(reward.dtype).reshape(reward.shape)
-            v_next = self._value(td, next_=True).reshape(reward.shape)
-            target = reward + discount(td, self.gamma, reward) * not_term * v_next
+            target = one_step_target(td, self.gamma, self._value(td, next_=True))
         q_data = self._q(td)
         loss = (
             distance_loss(q_data, target.unsqueeze(0), self.loss_function)

@@ -34,9 +34,9 @@ from rl_trainers.objectives.common import (
     check_loss_function,
     check_no_shared_parameters,
     check_torchrl_options,
-    discount,
     distance_loss,
     is_plain_module,
+    one_step_target,
     params_view,
     transition_in_keys,
 )
@@ -245,14 +245,7 @@ class SACLoss(LossModule):
 
     def _target_value(self, td, q_next, logp_next, alpha) -> torch.Tensor:
         """``r + gamma * (1 - terminated) * (q_next - alpha * logp_next)``, shaped as the reward."""
-        reward = td.get(("next", "reward"))
-        terminated = td.get(("next", "terminated"), None)
-        if terminated is None:
-            terminated = td.get(("next", "done"))
-        not_term = (~terminated.bool()).to(reward.dtype).reshape(reward.shape)
-        gamma = discount(td, self.gamma, reward)
-        next_value = q_next - alpha * logp_next.unsqueeze(-1)
-        return reward + gamma * not_term * next_value.reshape(reward.shape)
+        return one_step_target(td, self.gamma, q_next - alpha * logp_next.unsqueeze(-1))
 
     def _op_by_op_terms(self, td, action, alpha) -> tuple:
         """``(loss_actor, logp_pi, loss_qvalue, q_data [n_q, *B, 1], target)`` as a graph of

@@ -26,6 +26,7 @@ from rl_trainers.objectives.common import (
     distance_loss,
     is_plain_module,
     params_view,
+    reward_and_not_terminated,
     transition_in_keys,
     with_params_view,
 )
@@ -187,11 +188,7 @@ class TD3Loss(LossModule):
                 else self.qvalue_network_params
             )
             q_next = critics(*self._q_inputs(td, True, a_next)).min(0).values
-            reward = td.get(("next", "reward"))
-            terminated = td.get(("next", "terminated"), None)
-            if terminated is None:
-                terminated = td.get(("next", "done"))
-            not_term = (~terminated.bool()).to(reward.dtype).reshape(reward.shape)
+            reward, not_term = reward_and_not_terminated(td)
             q_next = q_next.reshape(reward.shape)
             target = reward + discount(td, self.gamma, reward) * not_term * q_next
         return target, q_next

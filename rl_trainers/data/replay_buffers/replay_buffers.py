@@ -434,6 +434,15 @@ class TensorDictReplayBuffer(ReplayBuffer):
         self.update_priority(index, priority.detach())
 
 
+def _storage_and_prioritized_sampler(
+    storage: Storage | None, alpha: float, beta: float, eps: float, reduction: str
+) -> tuple[Storage, PrioritizedSampler]:
+    """The storage (default ``ListStorage(1000)``) and a :class:`PrioritizedSampler` sized
+    to it, as the prioritized buffers build them."""
+    storage = storage if storage is not None else ListStorage(1000)
+    return storage, PrioritizedSampler(storage.max_size, alpha, beta, eps, reduction=reduction)
+
+
 class PrioritizedReplayBuffer(ReplayBuffer):
     """A :class:`ReplayBuffer` with a :class:`PrioritizedSampler` sized to its storage.
 
@@ -471,10 +480,10 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         transform: Callable[[Any], Any] | None = None,
         reduction: str = "max",
     ) -> None:
-        storage = storage if storage is not None else ListStorage(1000)
+        storage, sampler = _storage_and_prioritized_sampler(storage, alpha, beta, eps, reduction)
         super().__init__(
             storage=storage,
-            sampler=PrioritizedSampler(storage.max_size, alpha, beta, eps, reduction=reduction),
+            sampler=sampler,
             batch_size=batch_size,
             collate_fn=collate_fn,
             prefetch=prefetch,
@@ -526,11 +535,11 @@ class TensorDictPrioritizedReplayBuffer(TensorDictReplayBuffer):
         transform: Callable[[Any], Any] | None = None,
         reduction: str = "max",
     ) -> None:
-        storage = storage if storage is not None else ListStorage(1000)
+        storage, sampler = _storage_and_prioritized_sampler(storage, alpha, beta, eps, reduction)
         super().__init__(
             priority_key=priority_key,
             storage=storage,
-            sampler=PrioritizedSampler(storage.max_size, alpha, beta, eps, reduction=reduction),
+            sampler=sampler,
             batch_size=batch_size,
             collate_fn=collate_fn,
             prefetch=prefetch,
