@@ -212,14 +212,16 @@ def _source_target_pairs(source: nn.Module, target: nn.Module):
     return srcs, tgts
 
 
-#: torchrl's ``tensor_keys`` of the one-step (off-policy) losses: the priority key can be
-#: renamed (``set_keys(priority=...)``); the others are read at fixed keys
+#: torchrl's ``tensor_keys`` of the one-step (off-policy) losses: the priority key and the
+#: next step's reward/done/terminated entries can be renamed (``set_keys(priority=...)``,
+#: ``set_keys(done="end-of-life", terminated="end-of-life")``); the action is read at a
+#: fixed key
 OFF_POLICY_KEYS: dict = {
     "priority": "priority_key",
     "action": None,
-    "reward": None,
-    "done": None,
-    "terminated": None,
+    "reward": "reward_key",
+    "done": "done_key",
+    "terminated": "terminated_key",
 }
 
 
@@ -239,6 +241,8 @@ class LossModule(nn.Module):
     """
 
     default_value_estimator: ValueEstimators = ValueEstimators.TD0
+    #: where the next step's reward and episode-end flags are read (``("next", key)``)
+    reward_key, done_key, terminated_key = "reward", "done", "terminated"
     #: the loss computes its TD(0) targets itself (off-policy losses): other estimators raise
     one_step_targets = False
     functional = True
@@ -458,28 +462,38 @@ def discount(td: TensorDictBase, gamma: float, like: torch.Tensor) -> torch.Tens
     return gamma
 
 
-def reward_and_not_terminated(td: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
-    """``("next", "reward")`` and ``1 - terminated`` (``("next", "done")`` without a
-    ``terminated`` entry) as a float mask shaped like the reward."""
-    reward = td.get(("next", "reward"))
-    terminated = td.get(("next", "terminated"), None)
+def reward_and_not_terminated(
+    td: TensorDictBase, loss: LossModule | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``("next", reward)`` and ``1 - terminated`` (``("next", done)`` without a
+    ``terminated`` entry) as a float mask shaped like the reward, at ``loss``'s keys
+    (``reward_key``, ``done_key``, ``terminated_key``; the default names without a loss)."""
+    keys = LossModule if loss is None else loss
+    reward = td.get(("next", keys.reward_key))
+    terminated = td.get(("next", keys.terminated_key), None)
     if terminated is None:
-        terminated = td.get(("next", "done"))
+        terminated = td.get(("next", keys.done_key))
     not_term = (~terminated.bool()).to(reward.dtype).reshape(reward.shape)
     return reward, not_term
 
 
-def one_step_target(td: TensorDictBase, gamma: float, next_value: torch.Tensor) -> torch.Tensor:
+def one_step_target(
+    td: TensorDictBase, gamma: float, next_value: torch.Tensor, loss: LossModule | None = None
+) -> torch.Tensor:
     """``r + discount * (1 - terminated) * next_value``, shaped as the reward (the discount
-    as :func:`discount` gives it)."""
-    reward, not_term = reward_and_not_terminated(td)
+    as :func:`discount` gives it; the entries at ``loss``'s keys)."""
+    reward, not_term = reward_and_not_terminated(td, loss)
     return reward + discount(td, gamma, reward) * not_term * next_value.reshape(reward.shape)
 
 
-def transition_in_keys(*key_lists) -> list:
-    """The batch entries a one-step loss reads: the action, the next reward/done/terminated,
-    and each network input at the current and (``"next"``) the next step."""
-    keys: list = ["action", ("next", "reward"), ("next", "done"), ("next", "terminated")]
+def transition_in_keys(*key_lists, loss: LossModule | None = None) -> list:
+    """The batch entries a one-step loss reads: the action, the next reward/done/terminated
+    (at ``loss``'s keys), and each network input at the current and (``"next"``) the next
+    step."""
+    names = LossModule if loss is None else loss
+    keys: list = ["action"] + [
+        ("next", k) for k in (names.reward_key, names.done_key, names.terminated_key)
+    ]
     for key in (k for ks in key_lists for k in ks if k != "action"):
         keys += [key, ("next", key) if isinstance(key, str) else ("next", *key)]
     return list(dict.fromkeys(keys))

@@ -129,7 +129,7 @@ class DiscreteSACLoss(SACLoss):
             next_probs, next_log_probs = self._probs(td, True)
             q_next = self._target_net()(*self._q_inputs(td, True, None)).min(0).values
             next_value = (next_probs * (q_next - alpha * next_log_probs)).sum(-1, keepdim=True)
-            target = one_step_target(td, self.gamma, next_value)
+            target = one_step_target(td, self.gamma, next_value, self)
         q_all = self.qvalue_network_params(*self._q_inputs(td, False, None))  # [k, *B, n]
         index = self._action_index(td.get("action"), batch)
         q_data = q_all.gather(-1, index.expand(q_all.shape[:-1]).unsqueeze(-1))  # [k, *B, 1]

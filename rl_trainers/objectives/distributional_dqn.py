@@ -102,7 +102,7 @@ class DistributionalDQNLoss(DQNLoss):
             target_net = self.target_value_network_params if self.delay_value else net
             next_p = target_net.log_probs(next_td).reshape(n, atoms, n_actions).exp()
             next_p = next_p.gather(-1, best.reshape(n, 1, 1).expand(n, atoms, 1)).squeeze(-1)
-            reward, not_term = reward_and_not_terminated(td)
+            reward, not_term = reward_and_not_terminated(td, self)
             gamma = discount(td, self.gamma, reward)
             scale = (gamma * not_term).reshape(n, 1)
             returns = reward.reshape(n, 1) + scale * support.to(reward.dtype).unsqueeze(0)

@@ -128,7 +128,7 @@ class DQNLoss(LossModule):
     def in_keys(self) -> list:
         """The batch entries :meth:`forward` reads."""
         return transition_in_keys(
-            getattr(self.value_network, "_net_keys", self.value_network.in_keys)
+            getattr(self.value_network, "_net_keys", self.value_network.in_keys), loss=self
         )
 
     def _default_out_keys(self) -> list[str]:
@@ -175,7 +175,7 @@ class DQNLoss(LossModule):
                 next_value = next_values.gather(-1, index)
             else:
                 next_value = next_values.max(-1, keepdim=True).values
-            target = one_step_target(td, self.gamma, next_value)
+            target = one_step_target(td, self.gamma, next_value, self)
             target = target.reshape(chosen.shape)
             td_error = (chosen - target).abs()
             if not td.is_locked:

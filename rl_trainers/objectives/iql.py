@@ -121,7 +121,7 @@ class IQLLoss(LossModule):
     @property
     def in_keys(self) -> list:
         """The batch entries :meth:`forward` reads."""
-        return transition_in_keys(self._obs_keys, self._q_in_keys, self._v_in_keys)
+        return transition_in_keys(self._obs_keys, self._q_in_keys, self._v_in_keys, loss=self)
 
     def _default_out_keys(self) -> list[str]:
         return ["loss_actor", "loss_qvalue", "loss_value", "entropy"]
@@ -162,7 +162,7 @@ class IQLLoss(LossModule):
         per critic and sample. Writes the per-sample priority at ``priority_key``."""
         td = tensordict
         with torch.no_grad():
-            target = one_step_target(td, self.gamma, self._value(td, next_=True))
+            target = one_step_target(td, self.gamma, self._value(td, next_=True), self)
         q_data = self._q(td)
         loss = (
             distance_loss(q_data, target.unsqueeze(0), self.loss_function)

@@ -176,7 +176,7 @@ class SACLoss(LossModule):
     @property
     def in_keys(self) -> list:
         """The batch entries :meth:`forward` reads."""
-        return transition_in_keys(self._obs_keys, self._q_in_keys)
+        return transition_in_keys(self._obs_keys, self._q_in_keys, loss=self)
 
     def _default_out_keys(self) -> list[str]:
         """The entries :meth:`forward` writes (the last three only with ``diagnostics``)."""
@@ -245,7 +245,7 @@ class SACLoss(LossModule):
 
     def _target_value(self, td, q_next, logp_next, alpha) -> torch.Tensor:
         """``r + gamma * (1 - terminated) * (q_next - alpha * logp_next)``, shaped as the reward."""
-        return one_step_target(td, self.gamma, q_next - alpha * logp_next.unsqueeze(-1))
+        return one_step_target(td, self.gamma, q_next - alpha * logp_next.unsqueeze(-1), self)
 
     def _op_by_op_terms(self, td, action, alpha) -> tuple:
         """``(loss_actor, logp_pi, loss_qvalue, q_data [n_q, *B, 1], target)`` as a graph of

@@ -149,7 +149,7 @@ class TD3Loss(LossModule):
     @property
     def in_keys(self) -> list:
         """The batch entries :meth:`forward` reads."""
-        return transition_in_keys(self._obs_keys, self._q_in_keys)
+        return transition_in_keys(self._obs_keys, self._q_in_keys, loss=self)
 
     def _default_out_keys(self) -> list[str]:
         """The entries :meth:`forward` writes."""
@@ -188,7 +188,7 @@ class TD3Loss(LossModule):
                 else self.qvalue_network_params
             )
             q_next = critics(*self._q_inputs(td, True, a_next)).min(0).values
-            reward, not_term = reward_and_not_terminated(td)
+            reward, not_term = reward_and_not_terminated(td, self)
             q_next = q_next.reshape(reward.shape)
             target = reward + discount(td, self.gamma, reward) * not_term * q_next
         return target, q_next

@@ -167,5 +167,5 @@ def test_discrete_q_is_read_at_the_batch_action():
         target = data["next", "reward"] + 0.99 * not_term * v_next
     torch.testing.assert_close(metadata["td_error"], (q_a - target).abs().squeeze(-1))
     torch.testing.assert_close(loss, (q_a - target).pow(2).mean(1).sum())
-    with pytest.raises(NotImplementedError):
-        loss_module.set_keys(reward="other_reward")
+    with pytest.raises(NotImplementedError):  # the action is read at a fixed key
+        loss_module.set_keys(action="other_action")

@@ -232,3 +232,62 @@ def test_td3_and_ddpg_run_and_respect_bounds():
     SoftUpdate(td3, tau=0.01).step()
     ddpg = DDPGLoss(actor, q, gamma=0.99)
     assert {"loss_actor", "loss_value"} <= set(ddpg(_batch(8)).keys())
+
+
+def _end_of_life_batch(n=16):
+    """Episodes go on (terminated False) but every step loses a life (``end-of-life``)."""
+    batch = _batch(n)
+    batch["next", "end-of-life"] = torch.ones(n, 1, dtype=torch.bool)
+    ended = batch.clone()
+    ended["next", "terminated"] = torch.ones(n, 1, dtype=torch.bool)
+    ended["next", "done"] = torch.ones(n, 1, dtype=torch.bool)
+    return batch, ended
+
+
+def _off_policy_losses():
+    torch.manual_seed(0)
+    actor = make_actor(OBS, ACT, num_cells=(8,), deterministic=True)
+    q = make_qvalue(OBS, ACT, num_cells=(8,))
+    stochastic = make_actor(OBS, ACT, num_cells=(8,))
+    return {
+        "td3": TD3Loss(actor, q, policy_noise=0.0, noise_clip=0.5, gamma=0.9),
+        "ddpg": DDPGLoss(actor, q, gamma=0.9),
+        "sac": SACLoss(stochastic, q, gamma=0.9, loss_function="l2"),
+    }
+
+
+@pytest.mark.parametrize("name", ["td3", "ddpg", "sac"])
+def test_off_policy_losses_read_renamed_done_keys(name):
+    """torchrl's Atari recipes: set_keys(done="end-of-life", terminated="end-of-life") makes
+    the targets stop at a lost life, exactly as a terminated step would."""
+    loss = _off_policy_losses()[name]
+    batch, ended = _end_of_life_batch()
+    torch.manual_seed(1)
+    reference = loss(ended)
+    loss.set_keys(done="end-of-life", terminated="end-of-life")
+    assert loss.tensor_keys.terminated == "end-of-life"
+    assert ("next", "end-of-life") in loss.in_keys
+    torch.manual_seed(1)
+    renamed = loss(batch)
+    critic = "loss_value" if name == "ddpg" else "loss_qvalue"
+    assert torch.allclose(renamed[critic], reference[critic])
+    torch.manual_seed(1)
+    plain = loss.set_keys(done="done", terminated="terminated")(batch)
+    assert not torch.allclose(plain[critic], reference[critic])
+
+
+def test_dqn_reads_renamed_reward_and_done_keys():
+    spec = OneHot(4)
+    torch.manual_seed(0)
+    model = QValueActor(
+        module=nn.Linear(3, 4), spec=Composite(action=spec), in_keys=["observation"]
+    )
+    action = F.one_hot(torch.randint(4, (16,)), 4).bool()
+    batch, ended = _end_of_life_batch()
+    batch["action"] = ended["action"] = action
+    batch["next", "clipped_reward"] = ended["next", "reward"].sign()
+    ended["next", "reward"] = ended["next", "reward"].sign()
+    loss = DQNLoss(model, action_space="one_hot", delay_value=False)
+    reference = loss(ended)["loss"]
+    loss.set_keys(reward="clipped_reward", done="end-of-life", terminated="end-of-life")
+    assert torch.allclose(loss(batch)["loss"], reference)
