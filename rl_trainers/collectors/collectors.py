@@ -267,10 +267,10 @@ class SyncDataCollector(DataCollectorBase):
         shaped like one step: random warm-up batches carry them, as torchrl's do, so scripts
         can read them on any batch. Found once, by running the policy on a copy of ``td``,
         for tensordict policies whose ``out_keys`` name more than the action."""
-        extra = set(getattr(self.policy, "out_keys", None) or ()) - {"action"}
-        if self._policy_zeros is None and not extra:
-            self._policy_zeros = {}
-        if self._policy_zeros is None:
+        if self._policy_zeros is not None:
+            return self._policy_zeros
+        self._policy_zeros = {}
+        if set(getattr(self.policy, "out_keys", None) or ()) - {"action"}:
             with torch.random.fork_rng(devices=[]):  # the probe draws no training noise
                 probe = self._act(td.clone(), random=False)
             known = set(_leaf_keys(td)) | {"action"}
