@@ -1,4 +1,4 @@
-"""rl_trainers.modules.gemm: big products on oneDNN, small ones on MKL, same results."""
+"""rl_trainers.modules.gemm: big products on oneDNN (by CPU vendor), small ones on MKL, same results."""
 
 import pytest
 import torch
@@ -15,6 +15,7 @@ def onednn_calls(monkeypatch):
     """Counts the products that go to oneDNN."""
     calls = []
     real = gemm._onednn_linear()
+    monkeypatch.setattr(gemm, "USE_ONEDNN", True)  # whatever this CPU's default
 
     def counted(*args):
         calls.append(args[0].shape)
@@ -75,3 +76,37 @@ def test_repeated_products_are_bitwise_equal():
     a, b = torch.randn(256, 256, generator=gen), torch.randn(256, 256, generator=gen)
     first = gemm.mm(a.t(), b)
     assert all(torch.equal(first, gemm.mm(a.t(), b)) for _ in range(5))
+
+
+@pytest.mark.parametrize(
+    "vendor, env, expected",
+    [
+        ("GenuineIntel", None, False),
+        ("AuthenticAMD", None, True),
+        ("", None, True),
+        ("GenuineIntel", "onednn", True),
+        ("AuthenticAMD", "MKL", False),
+        ("AuthenticAMD", "auto", True),
+    ],
+)
+def test_backend_follows_the_cpu_vendor_unless_overridden(vendor, env, expected, monkeypatch):
+    monkeypatch.setattr(gemm, "_cpu_vendor", lambda: vendor)
+    if env is None:
+        monkeypatch.delenv("RL_TRAINERS_GEMM", raising=False)
+    else:
+        monkeypatch.setenv("RL_TRAINERS_GEMM", env)
+    assert gemm._default_use_onednn() is expected
+
+
+def test_a_bad_backend_name_is_named(monkeypatch):
+    monkeypatch.setenv("RL_TRAINERS_GEMM", "openblas")
+    with pytest.raises(ValueError, match="RL_TRAINERS_GEMM='openblas'.*'mkl' or 'onednn'"):
+        gemm._default_use_onednn()
+
+
+def test_the_vendor_is_read_from_this_machine():
+    with open("/proc/cpuinfo") as cpuinfo:
+        text = cpuinfo.read()
+    if "vendor_id" not in text:
+        pytest.skip("no x86 vendor here")
+    assert gemm._cpu_vendor() in text
