@@ -6,6 +6,7 @@ once, in :mod:`rl_trainers.envs.specs`.
 
 from rl_trainers.data.postprocs import MultiStep
 from rl_trainers.data.replay_buffers import (
+    ImmutableDatasetWriter,
     LazyMemmapStorage,
     LazyTensorStorage,
     ListStorage,
@@ -17,9 +18,12 @@ from rl_trainers.data.replay_buffers import (
     Sampler,
     SamplerWithoutReplacement,
     SliceSampler,
+    SliceSamplerWithoutReplacement,
     Storage,
+    TensorDictMaxValueWriter,
     TensorDictPrioritizedReplayBuffer,
     TensorDictReplayBuffer,
+    TensorDictRoundRobinWriter,
     TensorStorage,
     Writer,
 )
@@ -61,6 +65,7 @@ __all__ = [
     "UnboundedContinuousTensorSpec",
     "UnboundedDiscreteTensorSpec",
     # replay buffers
+    "ImmutableDatasetWriter",
     "LazyMemmapStorage",
     "LazyTensorStorage",
     "ListStorage",
@@ -73,9 +78,12 @@ __all__ = [
     "Sampler",
     "SamplerWithoutReplacement",
     "SliceSampler",
+    "SliceSamplerWithoutReplacement",
     "Storage",
+    "TensorDictMaxValueWriter",
     "TensorDictPrioritizedReplayBuffer",
     "TensorDictReplayBuffer",
+    "TensorDictRoundRobinWriter",
     "TensorStorage",
     "Writer",
 ]

@@ -318,11 +318,26 @@ class EnvBase:
         """
         tensordict = self.step(tensordict)
         next_input = step_mdp(tensordict, reward_keys=self.reward_keys)
-        done = next_input.get("done")
-        if bool(done.any()):
-            next_input.set("_reset", done)
-            next_input = self.reset(next_input)
-        return tensordict, next_input
+        return tensordict, self.maybe_reset(next_input)
+
+    def any_done(self, tensordict: TensorDictBase) -> bool:
+        """Whether a (sub-)env of ``tensordict`` (a policy input, e.g. from ``step_mdp``) is
+        done; if so its ``"_reset"`` entry is set to the done flags (torchrl's)."""
+        done = tensordict.get("done", None)
+        if done is None or not bool(done.any()):
+            return False
+        tensordict.set("_reset", done.clone())
+        return True
+
+    def maybe_reset(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Reset the (sub-)envs ``tensordict`` marks done; the others keep their entries.
+
+        Returns ``tensordict`` itself when nothing is done, else the output of a partial
+        :meth:`reset`.
+        """
+        if self.any_done(tensordict):
+            tensordict = self.reset(tensordict)
+        return tensordict
 
     def rollout(
         self,
@@ -330,7 +345,7 @@ class EnvBase:
         policy: Callable[[TensorDictBase], TensorDictBase] | None = None,
         callback: Callable[[EnvBase, TensorDictBase], Any] | None = None,
         auto_reset: bool = True,
-        break_when_any_done: bool = True,
+        break_when_any_done: bool | None = None,
         tensordict: TensorDictBase | None = None,
         auto_cast_to_device: bool = False,
         return_contiguous: bool = True,
@@ -344,31 +359,40 @@ class EnvBase:
             max_steps: number of steps.
             policy: ``td -> td`` writing ``"action"``; random actions from the spec if None.
             callback: called as ``callback(env, td)`` after each step.
-            auto_reset: reset before the first step (else ``tensordict`` is the first input).
+            auto_reset: reset before the first step (else ``tensordict`` is the first input,
+                its done (sub-)envs reset first, as :meth:`maybe_reset` does).
             break_when_any_done: stop after the first step where any (sub-)env is done;
-                otherwise finished sub-envs are reset and the rollout continues.
+                otherwise finished sub-envs are reset and the rollout continues. Default
+                True, unless ``break_when_all_done=True`` (then False).
             tensordict: first input (required if ``auto_reset=False``).
             auto_cast_to_device: unused (single device).
             return_contiguous: unused (always stacked).
             set_truncated: mark the last step ``("next", "truncated")`` and ``done``, so the
                 rollout reads as a cut trajectory (value estimators bootstrap there).
             trust_policy: unused (torchrl compatibility).
-            break_when_all_done: only None/False are supported.
+            break_when_all_done: stop once every sub-env has been done (torchrl's partial
+                steps): a finished sub-env's later entries repeat its last transition (its
+                ``("next", "done")`` stays True), so the rollout holds each sub-env's first
+                episode. Exclusive with ``break_when_any_done=True``.
 
         Returns:
             A TensorDict of batch size ``(*env.batch_size, T)``.
         """
-        if break_when_all_done:
-            raise NotImplementedError(
-                "rollout(break_when_all_done=True) is not supported; use "
-                "break_when_any_done=False (finished sub-envs are reset and continue)"
+        if break_when_any_done is None:
+            break_when_any_done = not break_when_all_done
+        if break_when_all_done and break_when_any_done:
+            raise TypeError(
+                "Cannot have both break_when_all_done and break_when_any_done True at the "
+                "same time."
             )
         if auto_reset:
             td = self.reset(tensordict)
         else:
             if tensordict is None:
                 raise ValueError("rollout(auto_reset=False) needs a `tensordict` to start from.")
-            td = tensordict
+            td = self.maybe_reset(tensordict)  # e.g. the last step of a previous rollout
+        if break_when_all_done:
+            return self._rollout_until_all_done(td, int(max_steps), policy, callback, set_truncated)
         steps = []
         for _ in range(int(max_steps)):
             if policy is None:
@@ -391,12 +415,57 @@ class EnvBase:
                 td = nxt
         if not steps:
             raise ValueError(f"rollout needs max_steps >= 1, got {max_steps}.")
+        return self._stack_rollout(steps, set_truncated)
+
+    def _stack_rollout(self, steps: list[TensorDictBase], set_truncated: bool) -> TensorDictBase:
         out = torch.stack(steps, dim=len(self.batch_size))
         if set_truncated:
             last = out[..., -1]
             for key in ("truncated", "done"):
                 last.set_(("next", key), torch.ones_like(last.get(("next", key))))
         return out
+
+    def _rollout_until_all_done(
+        self,
+        td: TensorDictBase,
+        max_steps: int,
+        policy: Callable[[TensorDictBase], TensorDictBase] | None,
+        callback: Callable[[EnvBase, TensorDictBase], Any] | None,
+        set_truncated: bool,
+    ) -> TensorDictBase:
+        """``rollout(break_when_all_done=True)``: step until every sub-env was done once.
+
+        Sub-envs that finished keep being stepped (and reset) so that batched gym envs, which
+        step all their sub-envs at once, stay consistent, but what the rollout records for
+        them after their done step is a copy of that step, as torchrl's partial steps give.
+        """
+        if max_steps < 1:
+            raise ValueError(f"rollout needs max_steps >= 1, got {max_steps}.")
+        steps: list[TensorDictBase] = []
+        running = None  # [*B] bool: sub-envs whose first episode is still going
+        for i in range(max_steps):
+            if policy is None:
+                td.set("action", self.action_spec.rand())
+            else:
+                td = policy(td)
+            last = i == max_steps - 1
+            if last:
+                transition, nxt = self.step(td), None
+            else:
+                transition, nxt = self.step_and_maybe_reset(td)
+            record = transition.exclude("_reset", "_step")
+            if running is not None:
+                mask = running.reshape(record.batch_size)
+                record = torch.where(mask, record, steps[-1])
+            steps.append(record)
+            if callback is not None:
+                callback(self, transition)
+            done = transition.get(("next", "done")).reshape(self.batch_size)
+            running = ~done if running is None else running & ~done
+            if last or not bool(running.any()):
+                break
+            td = nxt
+        return self._stack_rollout(steps, set_truncated)
 
     def append_transform(self, transform: Any) -> EnvBase:
         """``TransformedEnv(self, transform)``: this env with a transform appended.

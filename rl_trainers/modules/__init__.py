@@ -59,7 +59,7 @@ from rl_trainers.modules.models import (
     FastTanh,
     SquashDims,
 )
-from rl_trainers.modules.noisy import NoisyLinear, reset_noise
+from rl_trainers.modules.noisy import NoisyLazyLinear, NoisyLinear, reset_noise
 from rl_trainers.modules.operators import (
     ActorCriticOperator,
     ActorCriticWrapper,
@@ -76,6 +76,7 @@ __all__ = [
     "ConvNet",
     "DuelingCnnDQNet",
     "SquashDims",
+    "NoisyLazyLinear",
     "NoisyLinear",
     "reset_noise",
     "FastTanh",

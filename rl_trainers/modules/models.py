@@ -15,6 +15,7 @@ from torch import nn
 from torch.nn.modules import module as _module_mod
 
 from rl_trainers.modules import gemm
+from rl_trainers.modules.noisy import NoisyLazyLinear, NoisyLinear
 
 __all__ = ["MLP", "ConvNet", "DuelingCnnDQNet", "SquashDims", "FastTanh"]
 
@@ -513,7 +514,12 @@ def _linear(layer_class, n_in, n_out, device, kwargs, bias):
     if n_in is None:
         if layer_class is nn.Linear:
             return nn.LazyLinear(n_out, bias=bias, device=device, **kwargs)
-        raise ValueError(f"in_features=None needs layer_class=nn.Linear, got {layer_class!r}")
+        if layer_class is NoisyLinear:
+            return NoisyLazyLinear(n_out, bias=bias, device=device, **kwargs)
+        raise ValueError(
+            "in_features=None needs layer_class=nn.Linear or NoisyLinear (their lazy "
+            f"versions), got {layer_class!r}"
+        )
     return layer_class(n_in, n_out, bias=bias, device=device, **kwargs)
 
 

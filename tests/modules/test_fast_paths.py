@@ -372,6 +372,7 @@ def test_ensemble_fused_node_matches_layer_by_layer(activation, num, bias_last, 
 def _count_onednn(monkeypatch) -> list:
     calls: list = []
     real = gemm._onednn_linear()
+    monkeypatch.setattr(gemm, "USE_ONEDNN", True)  # whatever this CPU's default
     monkeypatch.setattr(gemm, "_LINEAR", lambda *args: calls.append(1) or real(*args))
     return calls
 

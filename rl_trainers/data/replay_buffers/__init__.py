@@ -17,7 +17,10 @@ from rl_trainers.data.replay_buffers.samplers import (
     Sampler,
     SamplerWithoutReplacement,
 )
-from rl_trainers.data.replay_buffers.slice_sampler import SliceSampler
+from rl_trainers.data.replay_buffers.slice_sampler import (
+    SliceSampler,
+    SliceSamplerWithoutReplacement,
+)
 from rl_trainers.data.replay_buffers.storages import (
     LazyMemmapStorage,
     LazyTensorStorage,
@@ -25,9 +28,16 @@ from rl_trainers.data.replay_buffers.storages import (
     Storage,
     TensorStorage,
 )
-from rl_trainers.data.replay_buffers.writers import RoundRobinWriter, Writer
+from rl_trainers.data.replay_buffers.writers import (
+    ImmutableDatasetWriter,
+    RoundRobinWriter,
+    TensorDictMaxValueWriter,
+    TensorDictRoundRobinWriter,
+    Writer,
+)
 
 __all__ = [
+    "ImmutableDatasetWriter",
     "LazyMemmapStorage",
     "LazyTensorStorage",
     "ListStorage",
@@ -39,9 +49,12 @@ __all__ = [
     "Sampler",
     "SamplerWithoutReplacement",
     "SliceSampler",
+    "SliceSamplerWithoutReplacement",
     "Storage",
+    "TensorDictMaxValueWriter",
     "TensorDictPrioritizedReplayBuffer",
     "TensorDictReplayBuffer",
+    "TensorDictRoundRobinWriter",
     "TensorStorage",
     "Writer",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
@@ -218,29 +219,19 @@ class ReplayBuffer:
         Tensor storages take TensorDicts, tensors, tensorclasses and pytrees (dicts,
         lists, tuples) of tensors; the leading dimension indexes the items.
         """
-        return self._write(self._flatten(self._encode(data, single=False)))
+        flatten = getattr(self._writer, "_flatten_batches", True)
+        return self._write(self._flatten(self._encode(data, single=False), flatten=flatten))
 
     def _write(self, data: Any) -> torch.Tensor:
-        """Write the items along ``data``'s leading dim; returns their storage indices."""
+        """Write the items along ``data``'s leading dim; returns their storage indices (-1
+        for items the writer dropped, e.g. :class:`TensorDictMaxValueWriter`)."""
         n = len(data) if not isinstance(data, (TensorDictBase, torch.Tensor)) else data.shape[0]
-        self._writer._write_count = getattr(self._writer, "_write_count", 0) + n
-        max_size = self._storage.max_size
-        skipped = 0
-        if n > max_size:
-            # as if every item were written in turn: the last max_size ones remain, in the
-            # slots round-robin writing gives them (torchrl's layout)
-            skipped = (n - max_size) % max_size
-            data = data[n - max_size :]
-            n = max_size
-        if n == 0:
-            return torch.empty(0, dtype=torch.long)
         with self._lock:
-            if skipped:
-                self._writer.next_indices(skipped, max_size)
-            index = self._writer.next_indices(n, max_size)
-            self._storage.set(index, data)
-            self._sampler.extend(index, self._priority_of(data))
-        return index
+            index, data, out = self._writer._select(data, n, self._storage.max_size)
+            if index.numel():
+                self._storage.set(index, data)
+                self._sampler.extend(index, self._priority_of(data))
+        return out
 
     def add(self, data: Any) -> int:
         """Write one item; returns its storage index.
@@ -324,9 +315,9 @@ class ReplayBuffer:
         """Remove every item (capacity and configuration are kept)."""
         self._drop_prefetched()
         with self._lock:
+            self._writer.empty()  # first: a writer refusing writes keeps the data
             self._storage.empty()
             self._sampler.empty()
-            self._writer.empty()
 
     def state_dict(self) -> dict[str, Any]:
         """Contents, write cursor and sampler state, for an exact resume."""
@@ -586,8 +577,11 @@ class _TensorclassDecoder:
 
     def __init__(self, cls: type) -> None:
         self.cls = cls
+        self.fields = {f.name for f in dataclasses.fields(cls)}
 
     def __call__(self, td: TensorDictBase) -> Any:
+        if "index" in td.keys() and "index" not in self.fields:
+            td = td.exclude("index")  # stored by TensorDictRoundRobinWriter, not a field
         return self.cls.from_tensordict(td)
 
 

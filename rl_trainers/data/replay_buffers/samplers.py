@@ -22,6 +22,7 @@ __all__ = [
     "Sampler",
     "SamplerWithoutReplacement",
     "SliceSampler",
+    "SliceSamplerWithoutReplacement",
 ]
 
 
@@ -265,4 +266,7 @@ class PrioritizedSampler(Sampler):
 
 
 # torchrl's path: ``...replay_buffers.samplers.SliceSampler`` (its own module imports Sampler)
-from rl_trainers.data.replay_buffers.slice_sampler import SliceSampler  # noqa: E402
+from rl_trainers.data.replay_buffers.slice_sampler import (  # noqa: E402
+    SliceSampler,
+    SliceSamplerWithoutReplacement,
+)

@@ -23,9 +23,13 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
-from rl_trainers.data.replay_buffers.samplers import Sampler, _check_nonempty
+from rl_trainers.data.replay_buffers.samplers import (
+    Sampler,
+    SamplerWithoutReplacement,
+    _check_nonempty,
+)
 
-__all__ = ["SliceSampler"]
+__all__ = ["SliceSampler", "SliceSamplerWithoutReplacement"]
 
 Key = str | tuple[str, ...]
 
@@ -159,12 +163,9 @@ class SliceSampler(Sampler):
             )
         return batch_size // self.num_slices
 
-    def sample(self, storage_len: int, batch_size: int) -> tuple[torch.Tensor, dict[str, Any]]:
-        _check_nonempty(storage_len)
-        if self._storage is None:
-            raise RuntimeError("SliceSampler reads the storage: use it inside a replay buffer")
-        length = self._slice_len(batch_size)
-        n_slices = batch_size // length
+    def _trajectories(self, storage_len: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(starts, lengths)`` of the stored trajectories slices of ``length`` come from
+        (all of them with ``strict_length=False``), in storage order."""
         end = self._end_flags(storage_len)
         stops = torch.nonzero(end).reshape(-1)
         starts = torch.cat([stops.new_zeros(1), stops[:-1] + 1])
@@ -172,11 +173,25 @@ class SliceSampler(Sampler):
         ok = lengths >= length if self.strict_length else lengths > 0
         if not bool(ok.any()):
             raise RuntimeError(
-                f"SliceSampler: no stored trajectory has {length} items (longest: "
+                f"{type(self).__name__}: no stored trajectory has {length} items (longest: "
                 f"{int(lengths.max())}); use a shorter slice or strict_length=False"
             )
-        starts, lengths = starts[ok], lengths[ok]
-        pick = torch.randint(starts.numel(), (n_slices,))
+        return starts[ok], lengths[ok]
+
+    def _pick(self, count: int, n_slices: int) -> torch.Tensor:
+        """Which of the ``count`` trajectories the ``n_slices`` slices come from."""
+        return torch.randint(count, (n_slices,))
+
+    def sample(self, storage_len: int, batch_size: int) -> tuple[torch.Tensor, dict[str, Any]]:
+        _check_nonempty(storage_len)
+        if self._storage is None:
+            raise RuntimeError(
+                f"{type(self).__name__} reads the storage: use it inside a replay buffer"
+            )
+        length = self._slice_len(batch_size)
+        starts, lengths = self._trajectories(storage_len, length)
+        pick = self._pick(starts.numel(), batch_size // length)
+        n_slices = pick.numel()
         seq_len = lengths[pick].clamp(max=length)
         offset = (torch.rand(n_slices) * (lengths[pick] - seq_len + 1)).long()
         first = starts[pick] + offset
@@ -198,3 +213,89 @@ class SliceSampler(Sampler):
     def __repr__(self) -> str:
         size = f"slice_len={self.slice_len}" if self.slice_len else f"num_slices={self.num_slices}"
         return f"SliceSampler({size}, traj_key={self.traj_key!r}, end_key={self.end_key!r})"
+
+
+class SliceSamplerWithoutReplacement(SliceSampler, SamplerWithoutReplacement):
+    """:class:`SliceSampler` whose slices come from trajectories drawn without replacement.
+
+    An epoch visits every stored trajectory (those with ``slice_len`` items or more when
+    ``strict_length=True``) once, one slice each, at a random offset; a sample never holds
+    two slices of one trajectory. The last sample of an epoch has fewer slices when the
+    trajectories left are fewer than ``num_slices`` (``drop_last=False``), or is skipped for
+    a new epoch (``drop_last=True``). Iterating over the buffer (``for batch in rb``) yields
+    the samples of one epoch. Writing to the buffer starts a new epoch; the epoch's order
+    and position are in ``state_dict()``.
+
+    Keyword Args:
+        drop_last: skip the short last sample of an epoch.
+        shuffle: visit trajectories in a random order (otherwise in storage order).
+        num_slices, slice_len, end_key, traj_key, ends, trajectories, truncated_key,
+        strict_length, compile, use_gpu: as :class:`SliceSampler`.
+
+    Example:
+        >>> rb = TensorDictReplayBuffer(
+        ...     storage=LazyTensorStorage(1000),
+        ...     sampler=SliceSamplerWithoutReplacement(num_slices=10, traj_key="episode"),
+        ...     batch_size=320,
+        ... )  # doctest: +SKIP
+        >>> for batch in rb:  # each trajectory once, 10 slices of 32 steps per batch
+        ...     ...  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        *,
+        num_slices: int | None = None,
+        slice_len: int | None = None,
+        drop_last: bool = False,
+        end_key: Key | None = None,
+        traj_key: Key | None = None,
+        ends: torch.Tensor | None = None,
+        trajectories: torch.Tensor | None = None,
+        truncated_key: Key | None = ("next", "truncated"),
+        strict_length: bool = True,
+        shuffle: bool = True,
+        compile: bool | dict = False,
+        use_gpu: bool | torch.device = False,
+    ) -> None:
+        SliceSampler.__init__(
+            self,
+            num_slices=num_slices,
+            slice_len=slice_len,
+            end_key=end_key,
+            traj_key=traj_key,
+            ends=ends,
+            trajectories=trajectories,
+            truncated_key=truncated_key,
+            strict_length=strict_length,
+            compile=compile,
+            use_gpu=use_gpu,
+        )
+        SamplerWithoutReplacement.__init__(self, drop_last=drop_last, shuffle=shuffle)
+
+    def _pick(self, count: int, n_slices: int) -> torch.Tensor:
+        if self.drop_last and n_slices > count:
+            raise ValueError(
+                f"{type(self).__name__}: {n_slices} slices per sample exceed the {count} "
+                "trajectories to slice with drop_last=True; ask for fewer slices"
+            )
+        pick, _ = SamplerWithoutReplacement.sample(self, count, n_slices)
+        return pick
+
+    def extend(self, index: torch.Tensor, priority: torch.Tensor | None = None) -> None:
+        """New data changes the trajectories: the next sample starts a new epoch."""
+        self._order = None
+        self._pos = 0
+
+    def state_dict(self) -> dict[str, Any]:
+        return SamplerWithoutReplacement.state_dict(self)
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        SamplerWithoutReplacement.load_state_dict(self, state_dict)
+
+    def __repr__(self) -> str:
+        size = f"slice_len={self.slice_len}" if self.slice_len else f"num_slices={self.num_slices}"
+        return (
+            f"{type(self).__name__}({size}, traj_key={self.traj_key!r}, "
+            f"end_key={self.end_key!r}, drop_last={self.drop_last}, shuffle={self.shuffle})"
+        )

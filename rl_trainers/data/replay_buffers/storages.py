@@ -205,7 +205,8 @@ class TensorStorage(Storage):
     """A storage over a TensorDict or tensor whose leading dimension is ``max_size``.
 
     Args:
-        storage: the pre-allocated TensorDict/tensor (leading dim = capacity), or None.
+        storage: the data (a TensorDict/tensor whose leading dim is the capacity), or None;
+            given data counts as stored (``len`` = capacity), as a dataset does in torchrl.
         max_size: the capacity (read from ``storage`` when given).
         device: where the storage lives.
     """
@@ -223,6 +224,8 @@ class TensorStorage(Storage):
         super().__init__(max_size)
         self.device = torch.device(device)
         self._storage: TensorDictBase | torch.Tensor | None = storage
+        if storage is not None:  # a dataset given whole: every item is there (torchrl)
+            self._len = min(int(storage.shape[0]), self.max_size)
         self._layout: tuple[Any, list] | None = None
         self._leaf_keys: tuple[Any, set] | None = None
 

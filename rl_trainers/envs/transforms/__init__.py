@@ -7,6 +7,7 @@ from rl_trainers.envs.transforms.keys import (
     RenameTransform,
     SelectTransform,
 )
+from rl_trainers.envs.transforms.pooling import TimeMaxPool
 from rl_trainers.envs.transforms.shapes import SqueezeTransform, UnsqueezeTransform
 from rl_trainers.envs.transforms.transforms import (
     CatFrames,
@@ -54,4 +55,5 @@ __all__ = [
     "ClipTransform",
     "SignTransform",
     "EndOfLifeTransform",
+    "TimeMaxPool",
 ]

@@ -7,7 +7,8 @@ transformed too). ``transform_observation_spec`` (and the reward/done/action var
 the specs so that networks read the transformed sizes from ``env.observation_spec``.
 
 Partial resets: ``tensordict`` may hold a bool ``"_reset"`` entry ``[*B, 1]``; stateful
-transforms (StepCounter, RewardSum, CatFrames, InitTracker) only reset the flagged entries.
+transforms (StepCounter, RewardSum, CatFrames, InitTracker, TimeMaxPool) only reset the flagged
+entries.
 """
 
 from __future__ import annotations
