@@ -7,13 +7,15 @@ from rl_trainers.objectives.common import (
     distance_loss,
     explained_variance,
 )
-from rl_trainers.objectives.cql import DiscreteCQLLoss
+from rl_trainers.objectives.cql import CQLLoss, DiscreteCQLLoss
+from rl_trainers.objectives.crossq import CrossQLoss
 from rl_trainers.objectives.discrete_sac import DiscreteSACLoss
 from rl_trainers.objectives.distributional_dqn import DistributionalDQNLoss
 from rl_trainers.objectives.dqn import DQNLoss
 from rl_trainers.objectives.ensemble import CriticEnsemble
 from rl_trainers.objectives.iql import DiscreteIQLLoss, IQLLoss
 from rl_trainers.objectives.ppo import A2CLoss, ClipPPOLoss, KLPENPPOLoss, PPOLoss, ReinforceLoss
+from rl_trainers.objectives.redq import REDQLoss
 from rl_trainers.objectives.sac import SACLoss
 from rl_trainers.objectives.td3 import DDPGLoss, TD3Loss
 from rl_trainers.objectives.td3_bc import TD3BCLoss
@@ -48,9 +50,12 @@ __all__ = [
     "A2CLoss",
     "ReinforceLoss",
     "SACLoss",
+    "REDQLoss",
+    "CrossQLoss",
     "DiscreteSACLoss",
     "DQNLoss",
     "DistributionalDQNLoss",
+    "CQLLoss",
     "DiscreteCQLLoss",
     "IQLLoss",
     "DiscreteIQLLoss",

@@ -212,13 +212,13 @@ def _source_target_pairs(source: nn.Module, target: nn.Module):
     return srcs, tgts
 
 
-#: torchrl's ``tensor_keys`` of the one-step (off-policy) losses: the priority key and the
-#: next step's reward/done/terminated entries can be renamed (``set_keys(priority=...)``,
-#: ``set_keys(done="end-of-life", terminated="end-of-life")``); the action is read at a
-#: fixed key
+#: torchrl's ``tensor_keys`` of the one-step (off-policy) losses: the priority key, the
+#: action and the next step's reward/done/terminated entries can be renamed
+#: (``set_keys(priority=...)``, ``set_keys(action="agent_action")``,
+#: ``set_keys(done="end-of-life", terminated="end-of-life")``)
 OFF_POLICY_KEYS: dict = {
     "priority": "priority_key",
-    "action": None,
+    "action": "action_key",
     "reward": "reward_key",
     "done": "done_key",
     "terminated": "terminated_key",
@@ -243,6 +243,8 @@ class LossModule(nn.Module):
     default_value_estimator: ValueEstimators = ValueEstimators.TD0
     #: where the next step's reward and episode-end flags are read (``("next", key)``)
     reward_key, done_key, terminated_key = "reward", "done", "terminated"
+    #: where the batch's action is read (and where an actor's action goes into the critics)
+    action_key = "action"
     #: the loss computes its TD(0) targets itself (off-policy losses): other estimators raise
     one_step_targets = False
     functional = True
@@ -300,10 +302,14 @@ class LossModule(nn.Module):
                     )
                 continue
             setattr(self, attr, key)
+        self._keys_changed()
         if self._value_estimator is not None and hasattr(self._value_estimator, "set_keys"):
             names = self._value_estimator._key_attrs
             self._value_estimator.set_keys(**{k: v for k, v in kwargs.items() if k in names})
         return self
+
+    def _keys_changed(self) -> None:
+        """Called by :meth:`set_keys` after renaming (subclasses re-check their networks)."""
 
     @property
     def tensor_keys(self) -> SimpleNamespace:
@@ -390,6 +396,46 @@ class LossModule(nn.Module):
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:  # pragma: no cover
         raise NotImplementedError
+
+    # -- torchrl's keyword call (tensordict's ``dispatch``) ---------------------------------
+    #: rl_trainers' own diagnostic entries, left out of the keyword call's tuple where
+    #: torchrl's loss does not return them (so that its tuple unpacks as in torchrl)
+    _dispatch_exclude: tuple = ()
+
+    def __call__(self, *args, **kwargs):
+        """``loss(td)``, or torchrl's tensor form ``loss(observation=..., action=...,
+        next_reward=..., next_done=..., next_terminated=..., next_observation=...)``: the
+        keyword names are the input keys joined by ``"_"``; it returns the ``out_keys``
+        entries as a tuple in their order (the tensor itself for a single one)."""
+        if args or not kwargs or "tensordict" in kwargs:
+            return super().__call__(*args, **kwargs)
+        out = super().__call__(self._batch_from_kwargs(kwargs))
+        keys = [k for k in self.out_keys if k not in self._dispatch_exclude]
+        values = tuple(out.get(k) for k in keys if k in out.keys())
+        return values[0] if len(values) == 1 else values
+
+    def _batch_from_kwargs(self, kwargs: dict) -> TensorDictBase:
+        """The batch of a keyword call: ``next_reward`` -> ``("next", "reward")`` and so on
+        (the loss's ``in_keys`` joined by ``"_"``), batch dims shared by every entry but the
+        last (feature) dim; one unbatched transition becomes a batch of one."""
+        names = {}
+        for key in getattr(self, "in_keys", []):
+            names[key if isinstance(key, str) else "_".join(key)] = key
+        data = {}
+        for name, value in kwargs.items():
+            key = names.get(name)
+            if key is None:
+                key = ("next", name[len("next_") :]) if name.startswith("next_") else name
+            data[key] = torch.as_tensor(value)
+        shapes = [v.shape[:-1] for v in data.values()]
+        batch = min(shapes, key=len) if shapes else torch.Size([])
+        if any(s[: len(batch)] != batch for s in shapes):
+            raise ValueError(
+                f"{type(self).__name__}: the keyword inputs share no batch shape: "
+                f"{ {k: tuple(v.shape) for k, v in kwargs.items()} }"
+            )
+        td = TensorDict(data, batch_size=batch)
+        return td.unsqueeze(0) if not len(batch) else td
 
 
 def _select_outputs(loss: LossModule, args, output):
@@ -491,12 +537,23 @@ def transition_in_keys(*key_lists, loss: LossModule | None = None) -> list:
     (at ``loss``'s keys), and each network input at the current and (``"next"``) the next
     step."""
     names = LossModule if loss is None else loss
-    keys: list = ["action"] + [
+    keys: list = [names.action_key] + [
         ("next", k) for k in (names.reward_key, names.done_key, names.terminated_key)
     ]
-    for key in (k for ks in key_lists for k in ks if k != "action"):
+    for key in (k for ks in key_lists for k in ks if k != names.action_key):
         keys += [key, ("next", key) if isinstance(key, str) else ("next", *key)]
     return list(dict.fromkeys(keys))
+
+
+def check_critic_reads_action(loss: LossModule, critic_keys: list) -> None:
+    """Raises when the critics do not read the loss's action key (the actor's actions
+    would never reach them)."""
+    if loss.action_key not in critic_keys:
+        raise KeyError(
+            f"{type(loss).__name__}: the critic reads {critic_keys}, not the action key "
+            f"{loss.action_key!r}; rename the loss's action key to the one the critic reads "
+            "(loss.set_keys(action=...))"
+        )
 
 
 def actor_obs_keys(actor: nn.Module) -> list:

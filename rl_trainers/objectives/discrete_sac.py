@@ -131,7 +131,7 @@ class DiscreteSACLoss(SACLoss):
             next_value = (next_probs * (q_next - alpha * next_log_probs)).sum(-1, keepdim=True)
             target = one_step_target(td, self.gamma, next_value, self)
         q_all = self.qvalue_network_params(*self._q_inputs(td, False, None))  # [k, *B, n]
-        index = self._action_index(td.get("action"), batch)
+        index = self._action_index(td.get(self.action_key), batch)
         q_data = q_all.gather(-1, index.expand(q_all.shape[:-1]).unsqueeze(-1))  # [k, *B, 1]
         target = target.reshape(q_data.shape[1:])
         dist_q = distance_loss(q_data, target.unsqueeze(0), self.loss_function)

@@ -91,7 +91,7 @@ class DistributionalDQNLoss(DQNLoss):
         atoms, n_actions = log_p.shape[-2:]
         log_p = log_p.reshape(-1, atoms, n_actions)
         n = log_p.shape[0]
-        index = self._action_index(td.get("action"), n)
+        index = self._action_index(td.get(self.action_key), n)
         log_p_a = log_p.gather(-1, index.reshape(n, 1, 1).expand(n, atoms, 1)).squeeze(-1)
         if self.delay_value:
             self._ensure_target()

@@ -86,6 +86,7 @@ class DQNLoss(LossModule):
 
     one_step_targets = True
     _key_attrs = OFF_POLICY_KEYS
+    _dispatch_exclude = ("q_mean", "td_error")
 
     def __init__(
         self,
@@ -164,7 +165,7 @@ class DQNLoss(LossModule):
             next_online = None
         if self.delay_value:
             self._ensure_target()
-        chosen = self._chosen(values, td.get("action"))
+        chosen = self._chosen(values, td.get(self.action_key))
         with torch.no_grad():
             target_net = (
                 self.target_value_network_params if self.delay_value else self.value_network

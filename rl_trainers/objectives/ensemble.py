@@ -195,6 +195,15 @@ class CriticEnsemble(ParamsView, nn.Module):
             base = copy.deepcopy(template).to("meta")
             self.__dict__["_base"] = base
 
+    def train(self, mode: bool = True) -> CriticEnsemble:
+        """Sets the mode of the copies too (batch-norm critics: batch statistics and
+        running-stat updates in training mode, running statistics in eval mode)."""
+        super().train(mode)
+        base = self.__dict__.get("_base")
+        if base is not None:
+            base.train(mode)
+        return self
+
     def forward(self, *inputs: torch.Tensor, detach: bool = False) -> torch.Tensor:
         """Returns ``[num, *B, out]``; ``detach=True`` blocks gradients to the parameters."""
         if self._fast:

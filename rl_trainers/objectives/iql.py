@@ -22,6 +22,7 @@ from rl_trainers.objectives.common import (
     OFF_POLICY_KEYS,
     LossModule,
     actor_obs_keys,
+    check_critic_reads_action,
     check_loss_function,
     check_no_shared_parameters,
     check_torchrl_options,
@@ -61,6 +62,8 @@ class IQLLoss(LossModule):
 
     one_step_targets = True
     _key_attrs = OFF_POLICY_KEYS
+    #: the critics read the action (continuous IQL); discrete critics output one value per action
+    _critic_reads_action = True
 
     def __init__(
         self,
@@ -132,6 +135,8 @@ class IQLLoss(LossModule):
 
     def _q(self, td: TensorDictBase, target: bool = False) -> torch.Tensor:
         """``Q_i(s, a)`` of the batch's actions, ``[num_qvalue_nets, *batch, 1]``."""
+        if self._critic_reads_action:
+            check_critic_reads_action(self, self._q_in_keys)
         critics = self.target_qvalue_network_params if target else self.qvalue_network_params
         return critics(*[td.get(k) for k in self._q_in_keys])
 
@@ -150,7 +155,7 @@ class IQLLoss(LossModule):
         """Advantage-weighted log-likelihood of the batch's actions; ``metadata["log_prob"]``."""
         td = tensordict
         actor_in = TensorDict({k: td.get(k) for k in self._obs_keys}, batch_size=td.batch_size)
-        log_prob = self.actor_network.get_dist(actor_in).log_prob(td.get("action"))
+        log_prob = self.actor_network.get_dist(actor_in).log_prob(td.get(self.action_key))
         with torch.no_grad():
             advantage = self._min_target_q(td) - self._value(td)
             weight = torch.exp(advantage * self.temperature).clamp_max(100.0)
@@ -205,6 +210,8 @@ class DiscreteIQLLoss(IQLLoss):
             separate_losses, reduction: as in :class:`IQLLoss`.
     """
 
+    _critic_reads_action = False
+
     def __init__(
         self,
         actor_network: nn.Module,
@@ -238,7 +245,7 @@ class DiscreteIQLLoss(IQLLoss):
 
     def _q(self, td: TensorDictBase, target: bool = False) -> torch.Tensor:
         values = super()._q(td, target)  # [n_q, *B, n_actions]
-        action = td.get("action")
+        action = td.get(self.action_key)
         if self.action_space == "one_hot":
             return (values * action.to(values.dtype)).sum(-1, keepdim=True)
         index = action.long().reshape(*values.shape[1:-1], 1).expand(*values.shape[:-1], 1)

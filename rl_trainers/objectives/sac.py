@@ -31,6 +31,7 @@ from rl_trainers.objectives.common import (
     LossModule,
     TensorDictFn,
     actor_obs_keys,
+    check_critic_reads_action,
     check_loss_function,
     check_no_shared_parameters,
     check_torchrl_options,
@@ -97,6 +98,7 @@ class SACLoss(LossModule):
 
     one_step_targets = True
     _key_attrs = OFF_POLICY_KEYS
+    _dispatch_exclude = ("q_mean", "td_error")
 
     def __init__(
         self,
@@ -198,7 +200,7 @@ class SACLoss(LossModule):
     ) -> list[torch.Tensor]:
         inputs = []
         for key in self._q_in_keys:
-            if key == "action":
+            if key == self.action_key:
                 inputs.append(action)
             else:
                 inputs.append(td.get(("next", key) if obs_next else key))
@@ -207,7 +209,8 @@ class SACLoss(LossModule):
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         td = tensordict
         batch = td.batch_size
-        action = td.get("action")
+        check_critic_reads_action(self, self._q_in_keys)
+        action = td.get(self.action_key)
         if self._target_entropy is None:
             self._target_entropy = -float(action.shape[len(batch) :].numel())
         alpha = self.alpha
@@ -272,7 +275,7 @@ class SACLoss(LossModule):
     def _critic_sides(self, td: TensorDictBase, obs_next: bool) -> tuple:
         """The critics' inputs left and right of the action, each concatenated (or None)."""
         inputs = self._q_inputs(td, obs_next, None)
-        slot = self._q_in_keys.index("action")
+        slot = self._q_in_keys.index(self.action_key)
         halves = (inputs[:slot], inputs[slot + 1 :])
         return tuple(torch.cat(half, dim=-1) if half else None for half in halves)
 
@@ -285,7 +288,7 @@ class SACLoss(LossModule):
         if (
             actor is None
             or len(td.batch_size) != 1
-            or "action" not in self._q_in_keys
+            or self.action_key not in self._q_in_keys
             or not torch.is_grad_enabled()
             or torch.compiler.is_compiling()
         ):

@@ -19,6 +19,7 @@ from rl_trainers.objectives.common import (
     LossModule,
     TensorDictFn,
     buffer_copy,
+    check_critic_reads_action,
     check_loss_function,
     check_no_shared_parameters,
     check_torchrl_options,
@@ -37,20 +38,26 @@ __all__ = ["TD3Loss", "DDPGLoss"]
 
 
 def _actor_parts(actor: nn.Module) -> tuple[nn.Module, list]:
-    """``(fn(*observations) -> action, observation keys)`` of a deterministic actor."""
+    """``(fn(*observations) -> action, observation keys)`` of a deterministic actor.
+
+    The action is the actor's one output, or its ``"action"`` entry, or (several outputs
+    without ``"action"``, e.g. an action key renamed later with ``set_keys``) its last one;
+    :meth:`TD3Loss.set_keys` points the reader at a renamed action key.
+    """
     in_keys = list(getattr(actor, "in_keys", None) or [])
-    if not in_keys:
+    out_keys = list(getattr(actor, "out_keys", None) or [])
+    if not in_keys or not out_keys:
         raise TypeError(
             f"the actor must be an Actor or another tensordict module, got {type(actor).__name__}"
         )
-    if is_plain_module(actor) and list(actor.out_keys) == ["action"]:
+    if is_plain_module(actor):
         return actor.module, in_keys  # the network itself: no tensordict per call
-    if isinstance(actor, TensorDictModuleBase) and "action" in list(actor.out_keys):
+    if isinstance(actor, TensorDictModuleBase):
         # e.g. torchrl's TensorDictSequential(net_module, TanhModule(...))
-        return TensorDictFn(actor, in_keys, "action"), in_keys
+        out_key = "action" if "action" in out_keys else out_keys[-1]
+        return TensorDictFn(actor, in_keys, out_key), in_keys
     raise TypeError(
-        f"the actor ({type(actor).__name__}, out_keys={list(getattr(actor, 'out_keys', []))}) "
-        "must write 'action'"
+        f"the actor ({type(actor).__name__}, out_keys={out_keys}) must be a tensordict module"
     )
 
 
@@ -141,6 +148,14 @@ class TD3Loss(LossModule):
     def _source_of(self, name: str) -> nn.Module:
         return self._actor_module if name == "actor_network" else self.qvalue_network_params
 
+    def _keys_changed(self) -> None:
+        # an actor writing several entries: read its action at the renamed key
+        if isinstance(self._actor_module, TensorDictFn):
+            if self.action_key in list(self.actor_network.out_keys):
+                self._actor_module.out_key = self.action_key
+                if self.delay_actor:
+                    self.target_actor_network_params.out_key = self.action_key
+
     @property
     def actor_network_params(self):
         """The actor's parameters as a TensorDict (torchrl's ``actor_network_params``)."""
@@ -162,7 +177,7 @@ class TD3Loss(LossModule):
         self, td: TensorDictBase, next_: bool, action: torch.Tensor
     ) -> list[torch.Tensor]:
         return [
-            action if k == "action" else td.get(("next", k) if next_ else k)
+            action if k == self.action_key else td.get(("next", k) if next_ else k)
             for k in self._q_in_keys
         ]
 
@@ -202,8 +217,9 @@ class TD3Loss(LossModule):
         is written into ``tensordict`` at ``priority_key``, for prioritized buffers.
         """
         td = tensordict
+        check_critic_reads_action(self, self._q_in_keys)
         target, q_next = self._target_value(td)
-        q_data = self.qvalue_network_params(*self._q_inputs(td, False, td.get("action")))
+        q_data = self.qvalue_network_params(*self._q_inputs(td, False, td.get(self.action_key)))
         loss_q = (
             distance_loss(q_data, target.unsqueeze(0), self.loss_function)
             .reshape(self.num_qvalue_nets, -1)
@@ -226,6 +242,7 @@ class TD3Loss(LossModule):
     def actor_loss(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:
         """The actor's loss alone, as torchrl's ``TD3Loss.actor_loss``: ``(loss, metadata)``
         with ``metadata["state_action_value_actor"]``; the critics get no gradient."""
+        check_critic_reads_action(self, self._q_in_keys)
         a_pi = self._actor_module(*self._obs(tensordict, False))
         q_pi = self.qvalue_network_params(*self._q_inputs(tensordict, False, a_pi), detach=True)
         return -q_pi[0].mean(), {"state_action_value_actor": q_pi.detach().mean()}

@@ -11,6 +11,7 @@ import torch
 from tensordict import TensorDictBase
 from torch import nn
 
+from rl_trainers.objectives.common import check_critic_reads_action
 from rl_trainers.objectives.td3 import TD3Loss
 
 __all__ = ["TD3BCLoss"]
@@ -69,9 +70,10 @@ class TD3BCLoss(TD3Loss):
     def actor_loss(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:
         """The actor's TD3+BC loss alone, as torchrl's ``TD3BCLoss.actor_loss``:
         ``(loss, {"bc_loss": ..., "lmbd": ...})``; the critics get no gradient."""
+        check_critic_reads_action(self, self._q_in_keys)
         action = self._actor_module(*self._obs(tensordict, False))
         inputs = self._q_inputs(tensordict, False, action)
         q_pi = self.qvalue_network_params(*inputs, detach=True)[0]
         lmbd = self.alpha / q_pi.abs().mean().detach().clamp_min(torch.finfo(q_pi.dtype).tiny)
-        bc_loss = (action - tensordict.get("action")).pow(2).mean()
+        bc_loss = (action - tensordict.get(self.action_key)).pow(2).mean()
         return -lmbd * q_pi.mean() + bc_loss, {"bc_loss": bc_loss.detach(), "lmbd": lmbd}

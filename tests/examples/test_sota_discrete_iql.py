@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 
-import pytest
 import torch
 from tensordict import TensorDict
 from tensordict.nn import InteractionType, TensorDictModule
@@ -167,5 +166,9 @@ def test_discrete_q_is_read_at_the_batch_action():
         target = data["next", "reward"] + 0.99 * not_term * v_next
     torch.testing.assert_close(metadata["td_error"], (q_a - target).abs().squeeze(-1))
     torch.testing.assert_close(loss, (q_a - target).pow(2).mean(1).sum())
-    with pytest.raises(NotImplementedError):  # the action is read at a fixed key
-        loss_module.set_keys(action="other_action")
+    # the action key can be renamed (torchrl's set_keys(action=...)): Q is read there
+    renamed = data.clone()
+    renamed["other_action"] = renamed.pop("action")
+    loss_module.set_keys(action="other_action")
+    loss_renamed, _ = loss_module.qvalue_loss(renamed)
+    torch.testing.assert_close(loss_renamed, loss)
