@@ -6,7 +6,7 @@ Part 1: median microseconds of one product, ``torch.mm`` (MKL's sgemm) against
 :func:`rl_trainers.modules.gemm.mm` with oneDNN forced on, for the shapes of a SAC update
 (256-wide layers, batch 256: forward ``x @ W.T``, weight gradient ``G.T @ x``, input gradient
 ``G @ W``) and of a PPO update (64-wide), alternating blocks in one process. ``auto`` is the
-choice ``gemm.mm`` makes by size.
+choice ``gemm.mm`` makes (by CPU vendor, then by size).
 
 Part 2: median milliseconds of one SAC update of the default Pendulum recipe
 (``trainer.optim_steps`` on a buffer of 1000 frames) with ``gemm.USE_ONEDNN`` off and on.

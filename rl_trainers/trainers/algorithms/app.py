@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from .configs import GROUP_OPTIONS, ROOT_SCHEMAS
 from .errors import ConfigError, report_and_exit
@@ -342,4 +342,6 @@ def _std(values: list[float]) -> float:
 
 def resolved_config(cfg: DictConfig) -> dict:
     """The config as plain containers with interpolations resolved (for hparams logging)."""
-    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+    from .common import plain_config
+
+    return plain_config(cfg)

@@ -408,8 +408,13 @@ def compile_loss(loss: torch.nn.Module, mode: str, device: str) -> None:
 
 
 def plain_config(cfg: DictConfig) -> dict:
-    """The resolved config as plain containers (for hyperparameter logging)."""
-    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+    """The resolved config as plain containers (for hyperparameter logging), without the
+    ``trainer._config_`` link to the root config."""
+    out: dict = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
+    loop = out.get("trainer")
+    if isinstance(loop, dict):
+        loop.pop("_config_", None)
+    return out
 
 
 def orthogonal_init_(module: torch.nn.Module, output_gain: float) -> None:

@@ -14,7 +14,13 @@ from .collectors import (
     MultiSyncDataCollectorConfig,
     SyncDataCollectorConfig,
 )
-from .common import config_field, field_help
+from .common import (
+    ROOT_CONFIG_RESOLVER,
+    ComposedConfig,
+    config_field,
+    field_help,
+    register_root_resolver,
+)
 from .data import ReplayBufferConfig
 from .envs import GymEnvConfig
 from .logging import (
@@ -93,7 +99,9 @@ ROOT_SCHEMAS: dict[str, type] = {
 
 
 def register_configs() -> None:
-    """Store every root schema and group option in Hydra's ConfigStore (idempotent)."""
+    """Store every root schema and group option in Hydra's ConfigStore, and register the
+    ``${rl_trainers.root_config:}`` resolver of the ``trainer`` node (idempotent)."""
+    register_root_resolver()
     store = ConfigStore.instance()
     for name, node in ROOT_SCHEMAS.items():
         store.store(name=name, node=node)
@@ -103,6 +111,12 @@ def register_configs() -> None:
 
 
 register_configs()
+
+# The primary YAMLs select the ``hydra/help`` option of their algorithm, which the app
+# module stores: a script that imports only this package (torchrl's
+# ``from ...configs import *``) composes them too. (If the app module is being imported,
+# it is the one importing this package, and stores the help options itself.)
+from .. import app as _app  # noqa: E402, F401
 
 __all__ = [
     "ActorCriticNetworkConfig",
@@ -114,6 +128,7 @@ __all__ = [
     "AdamConfig",
     "AdamWConfig",
     "CSVLoggerConfig",
+    "ComposedConfig",
     "EvalConfig",
     "GROUP_OPTIONS",
     "GymEnvConfig",
@@ -131,6 +146,7 @@ __all__ = [
     "PolicyModelConfig",
     "QValueModelConfig",
     "RMSpropConfig",
+    "ROOT_CONFIG_RESOLVER",
     "ROOT_SCHEMAS",
     "ReplayBufferConfig",
     "SACLoopConfig",
@@ -145,4 +161,5 @@ __all__ = [
     "config_field",
     "field_help",
     "register_configs",
+    "register_root_resolver",
 ]

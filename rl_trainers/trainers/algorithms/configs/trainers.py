@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .collectors import SyncDataCollectorConfig
-from .common import config_field
+from .common import ROOT_CONFIG_INTERPOLATION, config_field
 from .data import ReplayBufferConfig
 from .envs import GymEnvConfig
 from .logging import LoggerConfig
@@ -30,8 +31,16 @@ class EvalConfig:
 
 @dataclass
 class LoopConfig:
-    """Settings of the shared training loop."""
+    """Settings of the shared training loop.
 
+    As in torchrl, ``hydra.utils.instantiate(cfg.trainer)`` returns the algorithm trainer
+    the whole composed config describes (see
+    :func:`~rl_trainers.trainers.algorithms.instantiate.trainer_from_config`): ``_config_``
+    hands it the root config (and resolves to itself anywhere else).
+    """
+
+    _target_: str = "rl_trainers.trainers.algorithms.instantiate.trainer_from_config"
+    _config_: Any = ROOT_CONFIG_INTERPOLATION
     total_frames: int = config_field(100_000, "environment frames to train for")
     clip_grad_norm: bool = config_field(True, "clip the global gradient norm (else clamp values)")
     clip_norm: float | None = config_field(0.5, "gradient clip value (None: no clipping)")
