@@ -15,6 +15,8 @@ from tensordict.nn import TensorDictModule, TensorDictParams, TensorDictSequenti
 from torch import nn
 from torch.nn.parameter import UninitializedParameter
 
+from rl_trainers.modules.operators import leaf_spec
+
 __all__ = [
     "LossModule",
     "ValueEstimators",
@@ -562,3 +564,22 @@ def actor_obs_keys(actor: nn.Module) -> list:
     if not keys:
         raise ValueError(f"cannot tell which keys {type(actor).__name__} reads: it has no in_keys")
     return keys
+
+
+def loss_action_spec(action_spec, actor_network: nn.Module):
+    """The action spec a loss reads: ``action_spec``, else the actor's ``spec``; of a
+    composite spec, its action entry (None when there is no spec or no such entry)."""
+    spec = action_spec if action_spec is not None else getattr(actor_network, "spec", None)
+    return leaf_spec(spec, "action")
+
+
+def action_bounds(spec, bounds: tuple | None = None, default: tuple | None = None):
+    """``(low, high)`` as float32 tensors: ``bounds`` if given, else the bounds of a bounded
+    ``spec``, else ``default``; None when none of them gives any."""
+    if bounds is None and spec is not None and getattr(spec, "low", None) is not None:
+        bounds = (spec.low, spec.high)
+    if bounds is None:
+        bounds = default
+    if bounds is None:
+        return None
+    return tuple(torch.as_tensor(b, dtype=torch.float32).clone() for b in bounds)

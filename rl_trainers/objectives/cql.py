@@ -34,10 +34,10 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rl_trainers.modules.operators import leaf_spec
 from rl_trainers.objectives.common import (
-    check_critic_reads_action,
+    action_bounds,
     distance_loss,
+    loss_action_spec,
     one_step_target,
 )
 from rl_trainers.objectives.dqn import DQNLoss
@@ -147,13 +147,10 @@ class CQLLoss(SACLoss):
         self.target_action_gap = float(lagrange_thresh)
         if with_lagrange:
             self.log_alpha_prime = nn.Parameter(torch.zeros(()))
-        spec = action_spec if action_spec is not None else getattr(actor_network, "spec", None)
-        spec = leaf_spec(spec, "action")
-        low, high = -1.0, 1.0
-        if spec is not None and getattr(spec, "low", None) is not None:
-            low, high = spec.low, spec.high
-        self.register_buffer("_low", torch.as_tensor(low, dtype=torch.float32), persistent=False)
-        self.register_buffer("_high", torch.as_tensor(high, dtype=torch.float32), persistent=False)
+        spec = loss_action_spec(action_spec, actor_network)
+        low, high = action_bounds(spec, default=(-1.0, 1.0))  # torchrl's default box
+        self.register_buffer("_low", low, persistent=False)
+        self.register_buffer("_high", high, persistent=False)
 
     def _default_out_keys(self) -> list[str]:
         keys = [
@@ -200,10 +197,6 @@ class CQLLoss(SACLoss):
         return uniform, a_curr, logp_curr, a_next, logp_next
 
     # -- the terms, as torchrl's methods: (loss, metadata) ----------------------------------
-    def _flat(self, tensordict: TensorDictBase) -> TensorDictBase:
-        check_critic_reads_action(self, self._q_in_keys)
-        return tensordict if tensordict.ndim == 1 else tensordict.reshape(-1)
-
     @torch.no_grad()
     def _target(self, td: TensorDictBase) -> torch.Tensor:
         """``y`` ``[B, 1]`` (no gradient)."""
@@ -316,23 +309,18 @@ class CQLLoss(SACLoss):
                 "cannot infer the target entropy: give CQLLoss an action_spec (or a number "
                 "as target_entropy), or call the loss once on a batch"
             )
-        loss = -(self.log_alpha * (log_prob.detach() + self._target_entropy)).mean()
-        return (loss.detach() if self.fixed_alpha else loss), {}
+        return self._alpha_term(log_prob), {}
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         flat = self._flat(tensordict)
-        if self._target_entropy is None:
-            action = flat.get(self.action_key)
-            self._target_entropy = -float(action.shape[1:].numel())
+        self._infer_target_entropy(flat.get(self.action_key))
         work = flat.clone(False)  # holds pred_q*, cql_q*_loss without touching the batch
         loss_qvalue, metadata = self.q_loss(work)
         loss_cql, _ = self.cql_loss(work)
         loss_actor_bc, _ = self.actor_bc_loss(work)
         loss_actor, actor_metadata = self.actor_loss(work)
         loss_alpha, _ = self.alpha_loss(actor_metadata)
-        if not tensordict.is_locked:
-            priority = metadata["td_error"].max(0).values
-            tensordict.set(self.priority_key, priority.reshape(tensordict.batch_size))
+        self._write_priority(tensordict, metadata["td_error"].max(0).values)
         out = {
             "loss_actor": loss_actor,
             "loss_actor_bc": loss_actor_bc,

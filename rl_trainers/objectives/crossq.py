@@ -20,11 +20,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rl_trainers.objectives.common import (
-    check_critic_reads_action,
-    distance_loss,
-    one_step_target,
-)
+from rl_trainers.objectives.common import distance_loss, one_step_target
 from rl_trainers.objectives.sac import SACLoss
 
 __all__ = ["CrossQLoss"]
@@ -97,16 +93,9 @@ class CrossQLoss(SACLoss):
         return ["loss_actor", "loss_qvalue", "loss_alpha", "alpha", "entropy"]
 
     def _flat(self, tensordict: TensorDictBase) -> TensorDictBase:
-        check_critic_reads_action(self, self._q_in_keys)
-        td = tensordict if tensordict.ndim == 1 else tensordict.reshape(-1)
-        if self._target_entropy is None:
-            self._target_entropy = -float(td.get(self.action_key).shape[1:].numel())
+        td = super()._flat(tensordict)
+        self._infer_target_entropy(td.get(self.action_key))
         return td
-
-    def _sample(self, td: TensorDictBase, next_: bool):
-        obs = {k: td.get(("next", k) if next_ else k) for k in self._obs_keys}
-        dist = self.actor_network.get_dist(TensorDict(obs, batch_size=td.batch_size))
-        return dist.rsample_and_log_prob()
 
     # -- the terms, as torchrl's methods ----------------------------------------------------
     def qvalue_loss(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:
@@ -146,16 +135,13 @@ class CrossQLoss(SACLoss):
 
     def alpha_loss(self, log_prob: torch.Tensor) -> torch.Tensor:
         """``-mean(log_alpha * (log_prob + target_entropy))``."""
-        loss = -(self.log_alpha * (log_prob.detach() + self._target_entropy)).mean()
-        return loss.detach() if self.fixed_alpha else loss
+        return self._alpha_term(log_prob)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         loss_qvalue, value_metadata = self.qvalue_loss(tensordict)
         loss_actor, actor_metadata = self.actor_loss(tensordict)
         loss_alpha = self.alpha_loss(actor_metadata["log_prob"])
-        if not tensordict.is_locked:
-            priority = value_metadata["td_error"].reshape(tensordict.batch_size)
-            tensordict.set(self.priority_key, priority)
+        self._write_priority(tensordict, value_metadata["td_error"])
         out = {
             "loss_actor": loss_actor,
             "loss_qvalue": loss_qvalue,

@@ -141,15 +141,14 @@ class DiscreteSACLoss(SACLoss):
         q_pi = q_all.detach().min(0).values
         loss_actor = (probs * (alpha * log_probs - q_pi)).sum(-1).mean()
         neg_entropy = (probs * log_probs).sum(-1).detach()
-        loss_alpha = -(self.log_alpha * (neg_entropy + self._target_entropy)).mean()
+        loss_alpha = self._alpha_term(neg_entropy)
         with torch.no_grad():
             td_error = (q_data - target.unsqueeze(0)).abs().max(0).values
-            if not td.is_locked:
-                td.set(self.priority_key, td_error.reshape(batch))
+        self._write_priority(td, td_error)
         out = {
             "loss_actor": loss_actor,
             "loss_qvalue": loss_q,
-            "loss_alpha": loss_alpha.detach() if self.fixed_alpha else loss_alpha,
+            "loss_alpha": loss_alpha,
             "alpha": alpha,
             "entropy": -neg_entropy.mean(),
         }

@@ -158,7 +158,14 @@ class DQNLoss(LossModule):
         n = batch[0] if len(batch) else 1
         keys = getattr(self.value_network, "_net_keys", self.value_network.in_keys)
         if self.double_dqn:
-            both = self.value_network.action_values(stack_current_next(td, keys))
+            from rl_trainers.modules.rnn import runs_recurrent
+
+            # an RNN in recurrent mode on [T] data: current and next as two rows of [2, T]
+            rows = td.batch_dims == 1 and runs_recurrent(self.value_network)
+            both = self.value_network.action_values(
+                stack_current_next(td.unsqueeze(0) if rows else td, keys)
+            )
+            both = both.flatten(0, 1) if rows else both
             values, next_online = both[:n], both[n:].detach()
         else:
             values = self.value_network.action_values(td)

@@ -19,11 +19,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rl_trainers.objectives.common import (
-    check_critic_reads_action,
-    distance_loss,
-    one_step_target,
-)
+from rl_trainers.objectives.common import distance_loss, one_step_target
 from rl_trainers.objectives.sac import SACLoss
 
 __all__ = ["REDQLoss"]
@@ -122,22 +118,15 @@ class REDQLoss(SACLoss):
         """The indices of the target critics used for this batch (sorted)."""
         return torch.randperm(self.num_qvalue_nets)[: self.sub_sample_len].sort().values
 
-    def _sample(self, td: TensorDictBase, next_: bool):
-        obs = {k: td.get(("next", k) if next_ else k) for k in self._obs_keys}
-        dist = self.actor_network.get_dist(TensorDict(obs, batch_size=td.batch_size))
-        return dist.rsample_and_log_prob()
-
     def _clamp_log_alpha(self) -> None:
         if self.min_log_alpha is not None or self.max_log_alpha is not None:
             with torch.no_grad():
                 self.log_alpha.clamp_(self.min_log_alpha, self.max_log_alpha)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        check_critic_reads_action(self, self._q_in_keys)
-        td = tensordict if tensordict.ndim == 1 else tensordict.reshape(-1)
+        td = self._flat(tensordict)
         action = td.get(self.action_key)
-        if self._target_entropy is None:
-            self._target_entropy = -float(action.shape[1:].numel())
+        self._infer_target_entropy(action)
         self._clamp_log_alpha()
         alpha = self.alpha
         subset = self._subset()
@@ -165,8 +154,7 @@ class REDQLoss(SACLoss):
 
         with torch.no_grad():
             priority = (q_data - target).pow(2).max(0).values
-            if not tensordict.is_locked:
-                tensordict.set(self.priority_key, priority.reshape(tensordict.batch_size))
+        self._write_priority(tensordict, priority)
         out = {
             "loss_actor": loss_actor,
             "loss_qvalue": loss_qvalue,

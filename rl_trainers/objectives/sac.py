@@ -24,7 +24,6 @@ from tensordict.nn import TensorDictModuleBase
 from torch import nn
 
 from rl_trainers.modules.models import fused_mlp_parts, has_hooks
-from rl_trainers.modules.operators import leaf_spec
 from rl_trainers.objectives import sac_terms
 from rl_trainers.objectives.common import (
     OFF_POLICY_KEYS,
@@ -37,6 +36,7 @@ from rl_trainers.objectives.common import (
     check_torchrl_options,
     distance_loss,
     is_plain_module,
+    loss_action_spec,
     one_step_target,
     params_view,
     transition_in_keys,
@@ -155,8 +155,7 @@ class SACLoss(LossModule):
         self.fixed_alpha = fixed_alpha
         self.min_log_alpha = None if min_alpha is None else math.log(min_alpha)
         self.max_log_alpha = None if max_alpha is None else math.log(max_alpha)
-        spec = action_spec if action_spec is not None else getattr(actor_network, "spec", None)
-        spec = leaf_spec(spec, "action")  # a composite spec: its action entry
+        spec = loss_action_spec(action_spec, actor_network)
         if target_entropy == "auto":
             if spec is None:
                 self._target_entropy = None  # resolved from the first batch's action shape
@@ -211,14 +210,13 @@ class SACLoss(LossModule):
         batch = td.batch_size
         check_critic_reads_action(self, self._q_in_keys)
         action = td.get(self.action_key)
-        if self._target_entropy is None:
-            self._target_entropy = -float(action.shape[len(batch) :].numel())
+        self._infer_target_entropy(action, len(batch))
         alpha = self.alpha
         terms = self._one_node_terms(td, action, alpha)
         if terms is None:
             terms = self._op_by_op_terms(td, action, alpha)
         loss_actor, logp_pi, loss_q, q_data, target = terms
-        loss_alpha = -(self.log_alpha * (logp_pi.detach() + self._target_entropy)).mean()
+        loss_alpha = self._alpha_term(logp_pi)
 
         with torch.no_grad():
             td_error = (q_data - target.unsqueeze(0)).abs().max(0).values
@@ -237,9 +235,37 @@ class SACLoss(LossModule):
             out["entropy"] = -logp_pi.detach().mean()
             out["q_mean"] = q_data.detach().mean()
             out["td_error"] = td_error.mean()
-        if self.fixed_alpha:
-            out["loss_alpha"] = loss_alpha.detach()
         return TensorDict(out, batch_size=[])
+
+    # -- pieces shared with the SAC-family losses (CrossQ, REDQ, CQL, discrete SAC) ----------
+    def _infer_target_entropy(self, action: torch.Tensor, batch_dims: int = 1) -> None:
+        """``target_entropy="auto"`` without an action spec: ``-prod(action shape)``, read
+        from the first batch's ``action`` (``batch_dims`` leading dims)."""
+        if self._target_entropy is None:
+            self._target_entropy = -float(action.shape[batch_dims:].numel())
+
+    def _flat(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """The batch with one batch dim, after checking that the critics read the action."""
+        check_critic_reads_action(self, self._q_in_keys)
+        return tensordict if tensordict.ndim == 1 else tensordict.reshape(-1)
+
+    def _sample(self, td: TensorDictBase, next_: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(a, log pi(a|s))`` reparameterised at ``s`` (or at ``s'`` with ``next_``)."""
+        obs = {k: td.get(("next", k) if next_ else k) for k in self._obs_keys}
+        dist = self.actor_network.get_dist(TensorDict(obs, batch_size=td.batch_size))
+        return dist.rsample_and_log_prob()
+
+    def _alpha_term(self, log_prob: torch.Tensor) -> torch.Tensor:
+        """``-mean(log_alpha * (log_prob + target_entropy))``, ``log_prob`` not
+        differentiated (nothing at all with ``fixed_alpha``)."""
+        loss = -(self.log_alpha * (log_prob.detach() + self._target_entropy)).mean()
+        return loss.detach() if self.fixed_alpha else loss
+
+    def _write_priority(self, tensordict: TensorDictBase, priority: torch.Tensor) -> None:
+        """Writes the per-sample ``priority`` at ``priority_key``, shaped as the batch
+        (not into a locked batch)."""
+        if not tensordict.is_locked:
+            tensordict.set(self.priority_key, priority.reshape(tensordict.batch_size))
 
     def _target_net(self) -> CriticEnsemble:
         return (
@@ -253,13 +279,10 @@ class SACLoss(LossModule):
     def _op_by_op_terms(self, td, action, alpha) -> tuple:
         """``(loss_actor, logp_pi, loss_qvalue, q_data [n_q, *B, 1], target)`` as a graph of
         single ops, for any actor and critic."""
-        batch = td.batch_size
         # actor: s with gradients; s' without (a joint call would back-propagate through both)
-        actor_in = TensorDict({k: td.get(k) for k in self._obs_keys}, batch_size=batch)
-        a_pi, logp_pi = self.actor_network.get_dist(actor_in).rsample_and_log_prob()
+        a_pi, logp_pi = self._sample(td, False)
         with torch.no_grad():
-            next_in = TensorDict({k: td.get(("next", k)) for k in self._obs_keys}, batch_size=batch)
-            a_next, logp_next = self.actor_network.get_dist(next_in).rsample_and_log_prob()
+            a_next, logp_next = self._sample(td, True)
             q_next = self._target_net()(*self._q_inputs(td, True, a_next)).min(0).values
             target = self._target_value(td, q_next, logp_next, alpha)
 

@@ -13,11 +13,11 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from torch import nn
 
-from rl_trainers.modules.operators import leaf_spec
 from rl_trainers.objectives.common import (
     OFF_POLICY_KEYS,
     LossModule,
     TensorDictFn,
+    action_bounds,
     buffer_copy,
     check_critic_reads_action,
     check_loss_function,
@@ -26,6 +26,7 @@ from rl_trainers.objectives.common import (
     discount,
     distance_loss,
     is_plain_module,
+    loss_action_spec,
     params_view,
     reward_and_not_terminated,
     transition_in_keys,
@@ -127,21 +128,11 @@ class TD3Loss(LossModule):
         self.loss_function = check_loss_function(loss_function)
         self.policy_noise = float(policy_noise)
         self.noise_clip = float(noise_clip)
-        spec = action_spec if action_spec is not None else getattr(actor_network, "spec", None)
-        spec = leaf_spec(spec, "action")  # a composite spec: its action entry
-        low = high = None
-        if bounds is not None:
-            low, high = bounds
-        elif spec is not None and getattr(spec, "low", None) is not None:
-            low, high = spec.low, spec.high
-        self._bounded = low is not None
+        low_high = action_bounds(loss_action_spec(action_spec, actor_network), bounds)
+        self._bounded = low_high is not None
         if self._bounded:
-            self.register_buffer(
-                "low", torch.as_tensor(low, dtype=torch.float32).clone(), persistent=False
-            )
-            self.register_buffer(
-                "high", torch.as_tensor(high, dtype=torch.float32).clone(), persistent=False
-            )
+            self.register_buffer("low", low_high[0], persistent=False)
+            self.register_buffer("high", low_high[1], persistent=False)
         if gamma is not None:
             self.gamma = float(gamma)
 

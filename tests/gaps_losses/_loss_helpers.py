@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 from tensordict import TensorDict
 from tensordict.nn import InteractionType, TensorDictModule
@@ -56,12 +58,12 @@ def qvalue(action_key: str = "action", hidden: int = 8) -> ValueOperator:
     )
 
 
-def batch(n: int = 6, terminated=None) -> TensorDict:
+def batch(n: int = 6, terminated=None, action_key: str = "action") -> TensorDict:
     terminated = torch.zeros(n, 1, dtype=torch.bool) if terminated is None else terminated
     return TensorDict(
         {
             "observation": torch.randn(n, OBS_DIM),
-            "action": torch.rand(n, ACT_DIM) * 4 - 2,
+            action_key: torch.rand(n, ACT_DIM) * 4 - 2,
             "next": {
                 "observation": torch.randn(n, OBS_DIM),
                 "reward": torch.randn(n, 1),
@@ -80,6 +82,39 @@ def critic_q(ensemble, obs, act):
 
 def grads_of(module: nn.Module) -> list:
     return [p.grad for p in module.parameters()]
+
+
+def stub_loss(loss_cls, make_critic=qvalue, **kwargs):
+    """``(actor, loss)``: a seeded :class:`StubActor` and ``loss_cls(actor, make_critic(),
+    gamma=0.9, loss_function="l2", **kwargs)`` with ``alpha = 0.5``, so that the entropy
+    terms show in every formula."""
+    torch.manual_seed(0)
+    actor = StubActor()
+    kwargs.setdefault("loss_function", "l2")
+    loss = loss_cls(actor, make_critic(), gamma=0.9, **kwargs)
+    with torch.no_grad():
+        loss.log_alpha.fill_(math.log(0.5))
+    return actor, loss
+
+
+def trained_parts(actor, loss, nonzero_actor: bool = False) -> set:
+    """Which of ``"actor"``, ``"critics"``, ``"log_alpha"`` got a gradient (for the actor,
+    with ``nonzero_actor``, only a non-zero one)."""
+    got = set()
+    if any(g is not None and (not nonzero_actor or g.abs().sum() > 0) for g in grads_of(actor)):
+        got.add("actor")
+    if any(g is not None for g in grads_of(loss.qvalue_network_params)):
+        got.add("critics")
+    if loss.log_alpha.grad is not None:
+        got.add("log_alpha")
+    return got
+
+
+def assert_finite_history(history: list[dict], length: int) -> None:
+    """``length`` logged updates, every value finite."""
+    assert len(history) == length
+    for out in history:
+        assert all(torch.isfinite(v).all() for v in out.values())
 
 
 def pendulum_actor_critic(env):

@@ -8,11 +8,14 @@ import torch
 from _loss_helpers import (
     ACT_DIM,
     StubActor,
+    assert_finite_history,
     batch,
     critic_q,
     grads_of,
     qvalue,
+    stub_loss,
     train_on_pendulum,
+    trained_parts,
 )
 
 from rl_trainers.envs.specs import Bounded
@@ -24,14 +27,8 @@ N = 3  # num_random
 
 
 def _loss(**kwargs):
-    torch.manual_seed(0)
-    actor = StubActor()
-    kwargs.setdefault("loss_function", "l2")
     kwargs.setdefault("num_random", N)
-    loss = CQLLoss(actor, qvalue(), action_spec=ACT, gamma=0.9, **kwargs)
-    with torch.no_grad():  # alpha = 0.5: the entropy terms show in every formula
-        loss.log_alpha.fill_(math.log(0.5))
-    return actor, loss
+    return stub_loss(CQLLoss, action_spec=ACT, **kwargs)
 
 
 def _expected_cql(loss, actor, td, uniform, temperature, weight):
@@ -171,14 +168,7 @@ def test_each_term_trains_only_its_parameters(term, trained):
     actor, loss = _loss()
     out = loss(batch())
     out[term].backward()
-    got = set()
-    if any(g is not None and g.abs().sum() > 0 for g in grads_of(actor)):
-        got.add("actor")
-    if any(g is not None for g in grads_of(loss.qvalue_network_params)):
-        got.add("critics")
-    if loss.log_alpha.grad is not None:
-        got.add("log_alpha")
-    assert got == trained
+    assert trained_parts(actor, loss, nonzero_actor=True) == trained
     assert all(b.grad is None for b in loss.target_qvalue_network_params.buffers())
 
 
@@ -233,8 +223,7 @@ def test_renamed_action_key():
     torch.manual_seed(0)
     actor = StubActor()
     loss = CQLLoss(actor, qvalue("act"), action_spec=ACT).set_keys(action="act")
-    td = batch()
-    td["act"] = td.pop("action")
+    td = batch(action_key="act")
     out = loss(td)
     assert torch.isfinite(out["loss_cql"]) and "act" in loss.in_keys
 
@@ -252,10 +241,7 @@ def test_short_pendulum_training_has_finite_losses():
         loss = CQLLoss(actor, critic, action_spec=env.action_spec_unbatched, num_random=4)
         return loss, SoftUpdate(loss, tau=0.005)
 
-    history = train_on_pendulum(make, frames=300, updates_per_batch=3)
-    assert len(history) == 9
-    for out in history:
-        assert all(torch.isfinite(v).all() for v in out.values())
+    assert_finite_history(train_on_pendulum(make, frames=300, updates_per_batch=3), 9)
 
 
 def test_torchrl_cql_online_update_step():

@@ -9,10 +9,12 @@ from _loss_helpers import (
     ACT_DIM,
     OBS_DIM,
     StubActor,
+    assert_finite_history,
     batch,
-    grads_of,
     pendulum_actor_critic,
+    stub_loss,
     train_on_pendulum,
+    trained_parts,
 )
 from torch import nn
 
@@ -35,13 +37,7 @@ def bn_critic(in_features=OBS_DIM + ACT_DIM, width=8):
 
 
 def _loss(**kwargs):
-    torch.manual_seed(0)
-    actor = StubActor()
-    kwargs.setdefault("loss_function", "l2")
-    loss = CrossQLoss(actor, bn_critic(), gamma=0.9, **kwargs)
-    with torch.no_grad():
-        loss.log_alpha.fill_(math.log(0.5))
-    return actor, loss
+    return stub_loss(CrossQLoss, bn_critic, **kwargs)
 
 
 def _q(loss, obs, act, train):
@@ -111,14 +107,7 @@ def test_each_term_trains_only_its_parameters(term, trained):
     actor, loss = _loss()
     out = loss(batch())
     out[term].backward()
-    got = set()
-    if any(g is not None for g in grads_of(actor)):
-        got.add("actor")
-    if any(g is not None for g in grads_of(loss.qvalue_network_params)):
-        got.add("critics")
-    if loss.log_alpha.grad is not None:
-        got.add("log_alpha")
-    assert got == trained
+    assert trained_parts(actor, loss) == trained
 
 
 def test_signature_and_exports():
@@ -148,10 +137,7 @@ def test_short_pendulum_training_with_batch_norm_critics():
         loss = CrossQLoss(actor, critic, action_spec=env.action_spec_unbatched)
         return loss, None
 
-    history = train_on_pendulum(make, frames=200, updates_per_batch=2)
-    assert len(history) == 4
-    for out in history:
-        assert all(torch.isfinite(v).all() for v in out.values())
+    assert_finite_history(train_on_pendulum(make, frames=200, updates_per_batch=2), 4)
 
 
 def test_pendulum_networks_helper_is_shared():

@@ -8,11 +8,13 @@ import torch
 from _loss_helpers import (
     ACT_DIM,
     StubActor,
+    assert_finite_history,
     batch,
     critic_q,
-    grads_of,
     qvalue,
+    stub_loss,
     train_on_pendulum,
+    trained_parts,
 )
 
 from rl_trainers.objectives import REDQLoss, SoftUpdate
@@ -20,13 +22,7 @@ from rl_trainers.objectives import redq as redq_module
 
 
 def _loss(**kwargs):
-    torch.manual_seed(0)
-    actor = StubActor()
-    kwargs.setdefault("loss_function", "l2")
-    loss = REDQLoss(actor, qvalue(), gamma=0.9, **kwargs)
-    with torch.no_grad():
-        loss.log_alpha.fill_(math.log(0.5))
-    return actor, loss
+    return stub_loss(REDQLoss, **kwargs)
 
 
 def test_terms_match_their_formulas():
@@ -97,14 +93,7 @@ def test_each_term_trains_only_its_parameters(term, trained):
     actor, loss = _loss()
     out = loss(batch())
     out[term].backward()
-    got = set()
-    if any(g is not None for g in grads_of(actor)):
-        got.add("actor")
-    if any(g is not None for g in grads_of(loss.qvalue_network_params)):
-        got.add("critics")
-    if loss.log_alpha.grad is not None:
-        got.add("log_alpha")
-    assert got == trained
+    assert trained_parts(actor, loss) == trained
 
 
 def test_alpha_is_kept_within_its_bounds():
@@ -137,8 +126,7 @@ def test_signature_defaults_and_exports():
 def test_renamed_action_key():
     torch.manual_seed(0)
     loss = REDQLoss(StubActor(), qvalue("act")).set_keys(action="act")
-    td = batch()
-    td["act"] = td.pop("action")
+    td = batch(action_key="act")
     assert torch.isfinite(loss(td)["loss_qvalue"]) and "act" in loss.in_keys
 
 
@@ -147,7 +135,4 @@ def test_short_pendulum_training_has_finite_losses():
         loss = REDQLoss(actor, critic, num_qvalue_nets=4, action_spec=env.action_spec_unbatched)
         return loss, SoftUpdate(loss, tau=0.005)
 
-    history = train_on_pendulum(make, frames=300, updates_per_batch=3)
-    assert len(history) == 9
-    for out in history:
-        assert all(torch.isfinite(v).all() for v in out.values())
+    assert_finite_history(train_on_pendulum(make, frames=300, updates_per_batch=3), 9)

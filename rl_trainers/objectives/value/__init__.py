@@ -281,10 +281,17 @@ class ValueEstimatorBase(nn.Module):
         if net is None or existing:
             return td.get(self.value_key), td.get(("next", self.value_key))
         keys = list(net.in_keys)
-        n = td.batch_size[0] if td.batch_dims else 1
+        from rl_trainers.modules.rnn import runs_recurrent
+
+        # an RNN in recurrent mode on [T] data: current and next become two rows, not one
+        # [2T] sequence
+        src = td.unsqueeze(0) if td.batch_dims == 1 and runs_recurrent(net) else td
+        n = src.batch_size[0] if src.batch_dims else 1
         with torch.set_grad_enabled(self.differentiable and torch.is_grad_enabled()):
             inputs = [
-                torch.cat([td.get(k), td.get(("next", k) if isinstance(k, str) else ("next", *k))])
+                torch.cat(
+                    [src.get(k), src.get(("next", k) if isinstance(k, str) else ("next", *k))]
+                )
                 for k in keys
             ]
             if is_plain_module(net):
@@ -293,10 +300,12 @@ class ValueEstimatorBase(nn.Module):
                 from tensordict import TensorDict
 
                 out = net(
-                    TensorDict(dict(zip(keys, inputs)), batch_size=[2 * n, *td.batch_size[1:]])
+                    TensorDict(dict(zip(keys, inputs)), batch_size=[2 * n, *src.batch_size[1:]])
                 )
                 values = out.get(self.value_key)
         value, next_value = values[:n], values[n:]
+        if src is not td:
+            value, next_value = value.squeeze(0), next_value.squeeze(0)
         td.set(self.value_key, value)
         td.set(("next", self.value_key), next_value)
         return value, next_value
