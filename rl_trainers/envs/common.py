@@ -301,6 +301,12 @@ class EnvBase:
             The same TensorDict with a ``"next"`` sub-TensorDict.
         """
         next_td = complete_done_flags(self._step(tensordict))
+        preset = tensordict.get("next", None)
+        if preset is not None:
+            # entries the policy wrote under "next" (an RNN's new state) stay, as in torchrl
+            for key, value in preset.items():
+                if key not in next_td.keys():
+                    next_td.set(key, value)
         fast_set(tensordict, "next", next_td)
         return tensordict
 

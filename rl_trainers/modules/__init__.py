@@ -68,6 +68,13 @@ from rl_trainers.modules.operators import (
     SafeProbabilisticTensorDictSequential,
     SafeSequential,
 )
+from rl_trainers.modules.rnn import (
+    GRUModule,
+    LSTMModule,
+    get_primers_from_module,
+    recurrent_mode,
+    set_recurrent_mode,
+)
 
 OneHotCategoricalDist = OneHotCategorical
 
@@ -126,4 +133,9 @@ __all__ = [
     "make_categorical_model",
     "make_value_model",
     "make_qvalue_model",
+    "LSTMModule",
+    "GRUModule",
+    "set_recurrent_mode",
+    "recurrent_mode",
+    "get_primers_from_module",
 ]

@@ -8,6 +8,7 @@ from rl_trainers.envs.transforms.keys import (
     SelectTransform,
 )
 from rl_trainers.envs.transforms.pooling import TimeMaxPool
+from rl_trainers.envs.transforms.primer import TensorDictPrimer
 from rl_trainers.envs.transforms.shapes import SqueezeTransform, UnsqueezeTransform
 from rl_trainers.envs.transforms.transforms import (
     CatFrames,
@@ -56,4 +57,5 @@ __all__ = [
     "SignTransform",
     "EndOfLifeTransform",
     "TimeMaxPool",
+    "TensorDictPrimer",
 ]

@@ -1426,3 +1426,12 @@ class InitTracker(Transform):
             2, shape=(*bs, 1), dtype=torch.bool, device=observation_spec.device
         )
         return observation_spec
+
+
+def __getattr__(name: str) -> Any:
+    # torchrl defines TensorDictPrimer in envs/transforms/transforms.py; here in .primer
+    if name == "TensorDictPrimer":
+        from rl_trainers.envs.transforms.primer import TensorDictPrimer
+
+        return TensorDictPrimer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -26,6 +26,12 @@ from rl_trainers.modules.tensordict_module.probabilistic import (
     SafeProbabilisticModule,
     SafeProbabilisticTensorDictSequential,
 )
+from rl_trainers.modules.tensordict_module.rnn import (
+    GRUModule,
+    LSTMModule,
+    recurrent_mode,
+    set_recurrent_mode,
+)
 from rl_trainers.modules.tensordict_module.sequence import SafeSequential
 
 __all__ = [
@@ -49,4 +55,8 @@ __all__ = [
     "SafeProbabilisticModule",
     "SafeProbabilisticTensorDictSequential",
     "SafeSequential",
+    "LSTMModule",
+    "GRUModule",
+    "set_recurrent_mode",
+    "recurrent_mode",
 ]
