@@ -1,6 +1,6 @@
 """rl_trainers.trainers: the Trainer loop, its hooks and checkpointing.
 
-The loop and its ten hook points are documented in :class:`HookPoint`.
+The loop and its hook points are documented in :class:`HookPoint`.
 Builders live in ``rl_trainers.trainers.helpers`` and algorithm trainers in
 ``rl_trainers.trainers.algorithms`` (import them from there).
 """
@@ -10,8 +10,10 @@ from rl_trainers.trainers.hooks import (
     BatchSubSampler,
     ClearCudaCache,
     CountFramesLog,
+    EarlyStopping,
     LogReward,
     LogScalar,
+    LogTiming,
     LogValidationReward,
     LRSchedulerHook,
     OptimizerHook,
@@ -22,11 +24,22 @@ from rl_trainers.trainers.hooks import (
     TargetNetUpdaterHook,
     UpdateWeights,
     UTDRHook,
+    ValueEstimatorHook,
     mask_batch,
 )
-from rl_trainers.trainers.trainer import HOOK_POINTS, HookPoint, Trainer, TrainerHookBase
+from rl_trainers.trainers.trainer import (
+    HOOK_POINTS,
+    HookPoint,
+    HookTimings,
+    Trainer,
+    TrainerHookBase,
+)
 
 __all__ = [
+    "HookTimings",
+    "ValueEstimatorHook",
+    "LogTiming",
+    "EarlyStopping",
     "HOOK_POINTS",
     "BatchSubSampler",
     "CheckpointError",

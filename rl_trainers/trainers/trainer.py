@@ -1,6 +1,6 @@
 """The Trainer: a nested collect/optimise loop with named hook points.
 
-The loop and its ten hook points are documented once, in :class:`HookPoint`.
+The loop and its hook points are documented once, in :class:`HookPoint`.
 This module knows no algorithm, config or hook family: it holds the loop, the hook
 registry, the counters, the progress bar, the hook base class and the one hook every
 trainer needs (:class:`OptimizerHook`, which wraps the ``optimizer`` argument).
@@ -36,6 +36,7 @@ from rl_trainers.trainers.optimizer_step import optimizer_step
 __all__ = [
     "HOOK_POINTS",
     "HookPoint",
+    "HookTimings",
     "NonFiniteLossError",
     "OptimizerHook",
     "Trainer",
@@ -62,7 +63,8 @@ class NonFiniteLossError(FloatingPointError):
 
 
 class HookPoint(str, Enum):
-    """The ten points of the training loop where hooks run, in the order they fire.
+    """The points of the training loop where hooks run, in the order they fire: the ten of
+    torchrl's seed documents plus torchrl's ``pre_epoch``/``post_epoch`` (``num_epochs``).
 
     ``Trainer.train()`` runs (``[point]`` marks where the hooks of each point are called)::
 
@@ -73,36 +75,42 @@ class HookPoint(str, Enum):
             [pre_steps_log](batch)                    # logging hooks -> dict | None
             if collected_frames > collector.init_random_frames:   # (0 if it has none)
               [pre_optim_steps]()
-              for j in range(optim_steps_per_batch):  # inner loop: optimisation steps
-                sub_batch = [process_optim_batch](batch)   # e.g. replay-buffer sample
-                losses = loss_module(sub_batch)            # TensorDict of loss_* entries
-                [post_loss](sub_batch)                     # e.g. priority update
-                [optimizer](losses)                        # backward, clip, step (OptimizerHook)
-                [post_optim]()                             # e.g. target-network update
-                [post_optim_log](sub_batch)                # logging hooks -> dict | None
+              for epoch in range(num_epochs):         # passes over the batch (default 1)
+                batch = [pre_epoch](batch)            # e.g. advantages (ValueEstimatorHook)
+                for j in range(optim_steps_per_batch):     # inner loop: optimisation steps
+                  sub_batch = [process_optim_batch](batch) # e.g. replay-buffer sample
+                  losses = loss_module(sub_batch)          # TensorDict of loss_* entries
+                  [post_loss](sub_batch)                   # e.g. priority update
+                  [optimizer](losses)                      # backward, clip, step (OptimizerHook)
+                  [post_optim]()                           # e.g. target-network update
+                  [post_optim_log](sub_batch)              # logging hooks -> dict | None
+                [post_epoch]()
             [post_steps]()                            # e.g. collector weight sync
             [post_steps_log](batch)                   # logging hooks -> dict | None
             save_trainer()                            # every save_trainer_interval frames
-            if collected_frames >= total_frames: break
+            if collected_frames >= total_frames or a stop was requested: break
         collector.shutdown()                          # also on error or Ctrl-C
 
-    Data hooks (``batch_process``, ``process_optim_batch``) take a TensorDict and may return
-    a TensorDict that replaces it; any other return value (``None``, the indices returned
-    by ``replay_buffer.extend``...) keeps the input, as in torchrl. Logging hooks (``*_log``)
-    return a dict of scalars (or ``None``); the optional entry ``"log_pbar": True`` sends
-    the values to the progress bar as well; a key is logged once per step. Operation hooks
-    (the others) take no argument (``post_loss`` takes the sub-batch, ``optimizer`` the
-    loss TensorDict).
+    Data hooks (``batch_process``, ``pre_epoch``, ``process_optim_batch``) take a TensorDict
+    and may return a TensorDict that replaces it; any other return value (``None``, the
+    indices returned by ``replay_buffer.extend``...) keeps the input, as in torchrl. A
+    ``process_optim_batch`` hook that raises ``StopIteration`` (an exhausted iterator over
+    the batch) ends the current epoch early. Logging hooks (``*_log``) return a dict of
+    scalars (or ``None``); the optional entry ``"log_pbar": True`` sends the values to the
+    progress bar as well; a key is logged once per step. Operation hooks (the others) take
+    no argument (``post_loss`` takes the sub-batch, ``optimizer`` the loss TensorDict).
     """
 
     BATCH_PROCESS = "batch_process"
     PRE_STEPS_LOG = "pre_steps_log"
     PRE_OPTIM_STEPS = "pre_optim_steps"
+    PRE_EPOCH = "pre_epoch"
     PROCESS_OPTIM_BATCH = "process_optim_batch"
     POST_LOSS = "post_loss"
     OPTIMIZER = "optimizer"
     POST_OPTIM = "post_optim"
     POST_OPTIM_LOG = "post_optim_log"
+    POST_EPOCH = "post_epoch"
     POST_STEPS = "post_steps"
     POST_STEPS_LOG = "post_steps_log"
 
@@ -120,6 +128,10 @@ class TrainerHookBase:
     ``save_dict()`` instead of ``state_dict()`` (the name used in the seed's example). A
     hook without ``register`` can still be placed with ``trainer.register_op``.
     """
+
+    def _bind(self, trainer: Trainer) -> None:
+        """Called by ``trainer.register_op`` when this hook is placed on ``trainer``; hooks
+        that read the trainer's state (e.g. ``LogTiming``) remember it here."""
 
     def register(self, trainer: Trainer, name: str) -> None:
         """Register this hook on ``trainer`` under ``name``."""
@@ -322,6 +334,70 @@ class _Every:
         return None
 
 
+class HookTimings:
+    """Wall-clock time spent in the loop's phases and hooks, by name (``trainer.timings``).
+
+    Filled only while timing is on (``Trainer(log_timings=True)``, or a registered
+    ``LogTiming`` hook): ``collect`` (waiting for the collector's next batch),
+    ``optim_steps`` (all optimisation steps of a batch) and ``hook/<name>`` for every
+    registered op (the hook's class name, ``Class.method`` for a bound method).
+    """
+
+    def __init__(self) -> None:
+        self._total: dict[str, float] = {}
+        self._count: dict[str, int] = {}
+
+    def add(self, name: str, seconds: float) -> None:
+        """Record one call of ``name`` that took ``seconds``."""
+        self._total[name] = self._total.get(name, 0.0) + seconds
+        self._count[name] = self._count.get(name, 0) + 1
+
+    def todict(self, percall: bool = True, prefix: str | None = None) -> dict[str, float]:
+        """Seconds per call (``percall``) or in total, keyed ``<prefix>/<name>``."""
+        out = {}
+        for name, total in self._total.items():
+            key = f"{prefix}/{name}" if prefix else name
+            out[key] = total / self._count[name] if percall else total
+        return out
+
+    def erase(self) -> None:
+        """Forget every recorded time."""
+        self._total.clear()
+        self._count.clear()
+
+
+def _op_name(op: Callable) -> str:
+    """The name a hook's time is recorded under: class name, ``Class.method`` or function."""
+    while isinstance(op, (partial, _Every, _WithClipArgs, _Timed)):
+        op = op.func if isinstance(op, partial) else op.op
+    label = getattr(op, "timing_name", None)
+    if isinstance(label, str):
+        return label
+    owner = getattr(op, "__self__", None)
+    name = getattr(op, "__name__", None)
+    if owner is not None and name is not None and not isinstance(owner, type(sys)):
+        return f"{type(owner).__name__}.{name}"
+    if name is not None and (inspect.isfunction(op) or inspect.isbuiltin(op)):
+        return name
+    return type(op).__name__
+
+
+class _Timed:
+    """Record the time of each call of ``op`` in ``timings`` under ``hook/<name>``."""
+
+    __slots__ = ("op", "timings", "key")
+
+    def __init__(self, op: Callable, timings: HookTimings) -> None:
+        self.op, self.timings, self.key = op, timings, f"hook/{_op_name(op)}"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return self.op(*args, **kwargs)
+        finally:
+            self.timings.add(self.key, time.perf_counter() - start)
+
+
 class _WithClipArgs:
     """An ``"optimizer"`` op written for torchrl's call, ``op(losses, clip_grad_norm,
     clip_norm, index)``: the trainer's clipping settings are passed on every call."""
@@ -421,6 +497,12 @@ class Trainer:
             save a checkpoint (if ``save_trainer_file`` is set) and return with
             :attr:`interrupted` set to the signal's name; a second signal raises
             ``KeyboardInterrupt`` at once. Only active in the main thread.
+        num_epochs: passes over each collected batch, each of ``optim_steps_per_batch``
+            optimisation steps, with ``pre_epoch``/``post_epoch`` hooks around each pass
+            (torchrl 0.13+). The loss entries logged are averaged over all the steps.
+        log_timings: time the loop's phases and every hook (:attr:`timings`) and register
+            a ``LogTiming`` hook that logs them as ``time/<name>`` (seconds per call, e.g.
+            ``time/hook/UpdateWeights``, ``time/collect``, ``time/optim_steps``).
 
     Resume: :meth:`load_from_file` restores counters, registered modules (loss, optimizers,
     schedulers, buffers, logger...), the collector (env state, current observation) and the
@@ -454,10 +536,19 @@ class Trainer:
         async_collection: bool = False,
         keep_checkpoints: int | None = None,
         handle_signals: bool = True,
+        num_epochs: int = 1,
+        log_timings: bool = False,
     ) -> None:
         if optim_steps_per_batch is None:
             optim_steps_per_batch = getattr(collector, "num_workers", None) or 1
-        total_frames, frame_skip, optim_steps_per_batch, save_trainer_interval, log_interval = (
+        (
+            total_frames,
+            frame_skip,
+            optim_steps_per_batch,
+            save_trainer_interval,
+            log_interval,
+            num_epochs,
+        ) = (
             _count_arg(name, value, low)
             for name, value, low in (
                 ("total_frames", total_frames, 1),
@@ -465,6 +556,7 @@ class Trainer:
                 ("optim_steps_per_batch", optim_steps_per_batch, 0),
                 ("save_trainer_interval", save_trainer_interval, 1),
                 ("log_interval", log_interval, 1),
+                ("num_epochs", num_epochs, 1),
             )
         )
         if keep_checkpoints is not None and (
@@ -499,6 +591,16 @@ class Trainer:
         self.async_collection = async_collection
         self.keep_checkpoints = keep_checkpoints
         self.handle_signals = handle_signals
+        self.num_epochs = num_epochs
+        self.log_timings = bool(log_timings)
+        #: Time spent in the loop's phases and hooks, filled while timing is on.
+        self.timings = HookTimings()
+        #: The latest value of every name a logging hook returned or the trainer logged,
+        #: as ``(sequence number, frame, value)``, whether or not a logger is set (read by
+        #: ``EarlyStopping``).
+        self.logged_values: dict[str, tuple[int, int, Any]] = {}
+        self._log_seq = 0
+        self._timing = False
         #: Stored in every checkpoint and compared on load (e.g. algorithm, env id, shapes).
         self.checkpoint_metadata: dict[str, Any] = {}
         #: The name of the signal (or reason) that stopped the last :meth:`train`, else None.
@@ -525,6 +627,9 @@ class Trainer:
             self.register_module("loss_module", loss_module)
         if optimizer is not None:
             OptimizerHook(optimizer).register(self, "optimizer")
+        if self.log_timings:  # what LogTiming().register(self) does, without importing it
+            self.enable_timings()
+            self.register_op("post_steps_log", self._timings_log)
 
     # ------------------------------------------------------------------ registry
     def set_seed(self, seed: int) -> None:
@@ -554,13 +659,36 @@ class Trainer:
             raise TypeError(f"op registered at {dest!r} must be callable, got {op!r}.")
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ValueError(f"every must be a positive integer, got {every!r}.")
+        if isinstance(op, TrainerHookBase):
+            op._bind(self)
         if kwargs:
             op = partial(op, **kwargs)
         if dest == "optimizer" and _takes_clip_args(op):
             op = _WithClipArgs(op, self, len(self._ops[dest]))
+        if self._timing:
+            op = _Timed(op, self.timings)
         if every > 1:
             op = _Every(op, every)
         self._ops[dest].append(op)
+
+    def enable_timings(self) -> None:
+        """Time the loop's phases and every registered op (also those registered later) in
+        :attr:`timings`; ``log_timings=True`` and ``LogTiming.register`` call this."""
+        if self._timing:
+            return
+        self._timing = True
+        for ops in self._ops.values():
+            for i, op in enumerate(ops):
+                if isinstance(op, _Every):
+                    op.op = _Timed(op.op, self.timings)
+                else:
+                    ops[i] = _Timed(op, self.timings)
+
+    def _timings_log(self, batch: Any = None) -> dict[str, float]:
+        """The ``log_timings=True`` logging op: seconds per call, named ``time/<name>``."""
+        return self.timings.todict(percall=True, prefix="time")
+
+    _timings_log.timing_name = "LogTiming"  # its name in the timings, as the hook's
 
     def register_module(self, module_name: str, module: Any) -> None:
         """Checkpoint ``module`` (anything with ``state_dict``/``load_state_dict``) under
@@ -590,6 +718,11 @@ class Trainer:
     def _log(self, out: dict[str, Any] | None) -> None:
         if not out:
             return
+        self._log_seq = seq = self._log_seq + 1
+        frame = self.collected_frames
+        values = self.logged_values
+        for key, value in out.items():
+            values[key] = (seq, frame, value)
         pbar = out.get("log_pbar", False) and self._pbar is not None
         logger = self.logger
         if not (pbar or logger is not None):
@@ -718,7 +851,11 @@ class Trainer:
         post_steps_log = ops["post_steps_log"]
         mask_key = ("collector", "mask")
         warm_up = self._random_frames()
+        timings = self.timings if self._timing else None
+        start = time.perf_counter()
         for batch in self.collector:
+            if timings is not None:
+                timings.add("collect", time.perf_counter() - start)
             mask = batch.get(mask_key, None)
             if mask is not None:
                 frames = int(mask.sum()) * self.frame_skip
@@ -737,6 +874,8 @@ class Trainer:
             self._run_log_ops(post_steps_log, batch)
             if self._end_iteration(frames):
                 break
+            if timings is not None:
+                start = time.perf_counter()
 
     def _train_async(self) -> None:
         from tensordict import TensorDict
@@ -806,7 +945,9 @@ class Trainer:
         return self.collected_frames >= self.total_frames or self._stop_reason is not None
 
     def optim_steps(self, batch: TensorDictBase) -> None:
-        """Run ``pre_optim_steps`` and ``optim_steps_per_batch`` optimisation steps on ``batch``."""
+        """Run ``pre_optim_steps``, then ``num_epochs`` passes of ``optim_steps_per_batch``
+        optimisation steps on ``batch``, each between ``pre_epoch`` and ``post_epoch``."""
+        start = time.perf_counter() if self._timing else None
         ops = self._ops
         for op in ops["pre_optim_steps"]:
             op()
@@ -814,23 +955,39 @@ class Trainer:
         log_losses = self._log_now
         sums: dict[Any, torch.Tensor] = {}
         n = self.optim_steps_per_batch
+        pre_epoch = ops["pre_epoch"]
+        post_epoch = ops["post_epoch"]
+        steps = 0
         # diagnostics (entropy, KL...) only for the batches whose losses are logged
         wants_diagnostics = getattr(loss_module, "diagnostics", None)
         if wants_diagnostics is not None:
             loss_module.diagnostics = wants_diagnostics and log_losses
         try:
-            self._optim_loop(batch, n, log_losses, sums)
+            for _ in range(self.num_epochs):
+                for op in pre_epoch:
+                    out = op(batch)
+                    if isinstance(out, TensorDictBase):
+                        batch = out
+                steps += self._optim_loop(batch, n, log_losses, sums)
+                for op in post_epoch:
+                    op()
         finally:
             if wants_diagnostics is not None:
                 loss_module.diagnostics = wants_diagnostics
-        if log_losses and n:
-            logged = {(k if isinstance(k, str) else "/".join(k)): v / n for k, v in sums.items()}
+        if log_losses and steps:
+            logged = {
+                (k if isinstance(k, str) else "/".join(k)): v / steps for k, v in sums.items()
+            }
             logged["optim_steps"] = self._optim_count
             self._log(logged)
+        if start is not None:
+            self.timings.add("optim_steps", time.perf_counter() - start)
 
     def _optim_loop(
         self, batch: TensorDictBase, n: int, log_losses: bool, sums: dict[Any, torch.Tensor]
-    ) -> None:
+    ) -> int:
+        """Up to ``n`` optimisation steps on ``batch``; returns the number taken (fewer when
+        a ``process_optim_batch`` hook raises StopIteration)."""
         ops = self._ops
         process_optim_batch = ops["process_optim_batch"]
         post_loss = ops["post_loss"]
@@ -838,13 +995,17 @@ class Trainer:
         post_optim = ops["post_optim"]
         post_optim_log = ops["post_optim_log"]
         loss_module = self.loss_module
-        for _ in range(n):
+        for step in range(n):
             self._optim_count += 1
             sub_batch = batch
-            for op in process_optim_batch:
-                out = op(sub_batch)
-                if isinstance(out, TensorDictBase):
-                    sub_batch = out
+            try:
+                for op in process_optim_batch:
+                    out = op(sub_batch)
+                    if isinstance(out, TensorDictBase):
+                        sub_batch = out
+            except StopIteration:  # an iterator over the batch is exhausted: end of epoch
+                self._optim_count -= 1
+                return step
             losses = loss_module(sub_batch)
             for op in post_loss:
                 op(sub_batch)
@@ -861,6 +1022,7 @@ class Trainer:
                     if value.numel() == 1:
                         value = value.detach()
                         sums[key] = sums[key] + value if key in sums else value
+        return n
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:

@@ -8,8 +8,10 @@ from rl_trainers.trainers.hooks import (
     BatchSubSampler,
     ClearCudaCache,
     CountFramesLog,
+    EarlyStopping,
     LogReward,
     LogScalar,
+    LogTiming,
     LogValidationReward,
     LRSchedulerHook,
     OptimizerHook,
@@ -20,11 +22,15 @@ from rl_trainers.trainers.hooks import (
     TargetNetUpdaterHook,
     UpdateWeights,
     UTDRHook,
+    ValueEstimatorHook,
     mask_batch,
 )
 from rl_trainers.trainers.trainer import Trainer, TrainerHookBase
 
 __all__ = [
+    "ValueEstimatorHook",
+    "LogTiming",
+    "EarlyStopping",
     "BatchSubSampler",
     "ClearCudaCache",
     "CountFramesLog",

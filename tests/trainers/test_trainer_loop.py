@@ -28,11 +28,13 @@ def test_hook_points_are_the_seed_order():
         "batch_process",
         "pre_steps_log",
         "pre_optim_steps",
+        "pre_epoch",
         "process_optim_batch",
         "post_loss",
         "optimizer",
         "post_optim",
         "post_optim_log",
+        "post_epoch",
         "post_steps",
         "post_steps_log",
     )
@@ -62,9 +64,9 @@ def test_exact_order_of_the_ten_points_and_counters(collector, loss_module):
     trainer.train()
 
     one_iteration = (
-        ["batch_process", "pre_steps_log", "pre_optim_steps"]
+        ["batch_process", "pre_steps_log", "pre_optim_steps", "pre_epoch"]
         + PER_STEP * 2
-        + ["post_steps", "post_steps_log"]
+        + ["post_epoch", "post_steps", "post_steps_log"]
     )
     assert calls == one_iteration * 2
     assert trainer.collected_frames == 2 * frames_per_batch * 3

@@ -1,8 +1,8 @@
-"""Data-processing hooks: masking, sub-sampling and key selection."""
+"""Data-processing hooks: masking, sub-sampling, key selection and value estimates."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from tensordict import TensorDictBase
@@ -10,7 +10,7 @@ from tensordict.utils import NestedKey
 
 from rl_trainers.trainers.trainer import Trainer, TrainerHookBase
 
-__all__ = ["BatchSubSampler", "SelectKeys", "mask_batch"]
+__all__ = ["BatchSubSampler", "SelectKeys", "ValueEstimatorHook", "mask_batch"]
 
 _MASK = ("collector", "mask")
 
@@ -140,3 +140,42 @@ class SelectKeys(TrainerHookBase):
     def register(self, trainer: Trainer, name: str = "select_keys") -> None:
         """Register at ``"batch_process"``."""
         trainer.register_op("batch_process", self)
+
+
+class ValueEstimatorHook(TrainerHookBase):
+    """Compute value estimates (advantage, value target) over each collected batch.
+
+    Applies a value estimator such as :class:`~rl_trainers.objectives.value.GAE` to the
+    whole batch at the ``pre_epoch`` point, i.e. before each pass over the batch (with
+    ``Trainer(num_epochs=N)`` the estimates are refreshed with the critic of that epoch),
+    so the ``advantage`` and ``value_target`` entries are there when the loss reads
+    sub-batches. The estimator's output replaces the batch if it returns a TensorDict.
+    An empty batch (what the hooks see with ``async_collection=True``) or None is passed
+    through untouched: compute the estimates elsewhere then (e.g. in the loss).
+
+    Args:
+        value_estimator: a callable mapping a ``[num_envs, T]`` TensorDict to the same
+            TensorDict with the estimates written, e.g. ``GAE(gamma=0.99, lmbda=0.95,
+            value_network=critic)``.
+
+    Examples:
+        >>> gae = GAE(gamma=0.99, lmbda=0.95, value_network=critic, average_gae=True)
+        >>> ValueEstimatorHook(gae).register(trainer)
+    """
+
+    def __init__(self, value_estimator: Callable[[TensorDictBase], TensorDictBase]) -> None:
+        if not callable(value_estimator):
+            raise TypeError(
+                f"value_estimator must be callable (e.g. a GAE module), got {value_estimator!r}."
+            )
+        self.value_estimator = value_estimator
+
+    def __call__(self, batch: TensorDictBase | None) -> TensorDictBase | None:
+        if batch is None or batch.is_empty():
+            return batch
+        out = self.value_estimator(batch)
+        return out if isinstance(out, TensorDictBase) else batch
+
+    def register(self, trainer: Trainer, name: str = "value_estimator") -> None:
+        """Register at ``"pre_epoch"``."""
+        trainer.register_op("pre_epoch", self)

@@ -1,4 +1,4 @@
-"""Logging hooks: frame counts, batch scalars (rewards) and the update-to-data ratio.
+"""Logging hooks: frame counts, batch scalars (rewards), timings and the update-to-data ratio.
 
 Logging hooks return a dict of scalars (or None); the Trainer sends them to the logger
 every ``log_interval`` frames and, with ``"log_pbar": True``, to the progress bar.
@@ -14,7 +14,7 @@ from tensordict.utils import NestedKey
 
 from rl_trainers.trainers.trainer import Trainer, TrainerHookBase
 
-__all__ = ["CountFramesLog", "LogReward", "LogScalar", "UTDRHook"]
+__all__ = ["CountFramesLog", "LogReward", "LogScalar", "LogTiming", "UTDRHook"]
 
 _MASK = ("collector", "mask")
 _REWARD = ("next", "reward")
@@ -224,4 +224,54 @@ class UTDRHook(TrainerHookBase):
 
     def register(self, trainer: Trainer, name: str = "utdr_hook") -> None:
         """Register at ``"post_steps_log"``."""
+        trainer.register_op("post_steps_log", self)
+
+
+class LogTiming(TrainerHookBase):
+    """Log the time spent in the loop's phases and in every hook (torchrl 0.13+).
+
+    Placing the hook on a trainer (:meth:`register`, or ``trainer.register_op``) turns
+    timing on for that trainer (:meth:`Trainer.enable_timings`): every registered op is
+    timed as ``hook/<name>`` (its class name, ``Class.method`` for a bound method), the
+    wait for the collector's next batch as ``collect`` and the optimisation steps of a
+    batch as ``optim_steps``. Each call returns these as ``<prefix>/<name>`` entries, which
+    the trainer logs every ``log_interval`` frames. ``Trainer(log_timings=True)`` registers
+    the equivalent of ``LogTiming()``.
+
+    Args:
+        prefix: prepended to each name (``time/hook/UpdateWeights``); "" for none.
+        percall: log seconds per call (the mean since the last erase); False logs the total.
+        erase: forget the recorded times after each call, so each value covers one batch.
+
+    Examples:
+        >>> LogTiming(prefix="time", percall=True).register(trainer)
+        >>> trainer.register_op("post_steps_log", LogTiming())  # the same
+    """
+
+    def __init__(self, prefix: str = "time", percall: bool = True, erase: bool = False) -> None:
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a str, got {prefix!r}.")
+        self.prefix = prefix
+        self.percall = bool(percall)
+        self.erase = bool(erase)
+        self.trainer: Trainer | None = None
+
+    def _bind(self, trainer: Trainer) -> None:
+        self.trainer = trainer
+        trainer.enable_timings()
+
+    def __call__(self, batch: Any = None) -> dict[str, Any] | None:
+        if self.trainer is None:
+            raise RuntimeError(
+                "LogTiming reads the timings of the trainer it is placed on: register it with "
+                "LogTiming().register(trainer) or trainer.register_op('post_steps_log', hook)."
+            )
+        timings = self.trainer.timings
+        out: dict[str, Any] = timings.todict(percall=self.percall, prefix=self.prefix)
+        if self.erase:
+            timings.erase()
+        return out or None
+
+    def register(self, trainer: Trainer, name: str = "log_timing") -> None:
+        """Register at ``"post_steps_log"`` (timing starts now, for every registered op)."""
         trainer.register_op("post_steps_log", self)

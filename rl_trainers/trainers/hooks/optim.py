@@ -52,7 +52,8 @@ class LRSchedulerHook(TrainerHookBase):
             ``"optim"`` after every optimisation step (at ``post_optim``).
 
     The scheduler is stepped only when an optimisation step ran since the hook's last
-    call, so the learning rate does not decay during the collector's random warm-up.
+    call, so the learning rate does not decay during the collector's random warm-up (also
+    when the hook is placed with ``trainer.register_op``).
     :meth:`register` also checkpoints the scheduler.
 
     Examples:
@@ -69,6 +70,12 @@ class LRSchedulerHook(TrainerHookBase):
         self.interval = interval
         self._trainer: Trainer | None = None
         self._last_optim_count = 0
+
+    def _bind(self, trainer: Trainer) -> None:
+        # placed with trainer.register_op: skip the warm-up as register() does
+        if self._trainer is None:
+            self._trainer = trainer
+            self._last_optim_count = trainer._optim_count
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         trainer = self._trainer
