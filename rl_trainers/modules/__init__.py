@@ -12,6 +12,7 @@ from rl_trainers.modules.actors import (
     ValueOperator,
     spec_kind,
 )
+from rl_trainers.modules.batchrenorm import BatchRenorm1d
 from rl_trainers.modules.builders import (
     EncodedQValueNet,
     action_size,
@@ -79,6 +80,7 @@ from rl_trainers.modules.rnn import (
 OneHotCategoricalDist = OneHotCategorical
 
 __all__ = [
+    "BatchRenorm1d",
     "MLP",
     "ConvNet",
     "DuelingCnnDQNet",

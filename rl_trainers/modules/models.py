@@ -670,3 +670,17 @@ class DuelingCnnDQNet(nn.Module):
         h = self.features(x)
         adv = self.advantage(h)
         return self.value(h) + adv - adv.mean(-1, keepdim=True)
+
+
+def _register_submodules() -> None:
+    """``rl_trainers.modules.models.batchrenorm`` (torchrl's import path) names the module
+    :mod:`rl_trainers.modules.batchrenorm`."""
+    import sys
+
+    from rl_trainers.modules import batchrenorm
+
+    sys.modules.setdefault(f"{__name__}.batchrenorm", batchrenorm)
+    globals()["batchrenorm"] = batchrenorm
+
+
+_register_submodules()

@@ -85,6 +85,10 @@ class CQLLoss(SACLoss):
         lagrange_thresh: the target gap.
         reduction: torchrl's option, accepted at ``"mean"`` (or None).
         priority_key: key of the per-sample squared TD errors written into the batch.
+        deactivate_vmap: torchrl's option (no effect: the critics run as one batched call).
+        scalar_output_mode: torchrl's option for ``reduction="none"``; with the mean
+            reduction ``alpha`` and ``entropy`` are scalars whatever its value (None,
+            ``"exclude"`` or ``"non_tensor"``).
 
     Example:
         >>> loss = CQLLoss(actor, qvalue, action_spec=env.action_spec, num_random=10)
@@ -116,7 +120,14 @@ class CQLLoss(SACLoss):
         lagrange_thresh: float = 0.0,
         reduction: str | None = None,
         priority_key: str | None = None,
+        deactivate_vmap: bool = False,
+        scalar_output_mode: str | None = None,
     ) -> None:
+        if scalar_output_mode not in (None, "exclude", "non_tensor"):
+            raise ValueError(
+                "scalar_output_mode must be None, 'exclude' or 'non_tensor', got "
+                f"{scalar_output_mode!r}"
+            )
         super().__init__(
             actor_network,
             qvalue_network,
@@ -134,6 +145,7 @@ class CQLLoss(SACLoss):
             reduction=reduction,
             priority_key=priority_key,
         )
+        self.scalar_output_mode = scalar_output_mode
         if num_random < 1:
             raise ValueError(f"num_random must be >= 1, got {num_random}")
         if temperature <= 0:

@@ -11,10 +11,15 @@ distributions; the next-state half gives the target. With ``pi`` the actor and
   differentiated; ``loss_qvalue = sum_i mean(d(Q_i(s, a), y))``;
 * ``loss_actor = mean(alpha * log pi(a~|s) - min_i Q_i(s, a~))`` with the critics in eval
   mode (running statistics) and their parameters detached;
+* the actor samples ``a~`` and ``a'`` in the loss's mode (training by default), whatever mode
+  the module was left in for the collector;
 * ``loss_alpha = -mean(log_alpha * (log pi(a~|s) + target_entropy))``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -24,6 +29,20 @@ from rl_trainers.objectives.common import distance_loss, one_step_target
 from rl_trainers.objectives.sac import SACLoss
 
 __all__ = ["CrossQLoss"]
+
+
+@contextmanager
+def _in_mode(module: nn.Module, training: bool) -> Iterator[None]:
+    """Runs ``module`` in training (or eval) mode, then restores the modes of its
+    submodules."""
+    modes = [(m, m.training) for m in module.modules()]
+    module.train(training)
+    try:
+        yield
+    finally:
+        module.train(modes[0][1])  # the critic ensemble's train() also sets its copies
+        for m, mode in modes[1:]:
+            m.training = mode
 
 
 class CrossQLoss(SACLoss):
@@ -97,6 +116,15 @@ class CrossQLoss(SACLoss):
         self._infer_target_entropy(td.get(self.action_key))
         return td
 
+    def _sample(self, td: TensorDictBase, next_: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """Samples with the actor in the loss's mode (training unless ``loss.eval()``),
+        whatever mode the collector's policy was left in: a batch-normalised actor given to
+        the collector as ``actor.eval()`` (torchrl's recipe) still trains on batch statistics
+        and updates its running ones, as torchrl's loss, which runs its own copy of the actor
+        in the mode it had when the loss was built."""
+        with _in_mode(self.actor_network, self.training):
+            return super()._sample(td, next_)
+
     # -- the terms, as torchrl's methods ----------------------------------------------------
     def qvalue_loss(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:
         """The critics' loss, current and next pairs in one call; ``metadata["td_error"]``
@@ -124,12 +152,8 @@ class CrossQLoss(SACLoss):
         td = self._flat(tensordict)
         a_pi, logp = self._sample(td, False)
         critics = self.qvalue_network_params
-        was_training = critics.training
-        critics.eval()
-        try:
+        with _in_mode(critics, False):
             q_pi = critics(*self._q_inputs(td, False, a_pi), detach=True)
-        finally:
-            critics.train(was_training)
         loss = (self.alpha * logp - q_pi.min(0).values.squeeze(-1)).mean()
         return loss, {"log_prob": logp.detach()}
 

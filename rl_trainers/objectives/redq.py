@@ -123,6 +123,15 @@ class REDQLoss(SACLoss):
             with torch.no_grad():
                 self.log_alpha.clamp_(self.min_log_alpha, self.max_log_alpha)
 
+    def _alpha_log_probs(self, logp_pi: torch.Tensor, logp_next: torch.Tensor) -> torch.Tensor:
+        """The log-probabilities the temperature loss and ``entropy`` average: the actions
+        drawn at ``s`` and at ``s'``."""
+        return torch.stack([logp_pi, logp_next])
+
+    def _priority(self, errors: torch.Tensor) -> torch.Tensor:
+        """Per-sample priority from the critics' errors ``[N, B]``: the largest square."""
+        return errors.pow(2).max(0).values
+
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         td = self._flat(tensordict)
         action = td.get(self.action_key)
@@ -146,14 +155,14 @@ class REDQLoss(SACLoss):
         q_data = self.qvalue_network_params(*self._q_inputs(td, False, action)).squeeze(-1)
         loss_qvalue = distance_loss(q_data, target.unsqueeze(0), self.loss_function).mean()
 
-        log_probs = torch.stack([logp_pi, logp_next]).detach()
+        log_probs = self._alpha_log_probs(logp_pi, logp_next).detach()
         alpha_grad = self.log_alpha.exp()
         loss_alpha = -(alpha_grad * (log_probs + self._target_entropy)).mean()
         if self.fixed_alpha:
             loss_alpha = loss_alpha.detach()
 
         with torch.no_grad():
-            priority = (q_data - target).pow(2).max(0).values
+            priority = self._priority(q_data - target)
         self._write_priority(tensordict, priority)
         out = {
             "loss_actor": loss_actor,

@@ -17,6 +17,7 @@ from rl_trainers.data import (
     RandomSampler,
     ReplayBuffer,
     SamplerWithoutReplacement,
+    TensorDictPrioritizedReplayBuffer,
     TensorDictReplayBuffer,
 )
 from rl_trainers.data.replay_buffers._segment_tree import MinSegmentTree, SumSegmentTree
@@ -636,3 +637,19 @@ def test_tensordict_buffer_takes_dicts_of_tensors():
     assert isinstance(sample, TensorDict) and torch.equal(sample["next", "obs"], sample["obs"] + 1)
     rb.add({"obs": torch.tensor(7), "next": {"obs": torch.tensor(8)}})
     assert len(rb) == 6 and rb[5]["next", "obs"].item() == 8
+
+
+def test_update_priority_takes_a_sampled_tensordict_as_torchrls_scripts_pass_it():
+    rb = TensorDictPrioritizedReplayBuffer(
+        alpha=1.0, beta=1.0, storage=LazyTensorStorage(4), batch_size=4
+    )
+    rb.extend(TensorDict({"obs": torch.arange(4.0)}, batch_size=[4]))
+    sample = rb.sample()
+    sample.set("td_error", (sample["index"] == 2).float() * 100.0 + 1e-6)
+    rb.update_priority(sample)  # torchrl's sota scripts: replay_buffer.update_priority(td)
+    torch.manual_seed(0)
+    drawn = rb.sample(64)["obs"]
+    assert (drawn == 2.0).float().mean() > 0.9
+    rb.update_priority(torch.tensor([2]), torch.tensor([1e-6]))  # the (index, priority) form
+    with pytest.raises(TypeError, match="needs a priority"):
+        rb.update_priority(torch.tensor([1]))

@@ -52,6 +52,7 @@ class ReplayBuffer:
         prefetch: number of batches sampled ahead in a background thread (needs
             ``batch_size``); None or 0 disables prefetching.
         transform: a callable applied to every sampled batch.
+        pin_memory: torchrl's option, accepted and without effect (CPU samples).
 
     Example:
         >>> rb = TensorDictReplayBuffer(storage=LazyTensorStorage(100_000), batch_size=256)
@@ -69,7 +70,9 @@ class ReplayBuffer:
         collate_fn: Callable[[Any], Any] | None = None,
         prefetch: int | None = None,
         transform: Callable[[Any], Any] | None = None,
+        pin_memory: bool = False,
     ) -> None:
+        del pin_memory  # torchrl's option: samples stay in CPU memory, pinned or not
         self._storage = storage if storage is not None else ListStorage(1000)
         self._sampler = sampler if sampler is not None else RandomSampler()
         self._writer = writer if writer is not None else RoundRobinWriter()
@@ -411,6 +414,21 @@ class TensorDictReplayBuffer(ReplayBuffer):
                 td.set(key, flag if stored is None else stored | flag)
         return (data, info) if return_info else data
 
+    def update_priority(
+        self,
+        index: torch.Tensor | int | TensorDictBase,
+        priority: torch.Tensor | float | None = None,
+    ) -> None:
+        """Set the sampling priority of the items at ``index``; a sampled TensorDict alone
+        (``rb.update_priority(sample)``, as torchrl's off-policy scripts call it) is read
+        as :meth:`update_tensordict_priority` reads it."""
+        if isinstance(index, TensorDictBase) and priority is None:
+            self.update_tensordict_priority(index)
+            return
+        if priority is None:
+            raise TypeError("update_priority(index, priority) needs a priority")
+        super().update_priority(index, priority)
+
     def update_tensordict_priority(self, data: TensorDictBase) -> None:
         """Update priorities from ``data[priority_key]`` at ``data["index"]``."""
         priority = data.get(self.priority_key, None)
@@ -470,6 +488,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         prefetch: int | None = None,
         transform: Callable[[Any], Any] | None = None,
         reduction: str = "max",
+        pin_memory: bool = False,
     ) -> None:
         storage, sampler = _storage_and_prioritized_sampler(storage, alpha, beta, eps, reduction)
         super().__init__(
@@ -525,6 +544,7 @@ class TensorDictPrioritizedReplayBuffer(TensorDictReplayBuffer):
         prefetch: int | None = None,
         transform: Callable[[Any], Any] | None = None,
         reduction: str = "max",
+        pin_memory: bool = False,
     ) -> None:
         storage, sampler = _storage_and_prioritized_sampler(storage, alpha, beta, eps, reduction)
         super().__init__(
