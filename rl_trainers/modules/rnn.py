@@ -108,6 +108,47 @@ class _RecurrentModule(TensorDictModuleBase):
         if rnn.bidirectional:
             raise ValueError(f"The input {name} cannot be bidirectional.")
 
+    def _setup(
+        self,
+        rnn: nn.RNNBase | None,
+        sizes: dict[str, Any],
+        batch_first: bool,
+        bidirectional: bool,
+        recurrent_backend: str,
+        keys: tuple[Any, Any, Any, Any],
+        recurrent_mode: bool,
+        python_based: bool,
+    ) -> nn.RNNBase:
+        """The constructors' shared body: checks the torch RNN given (or builds one from
+        ``sizes``), sets the keys and the modes, and returns the RNN."""
+        rnn_class = nn.LSTM if self._kind == "LSTM" else nn.GRU
+        name, article = self._kind.lower(), "An" if self._kind == "LSTM" else "A"
+        _check_backend(recurrent_backend)
+        if rnn is not None:
+            if not isinstance(rnn, rnn_class):
+                raise TypeError(
+                    f"{name} must be a torch.nn.{self._kind}, got {type(rnn).__name__}."
+                )
+            if sizes["input_size"] is not None or sizes["hidden_size"] is not None:
+                raise ValueError(
+                    f"{article} {self._kind} instance cannot be passed along with class argument."
+                )
+        else:
+            if not batch_first:
+                raise ValueError(f"The input {name} must have batch_first=True.")
+            if bidirectional:
+                raise ValueError(f"The input {name} cannot be bidirectional.")
+            if sizes["input_size"] is None or sizes["hidden_size"] is None:
+                raise ValueError(
+                    f"{type(self).__name__} needs input_size and hidden_size (or {name}=...)."
+                )
+            rnn = rnn_class(**sizes, batch_first=True, bidirectional=False)
+        self._check_rnn(rnn)
+        self._set_keys(*keys)
+        self._recurrent_mode = recurrent_mode
+        self.python_based = bool(python_based)
+        return rnn
+
     def _set_keys(self, in_key: Any, in_keys: Any, out_key: Any, out_keys: Any) -> None:
         cls, n = type(self).__name__, 1 + len(self.DEFAULT_IN_KEYS)
         if (in_key is None) == (in_keys is None):
@@ -465,35 +506,18 @@ class LSTMModule(_RecurrentModule):
         super().__init__()
         if isinstance(input_size, nn.LSTM) and lstm is None:  # LSTMModule(nn.LSTM(...), ...)
             lstm, input_size = input_size, None
-        _check_backend(recurrent_backend)
-        if lstm is not None:
-            if not isinstance(lstm, nn.LSTM):
-                raise TypeError(f"lstm must be a torch.nn.LSTM, got {type(lstm).__name__}.")
-            if input_size is not None or hidden_size is not None:
-                raise ValueError("An LSTM instance cannot be passed along with class argument.")
-        else:
-            if not batch_first:
-                raise ValueError("The input lstm must have batch_first=True.")
-            if bidirectional:
-                raise ValueError("The input lstm cannot be bidirectional.")
-            if input_size is None or hidden_size is None:
-                raise ValueError("LSTMModule needs input_size and hidden_size (or lstm=...).")
-            lstm = nn.LSTM(
-                input_size=input_size,
-                hidden_size=hidden_size,
-                num_layers=num_layers,
-                bias=bias,
-                dropout=dropout,
-                proj_size=proj_size,
-                device=device,
-                batch_first=True,
-                bidirectional=False,
-            )
-        self._check_rnn(lstm)
-        self.lstm = lstm
-        self._set_keys(in_key, in_keys, out_key, out_keys)
-        self._recurrent_mode = _default_mode(default_recurrent_mode, recurrent_mode)
-        self.python_based = bool(python_based)
+        sizes = dict(input_size=input_size, hidden_size=hidden_size, num_layers=num_layers)
+        sizes.update(bias=bias, dropout=dropout, proj_size=proj_size, device=device)
+        self.lstm = self._setup(
+            lstm,
+            sizes,
+            batch_first,
+            bidirectional,
+            recurrent_backend,
+            (in_key, in_keys, out_key, out_keys),
+            _default_mode(default_recurrent_mode, recurrent_mode),
+            python_based,
+        )
 
     @property
     def _rnn(self) -> nn.LSTM:
@@ -578,34 +602,18 @@ class GRUModule(_RecurrentModule):
         super().__init__()
         if isinstance(input_size, nn.GRU) and gru is None:  # GRUModule(nn.GRU(...), ...)
             gru, input_size = input_size, None
-        _check_backend(recurrent_backend)
-        if gru is not None:
-            if not isinstance(gru, nn.GRU):
-                raise TypeError(f"gru must be a torch.nn.GRU, got {type(gru).__name__}.")
-            if input_size is not None or hidden_size is not None:
-                raise ValueError("A GRU instance cannot be passed along with class argument.")
-        else:
-            if not batch_first:
-                raise ValueError("The input gru must have batch_first=True.")
-            if bidirectional:
-                raise ValueError("The input gru cannot be bidirectional.")
-            if input_size is None or hidden_size is None:
-                raise ValueError("GRUModule needs input_size and hidden_size (or gru=...).")
-            gru = nn.GRU(
-                input_size=input_size,
-                hidden_size=hidden_size,
-                num_layers=num_layers,
-                bias=bias,
-                dropout=dropout,
-                device=device,
-                batch_first=True,
-                bidirectional=False,
-            )
-        self._check_rnn(gru)
-        self.gru = gru
-        self._set_keys(in_key, in_keys, out_key, out_keys)
-        self._recurrent_mode = _default_mode(default_recurrent_mode, recurrent_mode)
-        self.python_based = bool(python_based)
+        sizes = dict(input_size=input_size, hidden_size=hidden_size, num_layers=num_layers)
+        sizes.update(bias=bias, dropout=dropout, device=device)
+        self.gru = self._setup(
+            gru,
+            sizes,
+            batch_first,
+            bidirectional,
+            recurrent_backend,
+            (in_key, in_keys, out_key, out_keys),
+            _default_mode(default_recurrent_mode, recurrent_mode),
+            python_based,
+        )
 
     @property
     def _rnn(self) -> nn.GRU:
