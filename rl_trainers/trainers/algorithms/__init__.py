@@ -20,8 +20,9 @@ TRAINERS: dict[str, type] = {"ppo": PPOTrainer, "sac": SACTrainer}
 
 def build_trainer(cfg: DictConfig, output_dir: Path):
     """The algorithm trainer ``cfg`` describes, with every component built and seeded."""
-    from rl_trainers.trainers.algorithms.validation import validate_config
+    from rl_trainers.trainers.algorithms.validation import typed_config, validate_config
 
+    cfg = typed_config(cfg)
     validate_config(cfg)
     try:
         trainer_class = TRAINERS[cfg.algorithm]

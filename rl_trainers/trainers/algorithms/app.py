@@ -137,10 +137,12 @@ def _option_field_lines() -> list[str]:
     lines = []
     for group, options in GROUP_OPTIONS.items():
         for option, node in options.items():
-            parent = node.__mro__[1]
-            if parent is object:  # the group's base node: its fields are listed above
+            # the group's base node (its fields are listed above): the option's first
+            # ancestor, so an option extending another (adamw: adam) lists its fields too
+            root = node.__mro__[-2]
+            if root is node:
                 continue
-            base = {f.name for f in dataclasses.fields(parent)}
+            base = {f.name for f in dataclasses.fields(root)}
             extra = [
                 f
                 for f in dataclasses.fields(node)
@@ -318,17 +320,35 @@ def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> f
 
 def resume_command(out: Path) -> str:
     """The command line that continues this run: the script and the run's own overrides
-    (inside ``@hydra.main``), then ``trainer.resume=true hydra.run.dir=<out>``."""
+    (inside ``@hydra.main``), then ``trainer.resume=true hydra.run.dir=<out>``.
+
+    A job of a sweep (``-m``) gets the sweep's command line instead, with
+    ``trainer.resume=true hydra.sweep.dir=<sweep dir>``: it resumes the interrupted job,
+    and runs the jobs that had not started yet.
+    """
     import shlex
 
     from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
 
     words = ["trainer.resume=true", f"hydra.run.dir={out}"]
     if not HydraConfig.initialized():
         return " ".join(shlex.quote(w) for w in words)
+    hydra_cfg = HydraConfig.get()
+    if hydra_cfg.mode == RunMode.MULTIRUN:
+        sweep_dir = Path(hydra_cfg.runtime.cwd) / str(hydra_cfg.sweep.dir)
+        skip = ("trainer.resume", "trainer.resume_from", "hydra.sweep.dir")
+        own = [
+            a
+            for a in sys.argv[1:]
+            if a not in ("-m", "--multirun") and a.lstrip("+~").partition("=")[0] not in skip
+        ]
+        words = ["python", sys.argv[0], "-m", *own, "trainer.resume=true"]
+        words.append(f"hydra.sweep.dir={sweep_dir}")
+        return " ".join(shlex.quote(w) for w in words)
     own = [
         o
-        for o in HydraConfig.get().overrides.task
+        for o in hydra_cfg.overrides.task
         if o.lstrip("+~").partition("=")[0] not in ("trainer.resume", "trainer.resume_from")
     ]
     words = ["python", sys.argv[0], *own, *words]

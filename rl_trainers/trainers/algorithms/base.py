@@ -79,6 +79,15 @@ class AlgorithmTrainer(Trainer):
             every = max(1, eval_interval // frames_per_batch)
             self.register_op("post_steps_log", self._evaluate, every=every)
 
+    def _check_metadata(self, saved: dict[str, Any], source: str) -> None:
+        """As :class:`Trainer`'s, with the entries of ``FINGERPRINT_ADDED_LATER`` that an
+        older checkpoint lacks taken as equal (so such checkpoints still resume)."""
+        from rl_trainers.trainers.algorithms.common import FINGERPRINT_ADDED_LATER
+
+        ours = self.checkpoint_metadata
+        missing = {k: ours[k] for k in FINGERPRINT_ADDED_LATER if k in ours and k not in saved}
+        super()._check_metadata({**saved, **missing}, source)
+
     def _evaluate(self, batch: TensorDictBase) -> dict[str, Any]:
         returns = torch.tensor(self.evaluate_final())
         return {"eval/return_mean": returns.mean(), "eval/return_std": returns.std(correction=0)}

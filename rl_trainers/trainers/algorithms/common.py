@@ -229,6 +229,7 @@ FINGERPRINT_FIELDS = (
     "network",
     "model.policy._target_",
     "loss._target_",
+    "optimizer._target_",
     "collector._target_",
     "collector.num_workers",
     "replay_buffer.size",
@@ -238,6 +239,9 @@ FINGERPRINT_FIELDS = (
 
 
 _NOT_STRUCTURAL = frozenset({"network.orthogonal_init"})
+
+#: Fingerprint entries that checkpoints made before them lack: absent there, they match.
+FINGERPRINT_ADDED_LATER = frozenset({"optimizer._target_"})
 
 
 def checkpoint_metadata(cfg: DictConfig) -> dict[str, Any]:
@@ -329,7 +333,9 @@ class EnvStateModule:
         from rl_trainers.envs.libs.gym_state import set_env_state
 
         self.env.load_state_dict(state_dict["env"])
-        set_env_state(self.env, state_dict.get("internal"))
+        # every evaluation reseeds the env (``evaluation_seed``), so a state that cannot be
+        # restored (e.g. ``eval.episodes`` changed on resume) changes no result: no warning
+        set_env_state(self.env, state_dict.get("internal"), warn=False)
 
 
 def register_run_state(trainer, cfg: DictConfig, logger, eval_env) -> None:

@@ -129,7 +129,8 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
 
     if isinstance(exc, MissingConfigException) and exc.missing_cfg_file:
         group, _, option = exc.missing_cfg_file.rpartition("/")
-        options = list(exc.options or [])
+        # the dataclass nodes YAML options extend (``logger/csv_schema``) are not options
+        options = [o for o in exc.options or [] if not o.endswith("_schema")]
         if group == "experiment":
             options = [o for o in options if o.startswith(f"{algorithm}_")] or options
         close = difflib.get_close_matches(option, options, n=1, cutoff=0.5)
@@ -138,14 +139,24 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
     cause = exc.__cause__
     if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and cause.full_key:
         parent, _, key = cause.full_key.rpartition(".")
-        if parent in field_paths(algorithm) and not _fields(cause.object_type):
+        node_type = cause.object_type
+        if not _fields(node_type):  # an untyped node (a saved config): the schema's
+            node_type = _schema_node(algorithm, parent) or node_type
+        if parent in field_paths(algorithm) and not _fields(node_type):
             return (  # a free-form dict field such as env.make_kwargs: new keys need a '+'
                 f"{parent} has no key {key!r}: add it with +{cause.full_key}=<value> "
                 f"or set the whole dict, {parent}={{{key}: <value>}}"
             )
         owners = [a for a in algorithms() if cause.full_key in field_paths(a)]
-        meant = suggest_field(algorithm, cause.full_key, cause.object_type)
+        meant = suggest_field(algorithm, cause.full_key, node_type)
         hint = f": did you mean {meant}?" if meant else ""
+        options = _options_with_field(cause.full_key)
+        if algorithm in owners and options:  # a field of another option of its group
+            group = options[0].partition("=")[0]
+            return (
+                f"{cause.full_key} is a field of {' and '.join(options)}, not of the chosen "
+                f"{group} option: choose one with {options[0]}"
+            )
         if owners:
             hint = f" of {algorithm.upper()} (it is {'/'.join(owners).upper()}'s)"
         return f"{cause.full_key} is not a field{hint} ({_app(algorithm)} --help lists every field)"
@@ -172,6 +183,8 @@ def composition_errors() -> Iterator[None]:
 
     def load_configuration(self, config_name, overrides, *args, **kwargs):
         algorithm = (config_name or "").removesuffix("_trainer")
+        if algorithm not in algorithms():  # a run's saved config: the script's algorithm
+            algorithm = _script_algorithm()
         if algorithm not in algorithms() or os.environ.get("HYDRA_FULL_ERROR") == "1":
             return original(self, config_name, overrides, *args, **kwargs)
         try:
@@ -191,6 +204,36 @@ def composition_errors() -> Iterator[None]:
         yield
     finally:
         ConfigLoaderImpl.load_configuration = original
+
+
+def _options_with_field(full_key: str) -> list[str]:
+    """The ``group=option`` choices whose node has the field ``full_key``
+    (``optimizer.betas`` -> ``optimizer=adam``, ``optimizer=adamw``)."""
+    found = []
+    for group, options in GROUP_OPTIONS.items():
+        prefix = group.replace("/", ".") + "."
+        if not full_key.startswith(prefix):
+            continue
+        for option, node in options.items():
+            if full_key[len(prefix) :] in _fields(node):
+                found.append(f"{group}={option.removesuffix('_schema')}")
+    return found
+
+
+def _script_algorithm() -> str:
+    """The algorithm of the running ``sota-implementations/<algorithm>_trainer/train.py``."""
+    import sys
+    from pathlib import Path
+
+    return Path(sys.argv[0]).resolve().parent.name.removesuffix("_trainer")
+
+
+def _schema_node(algorithm: str, path: str) -> Any:
+    """The schema's dataclass of the node at dotted ``path`` (None if there is none)."""
+    node: Any = ROOT_SCHEMAS.get(f"{algorithm}_trainer_schema")
+    for name in path.split(".") if path else []:
+        node = _fields(node).get(name)
+    return node if dataclasses.is_dataclass(node) else None
 
 
 def _presets() -> list[str]:

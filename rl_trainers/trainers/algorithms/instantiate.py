@@ -101,7 +101,8 @@ def run_output_dir(root: DictConfig) -> Path:
     Inside ``@hydra.main``: Hydra's run directory (``hydra.run.dir``, or the job's directory
     of a sweep). From ``hydra.compose(..., return_hydra_config=True)``: its
     ``hydra.run.dir``. Otherwise (``hydra.compose``, a config built by hand) the app's
-    layout under the working directory: ``outputs/<algorithm>/<env_name>/<date>_<time>``.
+    layout under the working directory: ``outputs/<algorithm>/<env_name>/<date>_<time>``
+    (``<date>_<time>_1``, ``_2``... when that directory exists already).
     """
     from hydra.core.hydra_config import HydraConfig
 
@@ -116,4 +117,9 @@ def run_output_dir(root: DictConfig) -> Path:
         if run_dir:
             return Path(str(run_dir)).absolute()
     stamp = time.strftime("%Y-%m-%d_%H-%M-%S")
-    return Path.cwd() / "outputs" / str(root.algorithm) / str(root.env.env_name) / stamp
+    base = Path.cwd() / "outputs" / str(root.algorithm) / str(root.env.env_name) / stamp
+    # two trainers instantiated within the same second get their own directories
+    out, n = base, 1
+    while out.exists():
+        out, n = base.with_name(f"{stamp}_{n}"), n + 1
+    return out

@@ -115,6 +115,26 @@ def check_checkpoint_backend() -> None:
             ) from None
 
 
+#: The values of the environment variable ``RL_TRAINERS_GEMM`` (see
+#: :mod:`rl_trainers.modules.gemm`, which reads it when first imported).
+GEMM_BACKENDS = ("auto", "mkl", "onednn")
+
+
+def check_gemm_backend() -> None:
+    """Raise :class:`ConfigError` unless the environment variable ``RL_TRAINERS_GEMM`` is
+    unset or one of :data:`GEMM_BACKENDS` (checked before the networks' module is imported,
+    which would otherwise stop with a traceback)."""
+    value = os.environ.get("RL_TRAINERS_GEMM")
+    if value is None or value.strip().lower() in GEMM_BACKENDS:
+        return
+    raise ConfigError(
+        "RL_TRAINERS_GEMM",
+        value,
+        "the environment variable RL_TRAINERS_GEMM chooses the CPU matrix-product library "
+        "of the networks: auto (by CPU vendor), mkl or onednn (unset: auto)",
+    )
+
+
 def _check_betas(cfg: DictConfig) -> None:
     betas = cfg.optimizer.get("betas")
     if betas is None:
@@ -153,6 +173,57 @@ def check_unknown_keys(cfg: DictConfig, algorithm: str, prefix: str = "") -> Non
             check_unknown_keys(child, algorithm, prefix=f"{path}.")
 
 
+def typed_config(cfg: DictConfig) -> DictConfig:
+    """``cfg`` checked against its algorithm's schema when it has none (a run's saved
+    ``.hydra/config.yaml``, composed with ``--config-path <run>/.hydra --config-name
+    config``): each group node typed as the option its ``_target_`` names, so a value of
+    the wrong type or an unknown key is refused here as it is on the app's own configs."""
+    from omegaconf.errors import ConfigKeyError, OmegaConfBaseException, ValidationError
+
+    from .compose_errors import _expected, suggest_field
+    from .configs import GROUP_OPTIONS, ROOT_SCHEMAS
+
+    if dataclasses.is_dataclass(OmegaConf.get_type(cfg)):
+        return cfg
+    algorithm = str(cfg.get("algorithm"))
+    schema = ROOT_SCHEMAS.get(f"{algorithm}_trainer_schema")
+    if schema is None:
+        names = [name.removesuffix("_trainer_schema") for name in ROOT_SCHEMAS]
+        raise ConfigError("algorithm", cfg.get("algorithm"), f"one of {names}")
+    typed = OmegaConf.structured(schema)
+    for key in typed.keys():
+        node = cfg._get_node(key) if key in cfg else None
+        if isinstance(typed._get_node(key), DictConfig) and not isinstance(node, DictConfig):
+            raise ConfigError(
+                str(key),
+                OmegaConf.select(cfg, str(key), default=None, throw_on_missing=False),
+                "a config node (a saved config has no groups to choose from: set its fields, "
+                f"e.g. {key}.<field>=<value>)",
+            )
+    for group, options in GROUP_OPTIONS.items():
+        path = group.replace("/", ".")
+        node = OmegaConf.select(cfg, path, default=None, throw_on_missing=False)
+        target = node.get("_target_") if isinstance(node, DictConfig) else None
+        matches = [o for o in options.values() if getattr(o, "_target_", None) == target]
+        if target is not None and matches:
+            OmegaConf.update(typed, path, OmegaConf.structured(matches[-1]), merge=False)
+    if "hydra" in cfg:  # composed with return_hydra_config=True: not the run's config
+        cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
+    try:
+        return OmegaConf.merge(typed, cfg)
+    except (ValidationError, ConfigKeyError) as err:
+        key = str(err.full_key)
+        if isinstance(err, ValidationError):
+            allowed = _expected(err.object_type, str(err.key), str(err.msg))
+            raise ConfigError(key, err.value, allowed) from None
+        meant = suggest_field(algorithm, key, err.object_type)
+        hint = f"; did you mean {meant}?" if meant else ""
+        value = OmegaConf.select(cfg, key, default=None, throw_on_missing=False)
+        raise ConfigError(key, value, f"not a field of {algorithm}_trainer{hint}") from None
+    except OmegaConfBaseException as err:
+        raise ConfigError(str(getattr(err, "full_key", "") or "config"), None, str(err)) from None
+
+
 def validate_config(cfg: DictConfig) -> None:
     """Raise :class:`ConfigError` naming the first invalid field, its value and what is allowed."""
     check_unknown_keys(cfg, str(cfg.get("algorithm", "")))
@@ -161,6 +232,7 @@ def validate_config(cfg: DictConfig) -> None:
         raise ConfigError("seed", seed, "an integer from 0 to 2**63 - 1")
     _check_devices(cfg)
     check_checkpoint_backend()
+    check_gemm_backend()
     for path in ("trainer.total_frames", "env.num_envs", "collector.frames_per_batch"):
         _positive(cfg, path)
     if cfg.trainer.log_interval <= 0:
@@ -187,6 +259,13 @@ def validate_config(cfg: DictConfig) -> None:
         _check_betas(cfg)
     if cfg.eval.episodes <= 0:
         raise ConfigError("eval.episodes", cfg.eval.episodes, "a positive number of episodes")
+    for path, allowed in (
+        ("eval.interval", "0 (only at the end) or a positive number of frames"),
+        ("trainer.num_threads", "0 (chosen from the network width) or a positive number"),
+    ):
+        value = OmegaConf.select(cfg, path, default=0)
+        if value is None or value < 0:
+            raise ConfigError(path, value, allowed)
     frames, envs = cfg.collector.frames_per_batch, cfg.env.num_envs
     workers = cfg.collector.get("num_workers", 1)
     if frames % (envs * workers):
