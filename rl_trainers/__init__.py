@@ -1,6 +1,6 @@
 """rl_trainers: a Hydra-configured reinforcement-learning trainer application."""
 
-from rl_trainers import _lazy_dynamo
+from rl_trainers import _lazy_dynamo, _root_resolver
 
 __version__ = "0.1.0"
 
@@ -9,5 +9,9 @@ __version__ = "0.1.0"
 _lazy_dynamo.install()
 
 from rl_trainers._utils import compile_with_warmup, logger, timeit  # noqa: E402  torchrl's top level
+
+# a saved run config (trainer._config_: ${rl_trainers.root_config:}) resolves with bare
+# OmegaConf after `import rl_trainers`; registered when omegaconf is imported
+_root_resolver.install()
 
 __all__ = ["__version__", "compile_with_warmup", "logger", "timeit"]

@@ -31,6 +31,21 @@ def _check_workers(num_workers: int) -> int:
     return int(num_workers)
 
 
+def _collapse_per_worker(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """torchrl's per-worker lists (``ParallelEnv(3, [f, f, f], [kw, kw, kw])``) made into one
+    ``create_env_fn`` and one ``create_env_kwargs`` when every worker gets the same ones;
+    lists that differ are kept (each worker then gets its own factory)."""
+    args, kwargs = list(args), dict(kwargs)
+    for pos, name in ((1, "create_env_fn"), (2, "create_env_kwargs")):
+        where, key = (kwargs, name) if name in kwargs else (args, pos)
+        if isinstance(where, list) and len(where) <= key:
+            continue
+        value = where[key]
+        if isinstance(value, list | tuple) and value and all(v == value[0] for v in value):
+            where[key] = value[0]
+    return tuple(args), kwargs
+
+
 def _new_batched(cls: type, args: tuple, kwargs: dict[str, Any]) -> Any:
     """``cls(...)``, or ``TransformedEnv(cls(n, base), transforms)`` when ``create_env_fn``
     returns a TransformedEnv over an unbatched GymEnv (see the module docstring)."""
@@ -38,6 +53,7 @@ def _new_batched(cls: type, args: tuple, kwargs: dict[str, Any]) -> Any:
     from rl_trainers.envs.transforms import TransformedEnv
 
     names = ("num_workers", "create_env_fn", "create_env_kwargs")
+    args, kwargs = _collapse_per_worker(args, kwargs)
     bound = dict(zip(names, args, strict=False))
     fn, fn_kwargs = kwargs.get("create_env_fn", bound.get("create_env_fn")), None
     if len(args) > 2:
@@ -77,6 +93,7 @@ class SerialEnv(GymWrapper):
         create_env_kwargs: keyword arguments for ``create_env_fn``.
         categorical_action_encoding: Discrete actions as indices (gymnasium-env factories).
         device: tensor device.
+        pin_memory: accepted for torchrl compatibility (CPU tensors are not pinned).
     """
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
@@ -91,12 +108,15 @@ class SerialEnv(GymWrapper):
         create_env_kwargs: dict[str, Any] | None = None,
         categorical_action_encoding: bool | None = None,
         device: Any = "cpu",
+        pin_memory: bool = False,
     ) -> None:
         n = _check_workers(num_workers)
         factory, cat, pixels_only = _factory_and_options(create_env_fn, create_env_kwargs)
         if categorical_action_encoding is not None:
             cat = categorical_action_encoding
-        env = gym.vector.SyncVectorEnv([factory] * n, copy=False, autoreset_mode=_SAME_STEP)
+        env = gym.vector.SyncVectorEnv(
+            _per_worker(factory, n), copy=False, autoreset_mode=_SAME_STEP
+        )
         self.num_workers = n
         self._init_from(env, cat, device, pixels_only)
 
@@ -116,6 +136,7 @@ class ParallelEnv(GymWrapper):
         mp_start_method: ``"fork"``, ``"spawn"`` or ``"forkserver"`` (platform default if None).
         shared_memory: pass observations through shared memory.
         serial_for_single: build a SerialEnv-like sync env when ``num_workers == 1``.
+        pin_memory: accepted for torchrl compatibility (CPU tensors are not pinned).
     """
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
@@ -133,26 +154,28 @@ class ParallelEnv(GymWrapper):
         mp_start_method: str | None = None,
         shared_memory: bool = True,
         serial_for_single: bool = False,
+        pin_memory: bool = False,
     ) -> None:
         n = _check_workers(num_workers)
         factory, cat, pixels_only = _factory_and_options(create_env_fn, create_env_kwargs)
         if categorical_action_encoding is not None:
             cat = categorical_action_encoding
-        factory = StateAccessFactory(factory)  # checkpoints read the workers' env state
+        # checkpoints read the workers' env state
+        factories = [StateAccessFactory(f) for f in _per_worker(factory, n)]
         self.num_workers = n
-        self._vector_args = (factory, n, serial_for_single, shared_memory, mp_start_method)
+        self._vector_args = (factories, n, serial_for_single, shared_memory, mp_start_method)
         self._owner_pid = os.getpid()
         self._init_from(self._make_vector_env(), cat, device, pixels_only)
         # close the workers at interpreter exit before multiprocessing tears the pipes down
         # (otherwise an env nobody closed makes each worker print a BrokenPipe traceback)
-        weakref.finalize(self, _close_vector_env, self._env, self._owner_pid)
+        weakref.finalize(self, _close_vector_env, self._env, self._owner_pid, True)
 
     def _make_vector_env(self) -> gym.vector.VectorEnv:
-        factory, n, serial_for_single, shared_memory, mp_start_method = self._vector_args
+        factories, n, serial_for_single, shared_memory, mp_start_method = self._vector_args
         if n == 1 and serial_for_single:
-            return gym.vector.SyncVectorEnv([factory], copy=False, autoreset_mode=_SAME_STEP)
+            return gym.vector.SyncVectorEnv(factories, copy=False, autoreset_mode=_SAME_STEP)
         return gym.vector.AsyncVectorEnv(
-            [factory] * n,
+            factories,
             shared_memory=shared_memory,
             copy=False,
             context=mp_start_method,
@@ -171,35 +194,65 @@ class ParallelEnv(GymWrapper):
         self._env.closed = True  # abandon the parent's handle without closing its workers
         return True
 
-    def _reset(self, tensordict: Any) -> Any:
+    def start(self) -> None:
+        """Start the workers (torchrl's explicit start). They start at construction, so this
+        only restarts a closed env or the copy in a forked process."""
         forked = self._owner_pid != os.getpid() and self._forked()
-        if forked or self.is_closed:  # torchrl restarts a closed ParallelEnv at its next reset
+        if forked or self.is_closed:
             self._env = self._make_vector_env()
             self._owner_pid = os.getpid()
             self.is_closed = False
-            weakref.finalize(self, _close_vector_env, self._env, self._owner_pid)
+            weakref.finalize(self, _close_vector_env, self._env, self._owner_pid, True)
+
+    def _reset(self, tensordict: Any) -> Any:
+        self.start()  # torchrl restarts a closed ParallelEnv at its next reset
         return super()._reset(tensordict)
 
     def close(self) -> None:
-        """Close the worker processes (a forked copy that never reset closes nothing)."""
+        """Close the worker processes (a forked copy that never reset closes nothing).
+
+        A step cut short by Ctrl-C can leave a worker's reply unread; gymnasium's close would
+        then wait for it forever. Pending replies get ``WORKER_CLOSE_TIMEOUT`` seconds, after
+        which the workers are terminated.
+        """
         if self._owner_pid != os.getpid() and self._forked():
             self.is_closed = True
             return
-        super().close()
+        if not self.is_closed:
+            self.is_closed = True
+            _close_vector_env(self._env, self._owner_pid)
 
 
-def _close_vector_env(env: gym.vector.VectorEnv, owner_pid: int) -> None:
-    if os.getpid() == owner_pid and not env.closed:
-        try:
-            env.close()
-        except Exception:
-            pass
+def _per_worker(factory: Any, n: int) -> list[Callable[[], gym.Env]]:
+    """``n`` factories: the given list (one per worker) or ``n`` times the one factory."""
+    if isinstance(factory, list):
+        if len(factory) != n:
+            raise ValueError(f"got {len(factory)} env factories for {n} workers.")
+        return factory
+    return [factory] * n
+
+
+#: Seconds :meth:`ParallelEnv.close` waits for a step or reset still pending in the workers.
+WORKER_CLOSE_TIMEOUT = 5.0
+
+
+def _close_vector_env(env: gym.vector.VectorEnv, owner_pid: int, quiet: bool = False) -> None:
+    if os.getpid() != owner_pid or env.closed:
+        return
+    kwargs = {"timeout": WORKER_CLOSE_TIMEOUT} if isinstance(env, gym.vector.AsyncVectorEnv) else {}
+    try:
+        env.close(**kwargs)
+    except Exception:
+        if not quiet:
+            raise
 
 
 def _factory_and_options(
     create_env_fn: Callable[..., Any], create_env_kwargs: dict[str, Any] | None
 ) -> tuple[Callable[[], gym.Env], bool, bool]:
     """Gym factory plus the GymEnv options (action encoding, pixels-only) it was built with."""
+    if isinstance(create_env_fn, list | tuple) or isinstance(create_env_kwargs, list | tuple):
+        return _per_worker_factories(create_env_fn, create_env_kwargs)
     if not callable(create_env_fn):
         raise TypeError(
             f"create_env_fn must be a callable returning an env, got {type(create_env_fn).__name__}."
@@ -208,3 +261,22 @@ def _factory_and_options(
     cat = bool(getattr(factory, "categorical_action_encoding", False))
     pixels_only = bool(getattr(factory, "pixels_only", False))
     return factory, cat, pixels_only
+
+
+def _per_worker_factories(
+    create_env_fn: Any, create_env_kwargs: Any
+) -> tuple[list[Callable[[], gym.Env]], bool, bool]:
+    """One gym factory per worker, from lists of functions and/or of keyword dicts."""
+    fns = create_env_fn if isinstance(create_env_fn, list | tuple) else None
+    kws = create_env_kwargs if isinstance(create_env_kwargs, list | tuple) else None
+    n = len(fns if fns is not None else kws)
+    if fns is not None and kws is not None and len(kws) != n:
+        raise ValueError(f"got {n} create_env_fn but {len(kws)} create_env_kwargs.")
+    options = [
+        _factory_and_options(
+            fns[i] if fns is not None else create_env_fn,
+            kws[i] if kws is not None else create_env_kwargs,
+        )
+        for i in range(n)
+    ]
+    return [o[0] for o in options], options[0][1], options[0][2]

@@ -23,6 +23,10 @@ from rl_trainers.envs.utils import DONE_KEYS, fast_set, step_mdp
 __all__ = ["EnvBase", "complete_done_flags", "make_done_spec"]
 
 
+#: Entries of a reset's input that its output does not carry over.
+_NOT_KEPT_AT_RESET = ("_reset", "next", "action")
+
+
 def make_done_spec(batch_size: torch.Size, device: Any = None) -> Composite:
     """Composite of ``done``/``terminated``/``truncated`` bool flags of shape ``[*B, 1]``."""
     shape = (*batch_size, 1)
@@ -74,6 +78,10 @@ class EnvBase:
         device: device of the produced tensors.
         batch_size: batch size of the env (``()`` for a single env).
     """
+
+    #: Whether inputs must have the env's ``batch_size``. A stateless env that reads its state
+    #: from the input (torchrl's Pendulum tutorial) sets False: its batch is the input's.
+    batch_locked: bool = True
 
     def __init__(
         self,
@@ -281,13 +289,20 @@ class EnvBase:
             **kwargs: ignored (torchrl compatibility).
 
         Returns:
-            A TensorDict with the observations and ``done/terminated/truncated`` flags.
+            A TensorDict with the observations and ``done/terminated/truncated`` flags: the
+            input itself, updated, when it holds no ``"_reset"``, ``"next"`` or ``"action"``
+            entry (torchrl's ``env.reset(td) is td``), else a new one.
         """
         out = complete_done_flags(self._reset(tensordict), reset=True)
         if tensordict is not None:
             # keep non-overwritten entries of the input (e.g. collector ids), drop the mask
+            keys = tensordict.keys()
+            if not any(k in keys for k in _NOT_KEPT_AT_RESET) and (
+                tensordict.batch_size == out.batch_size
+            ):
+                return tensordict.update(out)
             for key, value in tensordict.items():
-                if key not in out.keys() and key not in ("_reset", "next", "action"):
+                if key not in out.keys() and key not in _NOT_KEPT_AT_RESET:
                     out.set(key, value)
         return out
 
@@ -402,7 +417,7 @@ class EnvBase:
         steps = []
         for _ in range(int(max_steps)):
             if policy is None:
-                td.set("action", self.action_spec.rand())
+                td = self.rand_action(td)
             else:
                 td = policy(td)
             if break_when_any_done:
@@ -424,7 +439,8 @@ class EnvBase:
         return self._stack_rollout(steps, set_truncated)
 
     def _stack_rollout(self, steps: list[TensorDictBase], set_truncated: bool) -> TensorDictBase:
-        out = torch.stack(steps, dim=len(self.batch_size))
+        # time goes after the input's batch dims (the env's, unless it is not batch-locked)
+        out = torch.stack(steps, dim=steps[0].batch_dims)
         if set_truncated:
             last = out[..., -1]
             for key in ("truncated", "done"):
@@ -451,7 +467,7 @@ class EnvBase:
         running = None  # [*B] bool: sub-envs whose first episode is still going
         for i in range(max_steps):
             if policy is None:
-                td.set("action", self.action_spec.rand())
+                td = self.rand_action(td)
             else:
                 td = policy(td)
             last = i == max_steps - 1
@@ -484,10 +500,15 @@ class EnvBase:
         return TransformedEnv(self, transform)
 
     def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
-        """Write a random action from the action spec into ``tensordict`` (new if None)."""
+        """Write a random action from the action spec into ``tensordict`` (new if None).
+
+        A non batch-locked env (``batch_locked = False``) draws one action per item of the
+        given TensorDict's batch, whatever the env's own ``batch_size``.
+        """
         if tensordict is None:
             tensordict = TensorDict({}, batch_size=self.batch_size, device=self.device)
-        tensordict.set("action", self.action_spec.rand())
+        shape = () if self.batch_locked else tensordict.batch_size[self.batch_dims :]
+        tensordict.set("action", self.action_spec.rand(shape))
         return tensordict
 
     def rand_step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:

@@ -201,6 +201,12 @@ def check_env_specs(
             f"Keys {sorted(map(str, missing))} are in the specs but not in a rollout; "
             f"rollout keys: {sorted(map(str, real_keys))}."
         )
+    extra = real_keys - fake_keys
+    if extra:
+        raise AssertionError(
+            f"Keys {sorted(map(str, extra))} are in a rollout but not in the specs; "
+            f"spec keys: {sorted(map(str, fake_keys))}."
+        )
     for key in fake_keys:
         a, b = fake.get(key), real0.get(key)
         if a.shape != b.shape:

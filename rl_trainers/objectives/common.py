@@ -16,6 +16,7 @@ from torch import nn
 from torch.nn.parameter import UninitializedParameter
 
 from rl_trainers.modules.operators import leaf_spec
+from rl_trainers.modules.rnn import runs_recurrent
 
 __all__ = [
     "LossModule",
@@ -480,14 +481,38 @@ def call_tensor_module(module: nn.Module, td: TensorDictBase, out_key: str | Non
     return module(td.select(*module.in_keys)).get(key)
 
 
-def stack_current_next(td: TensorDictBase, keys: Sequence) -> TensorDictBase:
-    """Concatenates ``td[k]`` and ``td["next", k]`` along dim 0 into a ``[2 * B0, ...]`` td."""
+def stack_current_next(
+    td: TensorDictBase, keys: Sequence, net: nn.Module | None = None
+) -> TensorDictBase:
+    """Concatenates ``td[k]`` and ``td["next", k]`` along dim 0 into a ``[2 * B0, ...]`` td.
+
+    When ``net`` runs an LSTM/GRU in recurrent mode (:func:`runs_recurrent`) and ``td`` is a
+    single sequence ``[T]``, the current and next steps become the two rows of a ``[2, T]``
+    td instead: one ``[2T]`` sequence would carry the hidden state of the last current step
+    into the first next step. A td without batch dimensions gives a ``[2]`` td.
+    """
+    if td.batch_dims == 0 or (net is not None and td.batch_dims == 1 and runs_recurrent(net)):
+        td = td.unsqueeze(0)
     batch = td.batch_size
     data = {
         k: torch.cat([td.get(k), td.get(("next", k) if isinstance(k, str) else ("next", *k))])
         for k in keys
     }
-    return TensorDict(data, batch_size=[2 * batch[0], *batch[1:]] if len(batch) else [2])
+    return TensorDict(data, batch_size=[2 * batch[0], *batch[1:]])
+
+
+def current_and_next(
+    call, td: TensorDictBase, keys: Sequence, net: nn.Module | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Runs ``call`` (e.g. a critic) once on :func:`stack_current_next` ``(td, keys, net)``
+    and splits its output into the current and the next steps' halves, each with ``td``'s
+    batch shape (``[1, ...]`` when ``td`` has no batch dimension)."""
+    stacked = stack_current_next(td, keys, net)
+    out = call(stacked)
+    if stacked.batch_dims > max(td.batch_dims, 1):  # the [2, T] rows of a recurrent net
+        return out[0], out[1]
+    n = td.batch_size[0] if td.batch_dims else 1
+    return out[:n], out[n:]
 
 
 def discount(td: TensorDictBase, gamma: float, like: torch.Tensor) -> torch.Tensor | float:

@@ -18,10 +18,10 @@ from rl_trainers.objectives.common import (
     LossModule,
     check_loss_function,
     check_torchrl_options,
+    current_and_next,
     distance_loss,
     one_step_target,
     params_view,
-    stack_current_next,
     transition_in_keys,
 )
 
@@ -155,18 +155,12 @@ class DQNLoss(LossModule):
         """``(Q(s, .), Q(s, a), target, |Q(s, a) - target|)``, the last three shaped
         ``[*batch, 1]``; writes the per-sample errors at ``priority_key``."""
         batch = td.batch_size
-        n = batch[0] if len(batch) else 1
         keys = getattr(self.value_network, "_net_keys", self.value_network.in_keys)
         if self.double_dqn:
-            from rl_trainers.modules.rnn import runs_recurrent
-
-            # an RNN in recurrent mode on [T] data: current and next as two rows of [2, T]
-            rows = td.batch_dims == 1 and runs_recurrent(self.value_network)
-            both = self.value_network.action_values(
-                stack_current_next(td.unsqueeze(0) if rows else td, keys)
+            values, next_online = current_and_next(
+                self.value_network.action_values, td, keys, self.value_network
             )
-            both = both.flatten(0, 1) if rows else both
-            values, next_online = both[:n], both[n:].detach()
+            next_online = next_online.detach()
         else:
             values = self.value_network.action_values(td)
             next_online = None

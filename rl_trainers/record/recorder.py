@@ -14,8 +14,9 @@ from tensordict.utils import NestedKey
 
 from rl_trainers.envs.transforms import Transform
 from rl_trainers.record.loggers.common import Logger, _tile
+from rl_trainers.record.rendering import PixelRenderTransform  # torchrl's import path
 
-__all__ = ["VideoRecorder", "TensorDictRecorder"]
+__all__ = ["VideoRecorder", "TensorDictRecorder", "PixelRenderTransform"]
 
 
 def _to_chw_uint8(frame: torch.Tensor) -> torch.Tensor:
@@ -123,10 +124,12 @@ class VideoRecorder(Transform):
         """Frame interval: explicit value, else 2 for a non-batched parent env, else 1."""
         if self._skip is not None:
             return self._skip
-        parent = getattr(self, "parent", None)
-        if parent is None:
+        env = self.container
+        while isinstance(env, Transform):  # a Compose: its env has the parent's batch size
+            env = env.container
+        if env is None:
             return 1  # not attached yet: decide again once attached
-        self._skip = 2 if len(getattr(parent, "batch_size", ())) == 0 else 1
+        self._skip = 2 if len(getattr(env, "batch_size", ())) == 0 else 1
         return self._skip
 
     @skip.setter

@@ -73,6 +73,8 @@ class PixelRenderTransform(Transform):
         self.pass_tensordict = pass_tensordict
         self.render_kwargs = kwargs
         self._enabled = True
+        self._reset_seen = False  # a batched env is rendered only after its first reset
+        self._spec_pending = False  # the frame spec waits for the first rendered frame
 
     @property
     def enabled(self) -> bool:
@@ -123,7 +125,15 @@ class PixelRenderTransform(Transform):
             tensordict.set(key, NonTensorData(frame, batch_size=tensordict.batch_size))
         else:
             tensordict.set(key, torch.as_tensor(np.ascontiguousarray(frame)))
+        if self._spec_pending:
+            self._refresh_owner_specs()
         return tensordict
+
+    def _refresh_owner_specs(self) -> None:
+        """Recompute the owner env's specs now that a frame exists (the probe at
+        construction could not render: gymnasium envs refuse to render before a reset)."""
+        self._spec_pending = False
+        self.reset_parent()
 
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
         return self._write(tensordict)
@@ -131,19 +141,29 @@ class PixelRenderTransform(Transform):
     def _reset(
         self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
     ) -> TensorDictBase:
+        self._reset_seen = True
         return self._write(tensordict_reset)
 
     def transform_observation_spec(self, observation_spec: Any) -> Any:
-        """Adds a uint8 spec for the frame (shape from one render) when a parent env exists."""
-        if self.as_non_tensor or self._owner_env() is None:
+        """Adds a uint8 spec for the frame (shape from one render) when a parent env exists.
+
+        Gymnasium envs cannot render before their first reset, and a failed render stops the
+        worker processes of a ``ParallelEnv``: a batched env is only probed once it was reset.
+        When no frame can be rendered yet, the spec is added at the first reset instead.
+        """
+        owner = self._owner_env()
+        if self.as_non_tensor or owner is None:
             return observation_spec
         from rl_trainers.envs.specs import Unbounded
 
-        try:  # some envs cannot render before their first reset
-            rendered = self._render()
-        except Exception:
-            return observation_spec
+        rendered = None
+        if self._reset_seen or not len(getattr(owner, "batch_size", ())):
+            try:
+                rendered = self._render()
+            except Exception:
+                rendered = None
         if rendered is None:
+            self._spec_pending = True
             return observation_spec
         frame = torch.as_tensor(np.ascontiguousarray(rendered))
         observation_spec[self.out_keys[0]] = Unbounded(

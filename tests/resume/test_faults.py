@@ -7,9 +7,11 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import psutil
 import pytest
 
@@ -171,14 +173,37 @@ def test_second_sigint_exits_at_once(tmp_path):
     try:
         _wait_for(lambda: list_checkpoints(out / "checkpoints" / "trainer.pt"), 120, proc)
         children = _children(proc.pid)
+        # Two signals sent back to back can reach Python's handler as one; send the second
+        # once the first has been acknowledged, then time the exit.
+        stderr = _StreamCollector(proc.stderr)
         proc.send_signal(signal.SIGINT)
+        _wait_for(lambda: "send it again" in stderr.text(), 60, proc)
         proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=30)
+        start = time.monotonic()
+        proc.wait(timeout=60)
+        exit_seconds = time.monotonic() - start
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode != 0
+    assert exit_seconds < 20, f"the second SIGINT took {exit_seconds:.1f} s to stop the run"
     _assert_gone(children)
+
+
+class _StreamCollector:
+    """Reads a subprocess pipe on a thread, so a test can watch it while the process runs."""
+
+    def __init__(self, stream) -> None:
+        self._chunks: list[str] = []
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream) -> None:
+        for line in iter(stream.readline, ""):
+            self._chunks.append(line)
+
+    def text(self) -> str:
+        return "".join(self._chunks)
 
 
 # --------------------------------------------------------------------------- worker errors
@@ -256,3 +281,22 @@ def test_ctrl_c_to_the_process_group_saves_a_checkpoint(tmp_path):
     assert proc.returncode == 128 + signal.SIGINT, stderr[-3000:]
     assert "Stopped by SIGINT" in stderr
     _assert_gone(children)
+
+
+def test_closing_workers_after_an_interrupted_step_does_not_hang():
+    """Ctrl-C between a step's send and its replies leaves a reply unread; close must not wait
+    for it forever (it waits ``WORKER_CLOSE_TIMEOUT`` and then terminates the workers)."""
+    from rl_trainers.envs import ParallelEnv
+    from rl_trainers.envs.libs.gym import GymEnv
+
+    env = ParallelEnv(2, lambda: GymEnv("CartPole-v1"))
+    env.reset()
+    vector = env._env
+    processes = list(vector.processes)
+    vector.step_async(np.zeros(2, dtype=np.int64))
+    vector.parent_pipes[0].recv()  # the reply the interrupted step_wait had already read
+    start = time.monotonic()
+    env.close()
+    assert time.monotonic() - start < 30
+    assert env.is_closed
+    assert not any(p.is_alive() for p in processes)

@@ -431,6 +431,24 @@ def test_replay_buffer_trainer_prioritized_real(collector):
     assert "_weight" in rb.sample().keys()
 
 
+@pytest.mark.parametrize("kind", ["slice", "ensemble"])
+def test_replay_buffer_trainer_updates_priorities_of_other_prioritized_samplers(collector, kind):
+    data = pytest.importorskip("rl_trainers.data")
+    if kind == "slice":
+        sampler = data.PrioritizedSliceSampler(100, alpha=1.0, beta=1.0, slice_len=2)
+        rb = data.TensorDictReplayBuffer(storage=data.LazyTensorStorage(100), sampler=sampler)
+    else:
+        prioritized = data.TensorDictReplayBuffer(
+            storage=data.LazyTensorStorage(100), sampler=data.PrioritizedSampler(100, 1.0, 1.0)
+        )
+        rb = data.ReplayBufferEnsemble(
+            prioritized, data.TensorDictReplayBuffer(storage=data.LazyTensorStorage(100))
+        )
+    trainer = trainer_for(collector, lambda td: td, total_frames=16)
+    ReplayBufferTrainer(rb, batch_size=4).register(trainer)
+    assert trainer._ops["post_loss"]
+
+
 # ----------------------------------------------------------------------- evaluation
 def test_episode_returns_hand_computed():
     reward = torch.tensor([[1.0, 2.0, 3.0, 4.0, 5.0], [1.0, 1.0, 1.0, 1.0, 1.0]]).unsqueeze(-1)

@@ -256,13 +256,18 @@ class ReplayBuffer:
         with self._lock:
             index, info = self._sampler.sample(len(self._storage), batch_size)
             data = self._storage.get(index)
+        info["index"] = index
+        return self._as_sample(data), info
+
+    def _as_sample(self, data: Any) -> Any:
+        """What the storage returned for a batch of indices, as a sample: collated, decoded
+        and transformed (:class:`ReplayBufferEnsemble` reads its buffers through it)."""
         data = self._collate(data)
         if self._decode is not None:
             data = self._decode(data)
-        info["index"] = index
         if self._transform is not None:
             data = self._transform(data)
-        return data, info
+        return data
 
     def _collate(self, data: Any) -> Any:
         if self._collate_fn is not None:

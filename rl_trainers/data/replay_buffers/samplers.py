@@ -18,6 +18,7 @@ from rl_trainers.data.replay_buffers._segment_tree import MinSegmentTree, SumSeg
 
 __all__ = [
     "PrioritizedSampler",
+    "PrioritizedSliceSampler",
     "RandomSampler",
     "Sampler",
     "SamplerWithoutReplacement",
@@ -267,6 +268,7 @@ class PrioritizedSampler(Sampler):
 
 # torchrl's path: ``...replay_buffers.samplers.SliceSampler`` (its own module imports Sampler)
 from rl_trainers.data.replay_buffers.slice_sampler import (  # noqa: E402
+    PrioritizedSliceSampler,
     SliceSampler,
     SliceSamplerWithoutReplacement,
 )

@@ -6,6 +6,8 @@ is drawn from a trajectory chosen uniformly among those long enough, at a unifor
 Samples are flat (``[batch_size]``, the slices one after the other): reshape them to
 ``[num_slices, slice_len]``. The last step of every slice is marked truncated (and done) in
 the sample, so value estimators do not bootstrap across slices.
+:class:`SliceSamplerWithoutReplacement` visits the trajectories epoch by epoch and
+:class:`PrioritizedSliceSampler` draws the slices' start points by priority.
 
 Example:
     >>> rb = TensorDictReplayBuffer(
@@ -20,16 +22,18 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 from tensordict import TensorDictBase
 
 from rl_trainers.data.replay_buffers.samplers import (
+    PrioritizedSampler,
     Sampler,
     SamplerWithoutReplacement,
     _check_nonempty,
 )
 
-__all__ = ["SliceSampler", "SliceSamplerWithoutReplacement"]
+__all__ = ["PrioritizedSliceSampler", "SliceSampler", "SliceSamplerWithoutReplacement"]
 
 Key = str | tuple[str, ...]
 
@@ -182,19 +186,32 @@ class SliceSampler(Sampler):
         """Which of the ``count`` trajectories the ``n_slices`` slices come from."""
         return torch.randint(count, (n_slices,))
 
-    def sample(self, storage_len: int, batch_size: int) -> tuple[torch.Tensor, dict[str, Any]]:
+    def _stored_trajectories(
+        self, storage_len: int, batch_size: int
+    ) -> tuple[int, torch.Tensor, torch.Tensor]:
+        """``(slice_len, starts, lengths)``: the slice length for ``batch_size`` and the
+        stored trajectories slices of it come from (see :meth:`_trajectories`)."""
         _check_nonempty(storage_len)
         if self._storage is None:
             raise RuntimeError(
                 f"{type(self).__name__} reads the storage: use it inside a replay buffer"
             )
         length = self._slice_len(batch_size)
-        starts, lengths = self._trajectories(storage_len, length)
+        return (length, *self._trajectories(storage_len, length))
+
+    def sample(self, storage_len: int, batch_size: int) -> tuple[torch.Tensor, dict[str, Any]]:
+        length, starts, lengths = self._stored_trajectories(storage_len, batch_size)
         pick = self._pick(starts.numel(), batch_size // length)
         n_slices = pick.numel()
         seq_len = lengths[pick].clamp(max=length)
         offset = (torch.rand(n_slices) * (lengths[pick] - seq_len + 1)).long()
-        first = starts[pick] + offset
+        return self._slices(starts[pick] + offset, seq_len, length)
+
+    def _slices(
+        self, first: torch.Tensor, seq_len: torch.Tensor, length: int
+    ) -> tuple[torch.Tensor, dict[str, Any]]:
+        """Storage index of the slices starting at ``first`` with ``seq_len`` items each (at
+        most ``length``), and their end flags under ``truncated_key``."""
         if bool((seq_len == length).all()):
             index = (first.unsqueeze(1) + torch.arange(length)).reshape(-1)
         else:
@@ -298,4 +315,158 @@ class SliceSamplerWithoutReplacement(SliceSampler, SamplerWithoutReplacement):
         return (
             f"{type(self).__name__}({size}, traj_key={self.traj_key!r}, "
             f"end_key={self.end_key!r}, drop_last={self.drop_last}, shuffle={self.shuffle})"
+        )
+
+
+class PrioritizedSliceSampler(SliceSampler, PrioritizedSampler):
+    """:class:`SliceSampler` whose slices start at items drawn by priority.
+
+    Priorities are per stored item, as in :class:`PrioritizedSampler`; a slice starts at
+    item ``i`` with probability proportional to ``(|priority_i| + eps) ** alpha`` among the
+    items a slice can start at (with ``strict_length=True``, those followed by at least
+    ``slice_len - 1`` items of their trajectory; otherwise any item, the slice then stops at
+    the trajectory's end). Every item of a slice carries the importance weight of its start,
+    ``"_weight" = (p_start / min_j p_j) ** -beta`` (at most 1), next to its ``"index"``.
+    ``update_priority(index, priority)`` takes one priority per item (a sampled batch's
+    ``"index"`` and, e.g., its ``"td_error"``); new items get the largest priority seen so far.
+    Slices never cross trajectory boundaries and their last step is marked truncated, as
+    with :class:`SliceSampler`; ``state_dict()`` holds the priorities.
+
+    An item late in its trajectory only appears in slices started before it: give the
+    items of a slice the priority that should draw it (e.g. the slice's largest td_error).
+
+    Args:
+        max_capacity: the storage capacity.
+        alpha: priority exponent (0 = uniform start points).
+        beta: importance-sampling exponent (1 = full correction).
+        eps: added to priorities so no item has probability zero.
+        dtype: torchrl's segment-tree dtype, accepted for compatibility; the trees here
+            always hold float64.
+        reduction: how a priority with several entries per item is reduced ("max", "min",
+            "mean" or "median").
+
+    Keyword Args:
+        num_slices, slice_len, end_key, traj_key, ends, trajectories, cache_values,
+        truncated_key, strict_length: as :class:`SliceSampler`.
+        max_priority_within_buffer: new items get the largest priority among the stored
+            items, not the largest ever seen.
+        compile, span, pad_output, use_gpu: not supported; leave them False
+            (``NotImplementedError`` otherwise).
+
+    Example:
+        >>> rb = TensorDictReplayBuffer(
+        ...     storage=LazyTensorStorage(1000),
+        ...     sampler=PrioritizedSliceSampler(1000, alpha=0.7, beta=0.5, slice_len=8),
+        ...     batch_size=64,
+        ... )  # doctest: +SKIP
+        >>> sample = rb.sample()  # 8 slices of 8 steps, with "index" and "_weight"
+        >>> sample.set("td_error", td_error)  # doctest: +SKIP
+        >>> rb.update_priority(sample)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        max_capacity: int,
+        alpha: float,
+        beta: float,
+        eps: float = 1e-8,
+        dtype: torch.dtype = torch.float,
+        reduction: str = "max",
+        *,
+        num_slices: int | None = None,
+        slice_len: int | None = None,
+        end_key: Key | None = None,
+        traj_key: Key | None = None,
+        ends: torch.Tensor | None = None,
+        trajectories: torch.Tensor | None = None,
+        cache_values: bool = False,
+        truncated_key: Key | None = ("next", "truncated"),
+        strict_length: bool = True,
+        compile: bool | dict = False,
+        span: bool | int | tuple = False,
+        pad_output: bool = False,
+        use_gpu: bool | torch.device = False,
+        max_priority_within_buffer: bool = False,
+    ) -> None:
+        if pad_output:
+            raise NotImplementedError(
+                "PrioritizedSliceSampler: pad_output is not supported; leave it False"
+            )
+        if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+            raise TypeError(f"PrioritizedSliceSampler: dtype must be a float dtype, got {dtype}")
+        SliceSampler.__init__(
+            self,
+            num_slices=num_slices,
+            slice_len=slice_len,
+            end_key=end_key,
+            traj_key=traj_key,
+            ends=ends,
+            trajectories=trajectories,
+            cache_values=cache_values,
+            truncated_key=truncated_key,
+            strict_length=strict_length,
+            compile=compile,
+            span=span,
+            use_gpu=use_gpu,
+        )
+        PrioritizedSampler.__init__(self, max_capacity, alpha, beta, eps, reduction=reduction)
+        self.max_priority_within_buffer = bool(max_priority_within_buffer)
+
+    def _start_candidates(
+        self, starts: torch.Tensor, lengths: torch.Tensor, length: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(positions, stops)``: every storage position a slice may start at and the end
+        (exclusive) of its trajectory."""
+        count = lengths - length + 1 if self.strict_length else lengths
+        offset = torch.arange(int(count.sum())) - torch.repeat_interleave(
+            count.cumsum(0) - count, count
+        )
+        positions = torch.repeat_interleave(starts, count) + offset
+        stops = torch.repeat_interleave(starts + lengths, count)
+        return positions.numpy(), stops.numpy()
+
+    def sample(self, storage_len: int, batch_size: int) -> tuple[torch.Tensor, dict[str, Any]]:
+        length, starts, lengths = self._stored_trajectories(storage_len, batch_size)
+        positions, stops = self._start_candidates(starts, lengths, length)
+        p = self._sum_tree[positions]
+        cdf = np.cumsum(p)
+        if cdf[-1] <= 0:
+            raise RuntimeError("PrioritizedSliceSampler: all start priorities are zero")
+        u = torch.rand(batch_size // length, dtype=torch.float64).numpy() * cdf[-1]
+        # positions of zero priority are never drawn; round-off at the top end is clipped
+        pick = np.minimum(np.searchsorted(cdf, u, side="right"), int(np.flatnonzero(p)[-1]))
+        first = torch.from_numpy(positions[pick])
+        seq_len = torch.from_numpy(np.minimum(stops[pick] - positions[pick], length))
+        index, info = self._slices(first, seq_len, length)
+        weight = np.power(p[pick] / self._min_tree.reduce(), -self.beta).astype(np.float32)
+        info["_weight"] = torch.from_numpy(weight).repeat_interleave(seq_len)
+        return index, info
+
+    def extend(self, index: torch.Tensor, priority: torch.Tensor | None = None) -> None:
+        if priority is None and self.max_priority_within_buffer:
+            self._max_priority = self._stored_max_priority()
+        PrioritizedSampler.extend(self, index, priority)
+
+    def _stored_max_priority(self) -> float:
+        """The largest priority among the stored items (1 when there are none)."""
+        leaves = self._sum_tree.leaves()
+        top = float(leaves.max())
+        if top <= 0:
+            return 1.0
+        if self.alpha == 0:  # every item weighs 1: the priorities are not recoverable
+            return self._max_priority
+        return max(top ** (1.0 / self.alpha) - self.eps, 0.0)
+
+    def state_dict(self) -> dict[str, Any]:
+        return PrioritizedSampler.state_dict(self)
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        PrioritizedSampler.load_state_dict(self, state_dict)
+
+    def __repr__(self) -> str:
+        size = f"slice_len={self.slice_len}" if self.slice_len else f"num_slices={self.num_slices}"
+        return (
+            f"{type(self).__name__}({size}, alpha={self.alpha}, beta={self.beta}, "
+            f"traj_key={self.traj_key!r}, end_key={self.end_key!r}, "
+            f"strict_length={self.strict_length})"
         )

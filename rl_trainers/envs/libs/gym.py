@@ -167,15 +167,45 @@ class GymFactory:
         return env
 
 
+class _AttributeFactory:
+    """A GymEnv's factory that also sets the attributes a ``create_env_fn`` added to the
+    gymnasium env it built (e.g. ``env._env.foo = ...`` in torchrl's envs tutorial), so the
+    workers' envs have them. The user's function itself is not run in the workers (building a
+    GymEnv there would use torch in a forked process). Carries the factory's options."""
+
+    def __init__(self, factory: Callable[[], gym.Env], attributes: dict[str, Any]) -> None:
+        self.factory, self.attributes = factory, attributes
+        self.categorical_action_encoding = getattr(factory, "categorical_action_encoding", False)
+        self.pixels_only = getattr(factory, "pixels_only", False)
+
+    def __call__(self) -> gym.Env:
+        env = self.factory()
+        for name, value in self.attributes.items():
+            setattr(env, name, value)
+        return env
+
+
+def _added_attributes(env: gym.Env, factory: Callable[[], gym.Env]) -> dict[str, Any]:
+    """Instance attributes of ``env`` that a fresh env from ``factory`` lacks."""
+    fresh = factory()
+    try:
+        return {k: v for k, v in vars(env).items() if k not in vars(fresh)}
+    finally:
+        fresh.close()
+
+
 def make_gym_factory(create_env_fn: Callable[..., Any], **kwargs: Any) -> Callable[[], gym.Env]:
     """Turn a ``create_env_fn`` (returning a GymEnv or a gymnasium env) into a gym factory."""
     probe = create_env_fn(**kwargs)
     if isinstance(probe, GymEnv) and not probe.batch_size:
         factory = probe._factory
+        added = _added_attributes(probe._env, factory)
         probe.close()
-        return factory
+        return _AttributeFactory(factory, added) if added else factory
     if isinstance(probe, gym.Env):
         probe.close()
+        if not kwargs and hasattr(create_env_fn, "pixels_only"):
+            return create_env_fn  # a GymEnv's own factory: keep its options (pixels-only)
         return lambda: create_env_fn(**kwargs)
     if isinstance(probe, EnvBase):
         probe.close()
@@ -211,9 +241,25 @@ def _leaf_converter(space: spaces.Space, spec: TensorSpec) -> Callable[[Any], to
     return conv
 
 
+def _tuple_key(root_key: str, i: int) -> str:
+    return f"{root_key}_{i}"
+
+
 def _tuple_keys(root_key: str, n: int) -> list[str]:
     """Keys of the entries of a top-level Tuple observation: ``observation_0``, ..."""
-    return [f"{root_key}_{i}" for i in range(n)]
+    return [_tuple_key(root_key, i) for i in range(n)]
+
+
+def tuple_observation_keys(spec: Composite, root_key: str = "observation") -> list[str]:
+    """The keys a top-level Tuple observation was split into (``observation_0``, ``...``,
+    in order) when ``spec`` holds them and no ``root_key`` entry; otherwise ``[]``."""
+    present = set(spec.keys())
+    if root_key in present:
+        return []
+    keys: list[str] = []
+    while _tuple_key(root_key, len(keys)) in present:
+        keys.append(_tuple_key(root_key, len(keys)))
+    return keys
 
 
 def _observation_spec(
@@ -317,8 +363,48 @@ def _flag_history(first: torch.Tensor, steps: int) -> torch.Tensor:
 
 
 # --- the env ---------------------------------------------------------------------------------
+class _AvailableEnvs:
+    """``GymEnv.available_envs``: the ids registered in gymnasium (a class-level list)."""
+
+    def __get__(self, obj: Any, owner: type) -> list[str]:
+        return list(gym.registry.keys())
+
+
+class _WorkerAttribute:
+    """An attribute of every sub-env of a vector env (torchrl's ``parallel_env.foo``).
+
+    Iterating (``list(penv.foo)``) gives one value per sub-env; calling
+    (``penv.get_something(0)``) calls the method in every sub-env and gives the results.
+    """
+
+    def __init__(self, vector_env: gym.vector.VectorEnv, name: str) -> None:
+        self._vector_env, self._name = vector_env, name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> list[Any]:
+        return list(self._vector_env.call(self._name, *args, **kwargs))
+
+    def _values(self) -> list[Any]:
+        return list(self._vector_env.call(self._name))
+
+    def __iter__(self) -> Any:
+        return iter(self._values())
+
+    def __len__(self) -> int:
+        return len(self._values())
+
+    def __getitem__(self, index: int) -> Any:
+        return self._values()[index]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._name!r})"
+
+
 class GymWrapper(EnvBase):
     """Wrap an already built gymnasium env (or vector env) as a TensorDict env.
+
+    Attributes the wrapper lacks are read from the gymnasium env (``env.foo`` is
+    ``env._env.foo``, through gymnasium wrappers); for batched envs they are read in every
+    sub-env (a list-like, callable for methods), as torchrl's ``ParallelEnv`` does.
 
     Args:
         env: a ``gymnasium.Env`` or a ``gymnasium.vector.VectorEnv`` built with
@@ -392,11 +478,29 @@ class GymWrapper(EnvBase):
         self._autoreset_obs: dict[str, Any] | None = None
         self._last_done: np.ndarray | None = None
 
+    available_envs = _AvailableEnvs()
+
     # --- info --------------------------------------------------------------------------------
     @property
     def env(self) -> gym.Env | gym.vector.VectorEnv:
         """The wrapped gymnasium env."""
         return self._env
+
+    def __getattr__(self, name: str) -> Any:
+        env = self.__dict__.get("_env")
+        if name.startswith("_") or env is None or self.__dict__.get("is_closed", True):
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}.")
+        try:
+            if isinstance(env, gym.vector.VectorEnv):
+                if all(env.call("has_wrapper_attr", name)):
+                    return _WorkerAttribute(env, name)
+            elif env.has_wrapper_attr(name):
+                return env.get_wrapper_attr(name)
+        except Exception as err:  # noqa: BLE001 - a worker error means "not there" here
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}.") from err
+        raise AttributeError(
+            f"{type(self).__name__} (and the gymnasium env it wraps) has no attribute {name!r}."
+        )
 
     @property
     def num_envs(self) -> int:

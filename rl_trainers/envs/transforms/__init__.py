@@ -1,5 +1,6 @@
 """Transforms and ``TransformedEnv``."""
 
+from rl_trainers.envs.transforms.crop import RandomCropTensorDict
 from rl_trainers.envs.transforms.gym_transforms import EndOfLifeTransform
 from rl_trainers.envs.transforms.keys import (
     CatTensors,
@@ -58,4 +59,5 @@ __all__ = [
     "EndOfLifeTransform",
     "TimeMaxPool",
     "TensorDictPrimer",
+    "RandomCropTensorDict",
 ]

@@ -9,6 +9,7 @@ inputs.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -26,6 +27,15 @@ def _reshaped(spec: TensorSpec, shape: torch.Size, change: callable) -> TensorSp
     return Unbounded(shape=shape, dtype=spec.dtype, device=spec.device)
 
 
+def _dim_alias(dim: int | None, alias: int | None, name: str) -> int | None:
+    """``dim``, or its former torchrl name ``name`` (giving both is an error)."""
+    if alias is None:
+        return dim
+    if dim is not None:
+        raise TypeError(f"pass either dim or {name}, not both.")
+    return alias
+
+
 class UnsqueezeTransform(Transform):
     """Insert a dimension of size one at ``dim`` (negative) in the ``in_keys`` entries.
 
@@ -36,6 +46,7 @@ class UnsqueezeTransform(Transform):
         out_keys: output keys (default: in place).
         in_keys_inv: step inputs squeezed back at ``dim`` before the base env sees them.
         out_keys_inv: their keys for the base env (default: ``in_keys_inv``).
+        unsqueeze_dim: torchrl's former name of ``dim`` (the Pendulum tutorial uses it).
     """
 
     def __init__(
@@ -47,7 +58,9 @@ class UnsqueezeTransform(Transform):
         out_keys: Key | Sequence[Key] | None = None,
         in_keys_inv: Key | Sequence[Key] | None = None,
         out_keys_inv: Key | Sequence[Key] | None = None,
+        unsqueeze_dim: int | None = None,
     ) -> None:
+        dim = _dim_alias(dim, unsqueeze_dim, "unsqueeze_dim")
         if dim is None or allow_positive_dim or dim >= 0:
             raise ValueError(f"{type(self).__name__}: dim must be a negative int, got {dim}.")
         super().__init__(in_keys, out_keys, _keys(in_keys_inv), out_keys_inv)
@@ -83,8 +96,11 @@ class UnsqueezeTransform(Transform):
 class SqueezeTransform(UnsqueezeTransform):
     """Remove the dimension of size one at ``dim`` (negative) of the ``in_keys`` entries.
 
-    Args: as :class:`UnsqueezeTransform`.
+    Args: as :class:`UnsqueezeTransform`; ``squeeze_dim`` is torchrl's former name of ``dim``.
     """
+
+    def __init__(self, dim: int | None = None, *, squeeze_dim: int | None = None, **kwargs: Any):
+        super().__init__(_dim_alias(dim, squeeze_dim, "squeeze_dim"), **kwargs)
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         return value.squeeze(self.dim)

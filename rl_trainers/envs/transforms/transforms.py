@@ -229,7 +229,9 @@ class Transform(nn.Module):
             return None
         if not previous:
             return outer
-        return TransformedEnv(outer, Compose(*previous, _attach=False), _attach=False)
+        view = TransformedEnv(outer, Compose(*previous, _attach=False), _attach=False)
+        view.is_closed = True  # a view: collecting it must not close the shared base env
+        return view
 
     def reset_parent(self) -> None:
         """Recompute the specs of the env this transform belongs to."""
@@ -333,6 +335,14 @@ class Compose(Transform):
     def __iter__(self):  # noqa: ANN204
         return iter(self.transforms)
 
+    def dump(self, **kwargs: Any) -> None:
+        """Call ``dump(**kwargs)`` on the members that have one (recorders), so
+        ``env.transform.dump()`` works with several transforms, as in torchrl."""
+        for transform in self.transforms:
+            dump = getattr(transform, "dump", None)
+            if callable(dump):
+                dump(**kwargs)
+
     def append(self, transform: Transform) -> None:
         """Add a transform at the end."""
         transform.set_container(self)
@@ -388,6 +398,11 @@ class TransformedEnv(EnvBase):
         if _attach:
             self._transform.set_container(self)
         self._update_specs()
+
+    @property
+    def batch_locked(self) -> bool:
+        """The base env's ``batch_locked``."""
+        return self.base_env.batch_locked
 
     @property
     def transform(self) -> Transform:

@@ -16,6 +16,7 @@ from torch import nn
 
 from rl_trainers.objectives.common import (
     ValueEstimators,
+    current_and_next,
     discount,
     estimator_type,
     is_plain_module,
@@ -281,31 +282,17 @@ class ValueEstimatorBase(nn.Module):
         if net is None or existing:
             return td.get(self.value_key), td.get(("next", self.value_key))
         keys = list(net.in_keys)
-        from rl_trainers.modules.rnn import runs_recurrent
+        if is_plain_module(net):
 
-        # an RNN in recurrent mode on [T] data: current and next become two rows, not one
-        # [2T] sequence
-        src = td.unsqueeze(0) if td.batch_dims == 1 and runs_recurrent(net) else td
-        n = src.batch_size[0] if src.batch_dims else 1
+            def call(both):
+                return net.module(*(both.get(k) for k in keys))
+        else:
+
+            def call(both):
+                return net(both).get(self.value_key)
+
         with torch.set_grad_enabled(self.differentiable and torch.is_grad_enabled()):
-            inputs = [
-                torch.cat(
-                    [src.get(k), src.get(("next", k) if isinstance(k, str) else ("next", *k))]
-                )
-                for k in keys
-            ]
-            if is_plain_module(net):
-                values = net.module(*inputs)
-            else:
-                from tensordict import TensorDict
-
-                out = net(
-                    TensorDict(dict(zip(keys, inputs)), batch_size=[2 * n, *src.batch_size[1:]])
-                )
-                values = out.get(self.value_key)
-        value, next_value = values[:n], values[n:]
-        if src is not td:
-            value, next_value = value.squeeze(0), next_value.squeeze(0)
+            value, next_value = current_and_next(call, td, keys, net)
         td.set(self.value_key, value)
         td.set(("next", self.value_key), next_value)
         return value, next_value

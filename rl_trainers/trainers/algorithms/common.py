@@ -16,6 +16,7 @@ from tensordict import TensorDictBase
 
 from rl_trainers.envs.utils import ExplorationType, set_exploration_type
 from rl_trainers.trainers.algorithms.errors import ComponentError, ConfigError
+from rl_trainers.trainers.algorithms.validation import check_compile_mode
 from rl_trainers.trainers.trainer import TrainerHookBase
 
 
@@ -391,9 +392,6 @@ def set_num_threads(requested: int, widest_layer: int) -> int:
     return n
 
 
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-
-
 def compile_loss(loss: torch.nn.Module, mode: str, device: str) -> None:
     """Compile ``loss`` in place with ``torch.compile`` (its backward too, through AOTAutograd).
 
@@ -402,8 +400,7 @@ def compile_loss(loss: torch.nn.Module, mode: str, device: str) -> None:
     ``reduce-overhead`` also replays the compiled graphs with CUDA graphs, so it needs a
     CUDA device.
     """
-    if mode not in COMPILE_MODES:
-        raise ConfigError("trainer.compile_mode", mode, f"one of {', '.join(COMPILE_MODES)}")
+    check_compile_mode(mode)
     if mode == "reduce-overhead" and torch.device(device).type != "cuda":
         raise ConfigError(
             "trainer.compile_mode",

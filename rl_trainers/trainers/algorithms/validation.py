@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 from collections.abc import Sequence
 
 from omegaconf import DictConfig, OmegaConf
@@ -12,6 +13,17 @@ from rl_trainers.trainers.algorithms.errors import ConfigError
 
 #: The largest seed accepted (torch, numpy and gymnasium all take it; evaluation adds 10000).
 MAX_SEED = 2**63 - 1
+
+
+#: The modes of ``torch.compile`` (``trainer.compile_mode``).
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def check_compile_mode(mode: object) -> None:
+    """Raise :class:`ConfigError` unless ``mode`` is one of :data:`COMPILE_MODES` (checked
+    with ``trainer.compile=false`` too: a typo must not wait for the run that compiles)."""
+    if mode not in COMPILE_MODES:
+        raise ConfigError("trainer.compile_mode", mode, f"one of {', '.join(COMPILE_MODES)}")
 
 
 def _positive(cfg: DictConfig, path: str) -> None:
@@ -282,6 +294,8 @@ def validate_config(cfg: DictConfig) -> None:
             cfg.trainer.total_frames,
             f"at least collector.frames_per_batch ({frames}), or lower that too",
         )
+    check_compile_mode(cfg.trainer.get("compile_mode", "default"))
+    _warn_if_nothing_logged(cfg)
     if cfg.algorithm == "ppo":
         _positive(cfg, "trainer.num_epochs")
         _positive(cfg, "trainer.minibatch_size")
@@ -290,6 +304,14 @@ def validate_config(cfg: DictConfig) -> None:
                 "trainer.minibatch_size",
                 cfg.trainer.minibatch_size,
                 f"at most collector.frames_per_batch ({frames})",
+            )
+        random_frames = cfg.collector.get("init_random_frames", 0)
+        if random_frames:
+            raise ConfigError(
+                "collector.init_random_frames",
+                random_frames,
+                "0 for PPO: its probability ratio needs the policy's log-probability of each "
+                "action, which random warm-up actions do not have (warm-up is for SAC)",
             )
         if not cfg.model.policy.get("return_log_prob", True):
             raise ConfigError(
@@ -307,9 +329,41 @@ def validate_config(cfg: DictConfig) -> None:
                 batch_size,
                 f"at most replay_buffer.size ({size})",
             )
-        if cfg.trainer.learning_starts < 0:
-            raise ConfigError(
-                "trainer.learning_starts",
-                cfg.trainer.learning_starts,
-                "0 or a positive number of frames",
-            )
+        _check_learning_starts(cfg)
+
+
+def _check_learning_starts(cfg: DictConfig) -> None:
+    """SAC updates once its replay buffer holds ``trainer.learning_starts`` transitions: a
+    value the buffer never reaches in the run would train nothing, silently."""
+    starts, total = cfg.trainer.learning_starts, cfg.trainer.total_frames
+    if starts < 0:
+        raise ConfigError("trainer.learning_starts", starts, "0 or a positive number of frames")
+    if starts >= total:
+        raise ConfigError(
+            "trainer.learning_starts",
+            starts,
+            f"less than trainer.total_frames ({total}): updates wait until the replay buffer "
+            "holds learning_starts transitions, so the run would end (almost) without training",
+        )
+    size = cfg.replay_buffer.size
+    if starts > size:
+        raise ConfigError(
+            "trainer.learning_starts",
+            starts,
+            f"at most replay_buffer.size ({size}): the buffer never holds more transitions, "
+            "so no update would be made",
+        )
+
+
+def _warn_if_nothing_logged(cfg: DictConfig) -> None:
+    """Warn when ``trainer.log_interval`` exceeds the frames the run collects: no training
+    scalar would be logged."""
+    frames, total = cfg.collector.frames_per_batch, cfg.trainer.total_frames
+    collected = -(-total // frames) * frames
+    if cfg.trainer.log_interval > collected:
+        warnings.warn(
+            f"trainer.log_interval={cfg.trainer.log_interval} is more than the "
+            f"{collected} frames this run collects (trainer.total_frames={total}): no "
+            f"training scalar will be logged; set trainer.log_interval={collected} or less",
+            stacklevel=3,
+        )

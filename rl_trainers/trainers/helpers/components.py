@@ -89,6 +89,7 @@ def make_env(
         TransformedEnv,
         VecNorm,
     )
+    from rl_trainers.envs.libs.gym import tuple_observation_keys
 
     if num_envs < 1:
         raise ConfigError("env.num_envs", num_envs, "a positive number of environments")
@@ -117,7 +118,7 @@ def make_env(
                 "{_target_: rl_trainers.envs.StepCounter, max_steps: 200}",
             )
     chain = [RewardSum()]
-    parts = _tuple_observation_keys(base.observation_spec)
+    parts = tuple_observation_keys(base.observation_spec)
     if parts and not from_pixels:  # a Tuple space: the networks read one "observation"
         chain.append(CatTensors(in_keys=parts, out_key="observation", sort=False))
     if from_pixels:
@@ -127,16 +128,6 @@ def make_env(
     if reward_scale != 1.0:
         chain.append(RewardScaling(loc=0.0, scale=reward_scale))
     return TransformedEnv(base, Compose(*chain, *extra))
-
-
-def _tuple_observation_keys(spec) -> list[str]:
-    """``observation_0 ... observation_n``, in order, when a gymnasium Tuple observation
-    space was split into them and there is no ``"observation"``; otherwise ``[]``."""
-    keys = [k for k in spec.keys() if isinstance(k, str)]
-    if "observation" in keys:
-        return []
-    parts = [k for k in keys if k.startswith("observation_") and k[12:].isdigit()]
-    return sorted(parts, key=lambda k: int(k[12:]))
 
 
 @contextlib.contextmanager

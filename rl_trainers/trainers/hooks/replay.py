@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase, pad
 
+from rl_trainers.data.replay_buffers import PrioritizedSampler, SamplerEnsemble
 from rl_trainers.envs.utils import flatten_batch
 from rl_trainers.trainers.trainer import Trainer, TrainerHookBase
 
@@ -18,8 +19,17 @@ def _is_prioritized(replay_buffer: Any) -> bool:
     """True if the buffer can update priorities from a TensorDict and samples by priority."""
     if not hasattr(replay_buffer, "update_tensordict_priority"):
         return False
-    sampler = getattr(replay_buffer, "sampler", None)
-    return sampler is not None and "prioritized" in type(sampler).__name__.lower()
+    return _samples_by_priority(getattr(replay_buffer, "sampler", None))
+
+
+def _samples_by_priority(sampler: Any) -> bool:
+    """A prioritized sampler (by type, or by name for samplers written elsewhere), or an
+    ensemble with one among its members."""
+    if isinstance(sampler, SamplerEnsemble):
+        return any(_samples_by_priority(member) for member in sampler)
+    return isinstance(sampler, PrioritizedSampler) or (
+        sampler is not None and "prioritized" in type(sampler).__name__.lower()
+    )
 
 
 class ReplayBufferTrainer(TrainerHookBase):
