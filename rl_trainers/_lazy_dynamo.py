@@ -24,8 +24,6 @@ first) or torch's internals differ from what is expected here, nothing is change
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,6 +32,8 @@ from typing import Any
 import torch
 import torch.compiler
 import torch.optim
+
+from rl_trainers._import_hooks import AfterImportHook
 
 __all__ = ["install"]
 
@@ -95,27 +95,6 @@ def _after_dynamo_import(dynamo: Any) -> None:
             del fn.__dict__["__dynamo_disable"]  # rebuilt, disabled, on the next call
 
 
-class _DynamoImportHook(importlib.abc.MetaPathFinder):
-    """Runs :func:`_after_dynamo_import` once ``torch._dynamo`` has executed."""
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname != _DYNAMO:
-            return None
-        sys.meta_path.remove(self)  # one import only; also keeps the lookup below plain
-        spec = importlib.util.find_spec(fullname)
-        loader = getattr(spec, "loader", None)
-        exec_module = getattr(loader, "exec_module", None)
-        if exec_module is None:
-            return spec
-
-        def exec_then_register(module: Any) -> None:
-            exec_module(module)
-            _after_dynamo_import(module)
-
-        loader.exec_module = exec_then_register
-        return spec
-
-
 def install() -> None:
     """Defer ``torch._dynamo``'s import (see the module docstring); idempotent."""
     global _installed
@@ -125,7 +104,7 @@ def install() -> None:
     if not wrapped or not hasattr(torch.compiler, "assume_constant_result"):
         return  # not the torch this was written against: leave it alone
     _installed = True
-    sys.meta_path.insert(0, _DynamoImportHook())
+    sys.meta_path.insert(0, AfterImportHook(_DYNAMO, _after_dynamo_import))
     for fn in wrapped:
         if "__dynamo_disable" not in fn.__dict__:
             fn.__dict__["__dynamo_disable"] = fn  # torch._compile's cache: call fn itself

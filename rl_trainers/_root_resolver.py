@@ -11,10 +11,9 @@ call only.
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
-import sys
 from typing import Any
+
+from rl_trainers._import_hooks import call_after_import
 
 __all__ = ["install"]
 
@@ -35,30 +34,6 @@ def _register(omegaconf: Any) -> None:
         omegaconf.OmegaConf.register_new_resolver(_RESOLVER, _root_config)
 
 
-class _OmegaConfImportHook(importlib.abc.MetaPathFinder):
-    """Runs :func:`_register` once ``omegaconf`` has executed."""
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname != _OMEGACONF:
-            return None
-        sys.meta_path.remove(self)  # one import only; also keeps the lookup below plain
-        spec = importlib.util.find_spec(fullname)
-        loader = getattr(spec, "loader", None)
-        exec_module = getattr(loader, "exec_module", None)
-        if exec_module is None:
-            return spec
-
-        def exec_then_register(module: Any) -> None:
-            exec_module(module)
-            _register(module)
-
-        loader.exec_module = exec_then_register
-        return spec
-
-
 def install() -> None:
     """Register the resolver now if omegaconf is loaded, else right after it is (idempotent)."""
-    if _OMEGACONF in sys.modules:
-        _register(sys.modules[_OMEGACONF])
-    elif not any(isinstance(f, _OmegaConfImportHook) for f in sys.meta_path):
-        sys.meta_path.insert(0, _OmegaConfImportHook())
+    call_after_import(_OMEGACONF, _register)
