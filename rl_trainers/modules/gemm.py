@@ -106,9 +106,14 @@ def _use_onednn(a: torch.Tensor, b: torch.Tensor) -> bool:
     )
 
 
-def mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``a @ b`` for 2-D tensors of any strides."""
-    return addmm(None, a, b)
+def mm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``a @ b`` for 2-D tensors of any strides; written into ``out`` (a contiguous tensor
+    of the result's shape) when given, bitwise equal to the product without it."""
+    if out is None:
+        return addmm(None, a, b)
+    if _use_onednn(a, b):
+        return out.copy_(addmm(None, a, b))
+    return torch.mm(a, b, out=out)
 
 
 def addmm(

@@ -186,16 +186,24 @@ def _mlp_forward(x, acts, biases, params, saved: list | None) -> torch.Tensor:
     return x
 
 
-def _weight_grad(grad: torch.Tensor, layer_in: torch.Tensor, weight: torch.Tensor):
-    """``grad.T @ layer_in``, with the operands ordered for MKL's fast case.
+def _weight_grad(
+    grad: torch.Tensor,
+    layer_in: torch.Tensor,
+    weight: torch.Tensor,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """``grad.T @ layer_in``, with the operands ordered for MKL's fast case; written into
+    ``out`` (shaped like ``weight``) when given.
 
     MKL's sgemm is several times slower when the product has few columns (e.g. 61 us against
     8 us for a [256, 2] output gradient of a 256-wide layer), so a layer with fewer inputs than
-    outputs computes the transposed product and returns its transpose.
+    outputs computes the transposed product and returns its transpose (copied into ``out``:
+    a product written straight into a transposed ``out`` rounds differently).
     """
     if weight.shape[1] < weight.shape[0]:
-        return gemm.mm(layer_in.t(), grad).t()
-    return gemm.mm(grad.t(), layer_in)
+        transposed = gemm.mm(layer_in.t(), grad).t()
+        return transposed if out is None else out.copy_(transposed)
+    return gemm.mm(grad.t(), layer_in, out=out)
 
 
 def _input_grad(grad: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -265,11 +273,14 @@ def mlp_backward(
     outs: Sequence[torch.Tensor],
     needs_x: bool,
     needs_params: Sequence[bool],
+    out: Sequence[torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor | None, list[torch.Tensor | None]]:
     """Gradients of a fused MLP's input and parameters from its output gradient ``grad``.
 
     ``outs`` are the outputs :func:`_mlp_forward` saved; layers below the lowest one whose
-    parameters (or, for the first layer, input) need a gradient are skipped.
+    parameters (or, for the first layer, input) need a gradient are skipped. With ``out``
+    (one contiguous tensor per parameter, shaped like it), each parameter gradient is
+    written into its ``out`` tensor, with the same values.
     """
     starts, lowest = backward_plan(biases, needs_x, needs_params)
     grads: list[torch.Tensor | None] = [None] * len(params)
@@ -280,9 +291,10 @@ def mlp_backward(
         p = starts[i]
         weight = params[p]
         if needs_params[p]:
-            grads[p] = _weight_grad(grad, x if i == 0 else outs[i - 1], weight)
+            layer_in = x if i == 0 else outs[i - 1]
+            grads[p] = _weight_grad(grad, layer_in, weight, None if out is None else out[p])
         if biases[i] and needs_params[p + 1]:
-            grads[p + 1] = grad.sum(0)
+            grads[p + 1] = grad.sum(0) if out is None else torch.sum(grad, 0, out=out[p + 1])
         if i > lowest:
             grad = _input_grad(grad, weight)
         elif i == 0 and needs_x:

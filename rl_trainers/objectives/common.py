@@ -24,9 +24,33 @@ __all__ = [
     "distance_loss",
     "explained_variance",
     "buffer_copy",
+    "constant",
+    "gradient_buffers",
     "ParamsView",
     "params_view",
 ]
+
+
+@functools.lru_cache(maxsize=None)
+def constant(value: float, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """A shared, read-only 0-d tensor (e.g. the upstream gradient 1 of a loss term)."""
+    return torch.tensor(value, dtype=dtype, device=device)
+
+
+def gradient_buffers(params: Sequence[torch.Tensor]) -> list[torch.Tensor | None]:
+    """Where :meth:`LossModule.loss_and_grads` writes each parameter's gradient: its
+    ``.grad`` when that is contiguous (torch checks its shape, dtype and device), else a new
+    tensor set as its ``.grad``; None for a parameter that does not require grad."""
+    out: list[torch.Tensor | None] = []
+    for p in params:
+        if not p.requires_grad:
+            out.append(None)
+            continue
+        grad = p.grad
+        if grad is None or not grad.is_contiguous():
+            grad = p.grad = torch.empty_like(p, memory_format=torch.contiguous_format)
+        out.append(grad)
+    return out
 
 
 class ValueEstimators(Enum):
@@ -313,6 +337,25 @@ class LossModule(nn.Module):
 
     def _keys_changed(self) -> None:
         """Called by :meth:`set_keys` after renaming (subclasses re-check their networks)."""
+
+    # -- gradients without autograd ----------------------------------------------------------
+    def loss_and_grads(
+        self, tensordict: TensorDictBase, loss_keys: Sequence[str] | None = None
+    ) -> TensorDictBase | None:
+        """:meth:`forward`'s TensorDict, with the gradient of the sum of its ``loss_keys``
+        entries (None: every ``loss*`` entry) set as the parameters' ``.grad``, computed
+        without an autograd graph; or None, having changed nothing, where this loss cannot
+        (then call :meth:`forward` and ``backward()``).
+
+        The gradients replace the previous ones, as ``zero_grad()`` then ``backward()``
+        would, and are written into a parameter's existing ``.grad`` tensor when it is
+        contiguous (a trainer keeps them in one buffer, see
+        :class:`~rl_trainers.trainers.flat_params.FlatParameters`). Losses whose forward and
+        backward are hand-written nodes implement it (:class:`ClipPPOLoss` with MLP
+        networks): on small networks the autograd engine's fixed cost per backward pass is
+        a large part of an optimisation step. This base implementation returns None.
+        """
+        return None
 
     @property
     def tensor_keys(self) -> SimpleNamespace:

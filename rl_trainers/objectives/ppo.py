@@ -11,6 +11,8 @@ value estimator if absent). The math, for ratio ``r = exp(log_prob - sample_log_
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule
@@ -26,14 +28,17 @@ from rl_trainers.objectives.common import (
     check_loss_function,
     check_no_shared_parameters,
     check_torchrl_options,
+    constant,
     distance_loss,
     explained_variance,
+    gradient_buffers,
     params_view,
 )
 from rl_trainers.objectives.ppo_head import (
     ActorCriticClipPPOTerms,
     ClipPPOCategoricalTerms,
     ClipPPOSettings,
+    actor_critic_grads,
 )
 
 __all__ = ["PPOLoss", "ClipPPOLoss", "KLPENPPOLoss", "A2CLoss", "ReinforceLoss"]
@@ -356,27 +361,26 @@ class ClipPPOLoss(PPOLoss):
             return action.reshape(n).long()
         return self._derived.get("action_index", action, lambda a: one_hot_index(a).reshape(n))
 
-    def _actor_critic_terms(self, td: TensorDictBase, adv: torch.Tensor, out: dict) -> bool:
-        """Both networks and the loss terms as one autograd node
-        (:class:`ActorCriticClipPPOTerms`) when the actor is categorical over a plain MLP's
-        logits and the critic a plain MLP on the same input; False, writing nothing,
-        otherwise."""
+    def _actor_critic_inputs(self, td: TensorDictBase, adv: torch.Tensor) -> tuple | None:
+        """``(args, params, target)`` for :class:`ActorCriticClipPPOTerms` when the actor is
+        categorical over a plain MLP's logits and the critic a plain MLP on the same input;
+        None otherwise."""
         nets = _categorical_mlp_actor_critic(self.actor_network, self.critic_network)
         if nets is None or self.clip_value is not None:
-            return False
+            return None
         actor_mlp, critic_mlp, key = nets
         x = td.get(key)
         actor_parts, critic_parts = fused_mlp_parts(actor_mlp, x), fused_mlp_parts(critic_mlp, x)
         target = td.get(self.value_target_key)
         n = x[..., 0].numel()
         if actor_parts is None or critic_parts is None or adv.requires_grad:
-            return False
+            return None
         if not adv.numel() == target.numel() == n:
-            return False
+            return None
         (actor_acts, actor_biases, actor_params) = actor_parts
         (critic_acts, critic_biases, critic_params) = critic_parts
         one_hot = self.actor_network.distribution_class is OneHotCategorical
-        *terms, value = ActorCriticClipPPOTerms.apply(
+        args = (
             ((actor_acts, actor_biases, len(actor_params)), (critic_acts, critic_biases)),
             self._terms_settings(),
             x.reshape(n, -1),
@@ -384,11 +388,46 @@ class ClipPPOLoss(PPOLoss):
             td.get(self.log_prob_key).reshape(n),
             adv.reshape(n, 1),
             target.reshape(n, 1),
-            *actor_params,
-            *critic_params,
         )
+        return args, (*actor_params, *critic_params), target
+
+    def _actor_critic_terms(self, td: TensorDictBase, adv: torch.Tensor, out: dict) -> bool:
+        """Both networks and the loss terms as one autograd node
+        (:class:`ActorCriticClipPPOTerms`) where :meth:`_actor_critic_inputs` applies; False,
+        writing nothing, otherwise."""
+        inputs = self._actor_critic_inputs(td, adv)
+        if inputs is None:
+            return False
+        args, params, target = inputs
+        *terms, value = ActorCriticClipPPOTerms.apply(*args, *params)
         self._write_terms(out, terms, value, target)
         return True
+
+    def loss_and_grads(
+        self, tensordict: TensorDictBase, loss_keys: Sequence[str] | None = None
+    ) -> TensorDictBase | None:
+        """See :meth:`LossModule.loss_and_grads`: done for a categorical MLP actor and an
+        MLP critic on the same input (the one-node path of :meth:`forward`)."""
+        entries = ["loss_objective", "loss_critic"]
+        if self.entropy_bonus:
+            entries.append("loss_entropy")
+        keys = entries if loss_keys is None else list(loss_keys)
+        if not keys or not set(keys) <= set(entries):
+            return None
+        adv = self._advantage(tensordict)
+        inputs = self._actor_critic_inputs(tensordict, adv)
+        if inputs is None or not torch.is_grad_enabled():
+            return None
+        args, params, target = inputs
+        x = args[2]
+        scales = [
+            constant(float(k in keys), x.dtype, x.device)
+            for k in ("loss_objective", "loss_critic", "loss_entropy")
+        ]
+        *terms, value = actor_critic_grads(*args, params, scales, gradient_buffers(params))
+        out: dict = {}
+        self._write_terms(out, terms, value, target)
+        return TensorDict._new_unsafe(out, batch_size=torch.Size([]))
 
     def _categorical_terms(
         self, td: TensorDictBase, dist: Categorical, adv: torch.Tensor, out: dict

@@ -28,7 +28,12 @@ import torch
 from rl_trainers.modules.models import _mlp_forward, mlp_backward
 from rl_trainers.objectives.common import distance_loss
 
-__all__ = ["ActorCriticClipPPOTerms", "ClipPPOCategoricalTerms", "ClipPPOSettings"]
+__all__ = [
+    "ActorCriticClipPPOTerms",
+    "ClipPPOCategoricalTerms",
+    "ClipPPOSettings",
+    "actor_critic_grads",
+]
 
 
 def _critic_distance_grad(diff: torch.Tensor, loss_type: str) -> torch.Tensor:
@@ -123,6 +128,56 @@ class ClipPPOCategoricalTerms(torch.autograd.Function):
         return grad_logits, grad_value, None, None, None, None, None
 
 
+def _actor_critic_forward(nets, settings, x, index, old_log_prob, advantage, target, params):
+    """Both MLPs and the loss terms: ``(outputs, saved)`` with the outputs of
+    :class:`ActorCriticClipPPOTerms` and what :func:`_actor_critic_backward` needs."""
+    (actor_acts, actor_biases, n_actor), (critic_acts, critic_biases) = nets
+    actor_outs: list[torch.Tensor] = []
+    critic_outs: list[torch.Tensor] = []
+    logits = _mlp_forward(x, actor_acts, actor_biases, params[:n_actor], actor_outs)
+    value = _mlp_forward(x, critic_acts, critic_biases, params[n_actor:], critic_outs)
+    outputs, head = _terms_forward(
+        logits, value, index, old_log_prob, advantage, target, settings
+    )
+    return (*outputs, value), (actor_outs, critic_outs, head)
+
+
+def _actor_critic_backward(
+    nets, settings, x, params, saved, g_objective, g_critic, g_entropy, needs, out=None
+) -> list:
+    """The parameters' gradients (None where ``needs`` is False); written into ``out``
+    (one tensor per parameter) when given."""
+    (actor_acts, actor_biases, n_actor), (critic_acts, critic_biases) = nets
+    actor_outs, critic_outs, head = saved
+    grad_logits, grad_value = _terms_backward(head, settings, g_objective, g_critic, g_entropy)
+    actor_out = critic_out = None
+    if out is not None:
+        actor_out, critic_out = out[:n_actor], out[n_actor:]
+    _, actor_grads = mlp_backward(
+        grad_logits,
+        x,
+        actor_acts,
+        actor_biases,
+        params[:n_actor],
+        actor_outs,
+        False,
+        needs[:n_actor],
+        actor_out,
+    )
+    _, critic_grads = mlp_backward(
+        grad_value,
+        x,
+        critic_acts,
+        critic_biases,
+        params[n_actor:],
+        critic_outs,
+        False,
+        needs[n_actor:],
+        critic_out,
+    )
+    return [*actor_grads, *critic_grads]
+
+
 class ActorCriticClipPPOTerms(torch.autograd.Function):
     """The actor and critic MLPs on a shared input and the terms above, as one node.
 
@@ -130,56 +185,56 @@ class ActorCriticClipPPOTerms(torch.autograd.Function):
     ``nets = ((actor_acts, actor_biases, n_actor_params), (critic_acts, critic_biases))`` as
     :func:`~rl_trainers.modules.models.fused_mlp_parts` gives them and ``params`` the
     actor's parameters then the critic's. Same outputs as :class:`ClipPPOCategoricalTerms`
-    plus the value ``[N, 1]`` (no gradient; for diagnostics).
+    plus the value ``[N, 1]`` (no gradient; for diagnostics). :func:`actor_critic_grads`
+    computes the same outputs and gradients without autograd.
     """
 
     @staticmethod
     def forward(ctx, nets, settings, x, index, old_log_prob, advantage, target, *params):
-        (actor_acts, actor_biases, n_actor), (critic_acts, critic_biases) = nets
-        actor_outs: list[torch.Tensor] = []
-        critic_outs: list[torch.Tensor] = []
-        logits = _mlp_forward(x, actor_acts, actor_biases, params[:n_actor], actor_outs)
-        value = _mlp_forward(x, critic_acts, critic_biases, params[n_actor:], critic_outs)
-        outputs, saved = _terms_forward(
-            logits, value, index, old_log_prob, advantage, target, settings
+        outputs, saved = _actor_critic_forward(
+            nets, settings, x, index, old_log_prob, advantage, target, params
         )
-        ctx.save_for_backward(x, *params, *actor_outs, *critic_outs, *saved)
+        actor_outs, critic_outs, head = saved
+        ctx.save_for_backward(x, *params, *actor_outs, *critic_outs, *head)
         ctx.layout = (nets, len(params), len(actor_outs), len(critic_outs))
         ctx.settings = settings
-        ctx.mark_non_differentiable(outputs[3], outputs[4], value)
-        return (*outputs, value)
+        ctx.mark_non_differentiable(*outputs[3:])
+        return outputs
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, g_objective, g_critic, g_entropy, _g_entropy, _g_log_weight, _g_value):
         nets, n_params, n_actor_outs, n_critic_outs = ctx.layout
-        (actor_acts, actor_biases, n_actor), (critic_acts, critic_biases) = nets
         x, *rest = ctx.saved_tensors
         params, rest = rest[:n_params], rest[n_params:]
         actor_outs, rest = rest[:n_actor_outs], rest[n_actor_outs:]
         critic_outs, head = rest[:n_critic_outs], rest[n_critic_outs:]
-        grad_logits, grad_value = _terms_backward(
-            head, ctx.settings, g_objective, g_critic, g_entropy
-        )
-        needs = ctx.needs_input_grad[7:]
-        _, actor_grads = mlp_backward(
-            grad_logits,
+        grads = _actor_critic_backward(
+            nets,
+            ctx.settings,
             x,
-            actor_acts,
-            actor_biases,
-            params[:n_actor],
-            actor_outs,
-            False,
-            needs[:n_actor],
+            params,
+            (actor_outs, critic_outs, head),
+            g_objective,
+            g_critic,
+            g_entropy,
+            ctx.needs_input_grad[7:],
         )
-        _, critic_grads = mlp_backward(
-            grad_value,
-            x,
-            critic_acts,
-            critic_biases,
-            params[n_actor:],
-            critic_outs,
-            False,
-            needs[n_actor:],
+        return (None,) * 7 + tuple(grads)
+
+
+def actor_critic_grads(
+    nets, settings, x, index, old_log_prob, advantage, target, params, scales, out
+) -> tuple:
+    """:class:`ActorCriticClipPPOTerms`'s outputs and its backward pass in one call, without
+    autograd: the gradient of ``scales[0] * loss_objective + scales[1] * loss_critic +
+    scales[2] * loss_entropy`` (``scales``: 0-d tensors) in each parameter is written into
+    ``out[i]`` (skipped where ``out[i]`` is None). The values are bitwise those that
+    ``backward()`` through the node gives."""
+    with torch.no_grad():
+        outputs, saved = _actor_critic_forward(
+            nets, settings, x, index, old_log_prob, advantage, target, params
         )
-        return (None,) * 7 + (*actor_grads, *critic_grads)
+        needs = [o is not None for o in out]
+        _actor_critic_backward(nets, settings, x, params, saved, *scales, needs, out)
+    return outputs

@@ -22,14 +22,21 @@ from __future__ import annotations
 import torch
 from torch.optim import optimizer as _optimizer_module
 
+from rl_trainers.trainers.flat_params import FlatParameters
+
 __all__ = ["optimizer_step"]
 
 _ADAM_TYPES = (torch.optim.Adam, torch.optim.AdamW)
 
 
-def optimizer_step(optimizer: torch.optim.Optimizer) -> None:
-    """Step ``optimizer``, through the lean fused-Adam path when it applies."""
-    if not _lean_fused_adam_step(optimizer):
+def optimizer_step(optimizer: torch.optim.Optimizer, flat: FlatParameters | None = None) -> None:
+    """Step ``optimizer``, through the lean fused-Adam path when it applies.
+
+    With ``flat`` holding the optimizer's parameters (one group) and their gradients, the
+    kernel runs once over the flat tensors; the Adam moments then become views of flat
+    tensors too (values kept), the same way as the step counters below.
+    """
+    if not _lean_fused_adam_step(optimizer, flat):
         optimizer.step()
 
 
@@ -42,7 +49,9 @@ def _has_hooks(optimizer: torch.optim.Optimizer) -> bool:
     )
 
 
-def _lean_fused_adam_step(optimizer: torch.optim.Optimizer) -> bool:
+def _lean_fused_adam_step(
+    optimizer: torch.optim.Optimizer, flat: FlatParameters | None = None
+) -> bool:
     """Run one fused Adam(W) step on the optimiser's own state; False if not applicable."""
     if type(optimizer) not in _ADAM_TYPES or _has_hooks(optimizer):
         return False
@@ -71,7 +80,11 @@ def _lean_fused_adam_step(optimizer: torch.optim.Optimizer) -> bool:
         plans.append((group, params, grads, states))
     with torch.no_grad():
         for index, (group, params, grads, states) in enumerate(plans):
-            _fused_step(group, params, grads, states, _step_counters(optimizer, index, states))
+            counters = _step_counters(optimizer, index, states)
+            if len(plans) == 1 and _holds(flat, params):
+                _fused_flat_step(optimizer, group, flat, states, counters)
+            else:
+                _fused_step(group, params, grads, states, counters)
     optimizer._opt_called = True  # what an LR scheduler's wrapper of optimizer.step() records
     return True
 
@@ -94,16 +107,68 @@ def _step_counters(optimizer: torch.optim.Optimizer, index: int, states: list) -
     return cache[index]
 
 
+def _holds(flat: FlatParameters | None, params: list) -> bool:
+    """Whether ``flat`` stores exactly ``params`` and their current gradients."""
+    return flat is not None and flat.matches(params) and flat.grads_attached()
+
+
+def _flat_moments(optimizer: torch.optim.Optimizer, flat: FlatParameters, states: list) -> tuple:
+    """``(exp_avg, exp_avg_sq)``: one tensor each whose views are the parameters' moments;
+    set up (values kept) on the first flat step and again whenever a state load replaced
+    them."""
+    moments = [(s["exp_avg"], s["exp_avg_sq"]) for s in states]
+    hit = optimizer.__dict__.get("_lean_flat_moments")
+    if hit is not None and hit[0] is flat and len(hit[2]) == len(moments):
+        if all(a is b and c is d for (a, c), (b, d) in zip(hit[2], moments)):
+            return hit[1]
+    merged = []
+    for name in ("exp_avg", "exp_avg_sq"):
+        buffer, views = flat.flat_like([s[name] for s in states])
+        for state, view in zip(states, views):
+            state[name] = view
+        merged.append(buffer)
+    views = [(s["exp_avg"], s["exp_avg_sq"]) for s in states]
+    optimizer.__dict__["_lean_flat_moments"] = (flat, tuple(merged), views)
+    return tuple(merged)
+
+
+def _fused_flat_step(
+    optimizer: torch.optim.Optimizer,
+    group: dict,
+    flat: FlatParameters,
+    states: list,
+    step_counters: tuple,
+) -> None:
+    """One kernel call over the flat parameters, gradients and moments. The parameters'
+    step counts must agree (they do unless some step skipped a parameter); else the
+    per-tensor step runs."""
+    counters, steps = step_counters
+    counts = counters.numpy() if counters.device.type == "cpu" else None
+    if counts is None or counts.min() != counts.max():
+        _fused_step(group, list(flat.params), flat.grad_views, states, step_counters)
+        return
+    exp_avg, exp_avg_sq = _flat_moments(optimizer, flat, states)
+    counters.add_(1)
+    _fused_kernel(group, [flat.data], [flat.grad], [exp_avg], [exp_avg_sq], steps[:1])
+
+
 def _fused_step(group: dict, params: list, grads: list, states: list, step_counters: tuple) -> None:
     """What torch's ``_fused_adam`` does for one device and dtype."""
     counters, steps = step_counters
     counters.add_(1)
+    exp_avgs = [s["exp_avg"] for s in states]
+    _fused_kernel(group, params, grads, exp_avgs, [s["exp_avg_sq"] for s in states], steps)
+
+
+def _fused_kernel(
+    group: dict, params: list, grads: list, exp_avgs: list, exp_avg_sqs: list, steps: list
+) -> None:
     kernel = torch._fused_adamw_ if group.get("decoupled_weight_decay") else torch._fused_adam_
     kernel(
         params,
         grads,
-        [s["exp_avg"] for s in states],
-        [s["exp_avg_sq"] for s in states],
+        exp_avgs,
+        exp_avg_sqs,
         [],
         steps,
         amsgrad=False,

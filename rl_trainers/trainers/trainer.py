@@ -31,6 +31,7 @@ from tensordict import TensorDictBase
 from torch import nn
 
 from rl_trainers.trainers import checkpoint as _ckpt
+from rl_trainers.trainers.flat_params import FlatParameters
 from rl_trainers.trainers.optimizer_step import optimizer_step
 
 __all__ = [
@@ -194,6 +195,7 @@ class OptimizerHook(TrainerHookBase):
         self.clip_grad_norm = True
         self._grad_norm_key = "grad_norm"
         self._trainer: Trainer | None = None
+        self._flat: FlatParameters | None = None  # built by the first loss_and_step
 
     def register(self, trainer: Trainer, name: str | None = None) -> None:
         """Register at ``"optimizer"`` and as a module (default name ``optimizer[_i]``)."""
@@ -254,21 +256,79 @@ class OptimizerHook(TrainerHookBase):
             NonFiniteLossError: if the summed loss is NaN or infinite (checked before the
                 backward pass, so the parameters stay finite); names the non-finite terms.
         """
-        loss = self._loss(losses)
-        if not math.isfinite(loss.item()):  # one scalar read per step (a sync on GPU)
-            raise self._non_finite(losses)
-        # read every step: param groups may be added during training
-        params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        loss = self._checked_loss(losses)
+        params = self._params()
         # ``optimizer.zero_grad(set_to_none=True)`` without its profiling and dynamo wrappers
         # (~40 us, 4 % of a PPO update)
         for p in params:
             p.grad = None
         loss.backward()
+        self._clip_and_step(losses, params, None, clip_grad_norm, clip_norm, index)
+        return losses
+
+    def loss_and_step(
+        self,
+        loss_module: nn.Module,
+        batch: TensorDictBase,
+        clip_grad_norm: bool | None = None,
+        clip_norm: float | None = None,
+        index: int | None = None,
+    ) -> TensorDictBase | None:
+        """``loss_module(batch)`` and this hook's step in one, with the gradients written by
+        ``loss_module.loss_and_grads`` (no autograd graph, see
+        :meth:`~rl_trainers.objectives.common.LossModule.loss_and_grads`) into one flat
+        buffer (:class:`~rl_trainers.trainers.flat_params.FlatParameters`), so clipping and a
+        fused Adam step each run once over it. Returns the losses, or None, having changed
+        nothing, when the loss module cannot compute its gradients itself (then call the
+        module and this hook). The Trainer uses it when this hook is its only optimizer op
+        and no ``post_loss`` op is registered.
+        """
+        loss_and_grads = getattr(loss_module, "loss_and_grads", None)
+        if loss_and_grads is None:
+            return None
+        params = self._params()
+        flat = self._flat
+        if flat is not None and flat.matches(params):
+            flat.attach_grads()
+        else:
+            flat = None
+        losses = loss_and_grads(batch, self.loss_components)
+        if losses is None:
+            return None
+        self._checked_loss(losses)
+        if flat is None and FlatParameters.supports(params):
+            flat = self._flat = FlatParameters(params)  # keeps the gradients just written
+        self._clip_and_step(losses, params, flat, clip_grad_norm, clip_norm, index)
+        return losses
+
+    def _params(self) -> list[torch.Tensor]:
+        # read every step: param groups may be added during training
+        return [p for g in self.optimizer.param_groups for p in g["params"]]
+
+    def _checked_loss(self, losses: TensorDictBase) -> torch.Tensor:
+        """The summed loss; raises :class:`NonFiniteLossError` if it is NaN or infinite."""
+        loss = self._loss(losses)
+        if not math.isfinite(loss.item()):  # one scalar read per step (a sync on GPU)
+            raise self._non_finite(losses)
+        return loss
+
+    def _clip_and_step(
+        self,
+        losses: TensorDictBase,
+        params: list[torch.Tensor],
+        flat: FlatParameters | None,
+        clip_grad_norm: bool | None,
+        clip_norm: float | None,
+        index: int | None,
+    ) -> None:
         if clip_grad_norm is None and clip_norm is None:
             clip_grad_norm, clip_norm = self.clip_grad_norm, self.clip_norm
         if clip_norm is not None:
             if clip_grad_norm:
-                norm = clip_grad_norm_(params, clip_norm)
+                if flat is not None:
+                    norm = flat.clip_grad_norm_(clip_norm)
+                else:
+                    norm = clip_grad_norm_(params, clip_norm)
                 if not losses.is_locked:
                     key = self._grad_norm_key
                     if self._trainer is None and index:  # placed with register_op
@@ -276,8 +336,7 @@ class OptimizerHook(TrainerHookBase):
                     losses.set(key, norm.detach())
             else:
                 nn.utils.clip_grad_value_(params, clip_norm)
-        optimizer_step(self.optimizer)
-        return losses
+        optimizer_step(self.optimizer, flat)
 
     def _non_finite(self, losses: TensorDictBase) -> NonFiniteLossError:
         keys = self.loss_components or [
@@ -995,6 +1054,7 @@ class Trainer:
         post_optim = ops["post_optim"]
         post_optim_log = ops["post_optim_log"]
         loss_module = self.loss_module
+        one_step = self._loss_and_step_op()
         for step in range(n):
             self._optim_count += 1
             sub_batch = batch
@@ -1006,13 +1066,15 @@ class Trainer:
             except StopIteration:  # an iterator over the batch is exhausted: end of epoch
                 self._optim_count -= 1
                 return step
-            losses = loss_module(sub_batch)
-            for op in post_loss:
-                op(sub_batch)
-            for op in optimizer:
-                out = op(losses)
-                if isinstance(out, TensorDictBase):
-                    losses = out
+            losses = None if one_step is None else one_step(loss_module, sub_batch)
+            if losses is None:
+                losses = loss_module(sub_batch)
+                for op in post_loss:
+                    op(sub_batch)
+                for op in optimizer:
+                    out = op(losses)
+                    if isinstance(out, TensorDictBase):
+                        losses = out
             for op in post_optim:
                 op()
             if post_optim_log:
@@ -1023,6 +1085,25 @@ class Trainer:
                         value = value.detach()
                         sums[key] = sums[key] + value if key in sums else value
         return n
+
+    def _loss_and_step_op(self) -> Callable | None:
+        """``OptimizerHook.loss_and_step`` with the trainer's clipping settings, when an
+        :class:`OptimizerHook` placed by :meth:`OptimizerHook.register` is the only
+        ``"optimizer"`` op (not a subclass overriding its call, not timed or filtered) and
+        no ``post_loss`` op needs the loss computed before the step."""
+        ops = self._ops
+        if ops["post_loss"] or len(ops["optimizer"]) != 1:
+            return None
+        op = ops["optimizer"][0]
+        hook = op.op if type(op) is _WithClipArgs else None
+        if type(hook) is not OptimizerHook or hook._trainer is not self:
+            return None
+        return partial(
+            hook.loss_and_step,
+            clip_grad_norm=self.clip_grad_norm,
+            clip_norm=self.clip_norm,
+            index=op.index,
+        )
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
