@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def constant(value: float, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """A shared, read-only 0-d tensor (e.g. the upstream gradient 1 of a loss term)."""
     return torch.tensor(value, dtype=dtype, device=device)

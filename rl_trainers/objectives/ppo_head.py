@@ -136,9 +136,7 @@ def _actor_critic_forward(nets, settings, x, index, old_log_prob, advantage, tar
     critic_outs: list[torch.Tensor] = []
     logits = _mlp_forward(x, actor_acts, actor_biases, params[:n_actor], actor_outs)
     value = _mlp_forward(x, critic_acts, critic_biases, params[n_actor:], critic_outs)
-    outputs, head = _terms_forward(
-        logits, value, index, old_log_prob, advantage, target, settings
-    )
+    outputs, head = _terms_forward(logits, value, index, old_log_prob, advantage, target, settings)
     return (*outputs, value), (actor_outs, critic_outs, head)
 
 

@@ -85,8 +85,7 @@ class FlatParameters:
         if len(params) != len(self.params):
             return False
         return all(
-            p is q and p.data_ptr() == ptr
-            for p, q, ptr in zip(params, self.params, self._pointers)
+            p is q and p.data_ptr() == ptr for p, q, ptr in zip(params, self.params, self._pointers)
         )
 
     def attach_grads(self) -> None:
