@@ -7,10 +7,11 @@ built by ``PPOTrainer.from_config`` with the same seed (env, collector, actor, c
 GAE, fused Adam, linear learning-rate schedule):
 
 * **bare**: a hand-written loop over those components: collect, GAE, flatten, ``num_epochs``
-  minibatch steps (backward, grad-norm clip, step), learning-rate and clip-range annealing.
-  It uses the same primitives as the Trainer's optimizer hook (gradients set to None,
-  ``rl_trainers.trainers.trainer.clip_grad_norm_``) and, logging nothing, computes no loss
-  diagnostics, so the difference is the loop and its hooks only.
+  minibatch steps (the loss's gradients from ``loss.loss_and_grads`` into the parameters'
+  flat buffer, grad-norm clip, step), learning-rate and clip-range annealing. It uses the
+  same primitives as the Trainer's optimizer hook (``FlatParameters``, ``optimizer_step``)
+  and, logging nothing, computes no loss diagnostics, so the difference is the loop and its
+  hooks only.
 * **trainer**: ``PPOTrainer.train()`` with its standard hooks (minibatch sampler, advantage,
   episode-return and loss logging to the CSV logger, scheduler, clip annealing, progress bar
   off). The end-of-run checkpoint is disabled on this side (the bare loop writes none).
@@ -32,6 +33,7 @@ from hydra import compose, initialize_config_dir
 
 import rl_trainers.trainers.algorithms.app as app
 from rl_trainers.trainers.algorithms import build_trainer
+from rl_trainers.trainers.flat_params import FlatParameters
 from rl_trainers.trainers.optimizer_step import optimizer_step
 from rl_trainers.trainers.trainer import clip_grad_norm_
 
@@ -61,6 +63,7 @@ def run_bare(frames: int) -> float:
     loop = cfg.trainer
     minibatch, epochs, clip_norm = loop.minibatch_size, loop.num_epochs, loop.clip_norm
     params = [p for g in optimizer.param_groups for p in g["params"]]
+    flat_params = FlatParameters(params)  # parameters and gradients in one buffer each
     clip0, total, collected = loss.clip_epsilon, loop.total_frames, 0
     loss.diagnostics = False
     start = time.perf_counter()
@@ -74,7 +77,12 @@ def run_bare(frames: int) -> float:
             order = torch.arange(n) if minibatch == n else torch.randperm(n)
             for i in range(0, n - minibatch + 1, minibatch):
                 sub = flat if minibatch == n else flat[order[i : i + minibatch]]
-                out = loss(sub)
+                # the gradients of the summed loss terms, written into the flat buffer
+                if loss.loss_and_grads(sub) is not None:
+                    flat_params.clip_grad_norm_(clip_norm)
+                    optimizer_step(optimizer, flat_params)
+                    continue
+                out = loss(sub)  # a loss without loss_and_grads: autograd
                 total_loss = out["loss_objective"] + out["loss_critic"]
                 if "loss_entropy" in out.keys():
                     total_loss = total_loss + out["loss_entropy"]
@@ -83,6 +91,7 @@ def run_bare(frames: int) -> float:
                 total_loss.backward()
                 clip_grad_norm_(params, clip_norm)
                 optimizer_step(optimizer)
+                flat_params.attach_grads()
         scheduler.step()
         loss.clip_epsilon = clip0 * max(1.0 - collected / total, 0.0)
     elapsed = time.perf_counter() - start

@@ -20,7 +20,7 @@ from torch import nn
 
 from rl_trainers.modules.actors import ProbabilisticActor
 from rl_trainers.modules.distributions import Categorical, OneHotCategorical, one_hot_index
-from rl_trainers.modules.models import MLP, fused_mlp_parts, has_hooks
+from rl_trainers.modules.models import _GLOBAL_HOOKS, MLP, fused_mlp_parts, has_hooks
 from rl_trainers.objectives.common import (
     LossModule,
     ValueEstimators,
@@ -408,6 +408,8 @@ class ClipPPOLoss(PPOLoss):
     ) -> TensorDictBase | None:
         """See :meth:`LossModule.loss_and_grads`: done for a categorical MLP actor and an
         MLP critic on the same input (the one-node path of :meth:`forward`)."""
+        if has_hooks(self) or any(_GLOBAL_HOOKS):
+            return None  # forward hooks must see the call
         entries = ["loss_objective", "loss_critic"]
         if self.entropy_bonus:
             entries.append("loss_entropy")
