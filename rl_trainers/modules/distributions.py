@@ -262,27 +262,34 @@ class Categorical:
     def probs(self) -> torch.Tensor:
         return self.log_probs.exp()
 
-    def _sample_index(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
+    def _sample_index(
+        self, sample_shape: torch.Size = torch.Size(), keepdim: bool = False
+    ) -> torch.Tensor:
         """Gumbel-max sampling, with the Gumbel noise drawn as ``-log(E)``, ``E ~ Exp(1)``
-        (four small ops; ``-log(-log(U))`` from uniforms takes six)."""
-        logits = self.logits.detach()
+        (four small ops; ``-log(-log(U))`` from uniforms takes six). ``keepdim`` keeps the
+        sampled dim as size 1 (what ``gather`` and ``scatter_`` take)."""
+        if torch.is_grad_enabled():  # acting runs without grad: skip the context there
+            with torch.no_grad():
+                return self._sample_index(sample_shape, keepdim)
+        logits = self.logits
         shape = torch.Size(sample_shape) + logits.shape
-        with torch.no_grad():
-            exp_noise = torch.empty(shape, dtype=logits.dtype, device=logits.device)
-            # E == 0 would give an infinite Gumbel draw, and nan against a -inf logit
-            exp_noise.exponential_().clamp_min_(torch.finfo(logits.dtype).tiny)
-            return (logits - exp_noise.log_()).argmax(-1)
+        exp_noise = torch.empty(shape, dtype=logits.dtype, device=logits.device)
+        # E == 0 would give an infinite Gumbel draw, and nan against a -inf logit
+        exp_noise.exponential_().clamp_min_(torch.finfo(logits.dtype).tiny)
+        return (logits - exp_noise.log_()).argmax(-1, keepdim=keepdim)
 
     def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
         return self._sample_index(sample_shape)
 
-    def _index_log_prob(self, index: torch.Tensor) -> torch.Tensor:
-        return self.log_probs.gather(-1, index.unsqueeze(-1)).squeeze(-1)
+    def _index_log_prob(self, index: torch.Tensor, keepdim: bool = False) -> torch.Tensor:
+        """Log-probabilities at ``index`` (``[*B]``, or ``[*B, 1]`` with ``keepdim``)."""
+        index = index if keepdim else index.unsqueeze(-1)
+        return self.log_probs.gather(-1, index).squeeze(-1)
 
     def sample_and_log_prob(self) -> tuple[torch.Tensor, torch.Tensor]:
         """A sample and its log-probability, read from the index (no one-hot round trip)."""
-        index = self._sample_index()
-        return index, self._index_log_prob(index)
+        index = self._sample_index(keepdim=True)
+        return index.squeeze(-1), self._index_log_prob(index, keepdim=True)
 
     @property
     def mode(self) -> torch.Tensor:
@@ -314,17 +321,20 @@ class OneHotCategorical(Categorical):
         super().__init__(logits=logits, probs=probs)
         self.dtype = dtype or self.logits.dtype
 
-    def _one_hot(self, index: torch.Tensor) -> torch.Tensor:
-        hot = index.unsqueeze(-1) == torch.arange(self.logits.shape[-1], device=index.device)
-        return hot if self.dtype == torch.bool else hot.to(self.dtype)
+    def _one_hot(self, index: torch.Tensor, keepdim: bool = False) -> torch.Tensor:
+        """One-hot vectors of ``index`` (``[*B]``, or ``[*B, 1]`` with ``keepdim``)."""
+        index = index if keepdim else index.unsqueeze(-1)
+        shape = (*index.shape[:-1], self.logits.shape[-1])
+        hot = torch.zeros(shape, dtype=self.dtype, device=index.device)
+        return hot.scatter_(-1, index, 1)
 
     def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
-        return self._one_hot(self._sample_index(sample_shape))
+        return self._one_hot(self._sample_index(sample_shape, keepdim=True), keepdim=True)
 
     def sample_and_log_prob(self) -> tuple[torch.Tensor, torch.Tensor]:
         """A one-hot sample and its log-probability, read from the sampled index."""
-        index = self._sample_index()
-        return self._one_hot(index), self._index_log_prob(index)
+        index = self._sample_index(keepdim=True)
+        return self._one_hot(index, keepdim=True), self._index_log_prob(index, keepdim=True)
 
     @property
     def mode(self) -> torch.Tensor:

@@ -32,8 +32,9 @@ import os
 import platform
 
 import torch
+import torch.nn.functional as F
 
-__all__ = ["mm", "addmm", "USE_ONEDNN"]
+__all__ = ["mm", "addmm", "linear", "USE_ONEDNN"]
 
 _BACKEND_ENV = "RL_TRAINERS_GEMM"
 
@@ -104,6 +105,19 @@ def _use_onednn(a: torch.Tensor, b: torch.Tensor) -> bool:
         and a.device.type == "cpu"
         and _onednn_linear() is not None
     )
+
+
+def linear(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, relu: bool = False
+) -> torch.Tensor:
+    """``addmm(bias, x, weight.t(), relu)``, the same values, for a 2-D ``x`` and a layer's
+    ``[out, in]`` weight: on MKL through ``torch.nn.functional.linear``, which transposes in
+    C++ (one Python-level op fewer per layer, ~1-3 us on small networks)."""
+    maybe_onednn = weight.shape[0] >= _MIN_WIDTH and x.shape[1] >= _MIN_WIDTH and USE_ONEDNN
+    if maybe_onednn or bias is None or not x.is_contiguous():
+        return addmm(bias, x, weight.t(), relu)
+    y = F.linear(x, weight, bias)
+    return y.relu_() if relu else y
 
 
 def mm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:

@@ -151,10 +151,12 @@ def has_hooks(module: nn.Module) -> bool:
     )
 
 
-def dense(bias: torch.Tensor | None, a: torch.Tensor, b: torch.Tensor, act: int) -> torch.Tensor:
-    """``act(bias + a @ b)`` as a fresh tensor (see :func:`gemm.addmm` for the bias shapes):
-    ReLU runs inside the product's call, tanh with numpy's kernel in place."""
-    y = gemm.addmm(bias, a, b, relu=act == _ACT_RELU)
+def dense(
+    bias: torch.Tensor | None, x: torch.Tensor, weight: torch.Tensor, act: int
+) -> torch.Tensor:
+    """``act(bias + x @ weight.T)`` as a fresh tensor (see :func:`gemm.addmm` for the bias
+    shapes): ReLU runs inside the product's call, tanh with numpy's kernel in place."""
+    y = gemm.linear(x, weight, bias, relu=act == _ACT_RELU)
     if act == _ACT_TANH:
         array = y.numpy()
         np.tanh(array, out=array)
@@ -179,7 +181,7 @@ def _mlp_forward(x, acts, biases, params, saved: list | None) -> torch.Tensor:
     last = len(acts) - 1
     for i, (act, has_bias) in enumerate(zip(acts, biases, strict=True)):
         bias = params[j + 1] if has_bias else None
-        x = dense(bias, x, params[j].t(), act)
+        x = dense(bias, x, params[j], act)
         j += 2 if has_bias else 1
         if saved is not None and (i < last or act != _ACT_NONE):
             saved.append(x)
