@@ -8,7 +8,7 @@ from torch import nn
 
 from rl_trainers.envs.specs import Categorical, Composite, OneHot, Unbounded
 from rl_trainers.modules import make_actor, make_value
-from rl_trainers.objectives import A2CLoss, ClipPPOLoss, KLPENPPOLoss, explained_variance
+from rl_trainers.objectives import A2CLoss, ClipPPOLoss, KLPENPPOLoss, SACLoss, explained_variance
 from rl_trainers.objectives.ppo_head import ActorCriticClipPPOTerms, ClipPPOCategoricalTerms
 
 
@@ -325,3 +325,100 @@ def test_reused_batch_entries_changed_in_place_or_replaced_are_seen(cls):
     assert_like_a_fresh_module()
     td["action"].copy_(td["action"].roll(1, dims=-1))
     assert_like_a_fresh_module()
+
+
+# -- gradients without autograd (ClipPPOLoss.loss_and_grads) ---------------------------------
+_OBS = Composite(observation=Unbounded(shape=(4,)))
+
+
+def _loss_with_mlps(spec=None, **kwargs) -> ClipPPOLoss:
+    torch.manual_seed(0)
+    spec = OneHot(3) if spec is None else spec
+    return ClipPPOLoss(make_actor(_OBS, spec), make_value(_OBS), **kwargs)
+
+
+def _autograd_grads(loss: ClipPPOLoss, td: TensorDict, keys) -> tuple:
+    out = loss(td.clone())
+    names = keys or [k for k in out.keys() if k.startswith("loss")]
+    params = list(loss.parameters())
+    return out, torch.autograd.grad(sum(out[k] for k in names), params)
+
+
+@pytest.mark.parametrize("spec", [OneHot(3), Categorical(3)], ids=["one_hot", "index"])
+@pytest.mark.parametrize("entropy_bonus", [False, True])
+@pytest.mark.parametrize("diagnostics", [False, True])
+@pytest.mark.parametrize(
+    "keys", [None, ["loss_objective"], ["loss_critic"], ["loss_critic", "loss_objective"]]
+)
+def test_loss_and_grads_gives_forward_and_backward_bitwise(spec, entropy_bonus, diagnostics, keys):
+    loss = _loss_with_mlps(
+        spec,
+        entropy_bonus=entropy_bonus,
+        entropy_coef=0.05,
+        critic_coef=0.7,
+        normalize_advantage=True,
+    )
+    loss.diagnostics = diagnostics
+    td = _off_policy_batch(spec)
+    expected_out, expected_grads = _autograd_grads(loss, td, keys)
+    out = loss.loss_and_grads(td.clone(), keys)
+    assert out is not None
+    assert list(out.keys()) == list(expected_out.keys())
+    for key in expected_out.keys():
+        assert torch.equal(out[key], expected_out[key].detach()), key
+        assert not out[key].requires_grad
+    for param, grad in zip(loss.parameters(), expected_grads, strict=True):
+        assert torch.equal(param.grad, grad)
+
+
+def test_loss_and_grads_with_the_entropy_term_only():
+    loss = _loss_with_mlps(entropy_coef=0.05)
+    td = _off_policy_batch(OneHot(3))
+    _, expected = _autograd_grads(loss, td, ["loss_entropy"])
+    assert loss.loss_and_grads(td, ["loss_entropy"]) is not None
+    for param, grad in zip(loss.parameters(), expected, strict=True):
+        assert torch.equal(param.grad, grad)  # the critic's gradients are zeros
+
+
+def test_gradients_replace_the_old_ones_in_their_tensors():
+    """Like ``zero_grad()`` then ``backward()``: the values are replaced, not added to, and a
+    contiguous ``.grad`` keeps its identity (a trainer's flat buffer stays in use)."""
+    loss = _loss_with_mlps()
+    td = _off_policy_batch(OneHot(3))
+    params = list(loss.parameters())
+    for p in params:
+        p.grad = torch.full_like(p, 7.0)
+    held = [p.grad for p in params]
+    loss.loss_and_grads(td)
+    _, expected = _autograd_grads(loss, td, None)
+    for p, grad, old in zip(params, expected, held, strict=True):
+        assert p.grad is old
+        assert torch.equal(p.grad, grad)
+
+
+def _untouched(loss, td, keys=None) -> bool:
+    before = [p.grad for p in loss.parameters()]
+    result = loss.loss_and_grads(td, keys)
+    return result is None and all(p.grad is g for p, g in zip(loss.parameters(), before))
+
+
+def test_loss_and_grads_declines_where_it_cannot_and_changes_nothing():
+    td = _off_policy_batch(OneHot(3))
+    assert _untouched(
+        _loss_with_mlps(clip_value=0.5), td.clone().set("state_value", torch.zeros(64, 1))
+    )
+    assert _untouched(
+        _loss_with_mlps(), td, ["loss_objective", "loss_kl"]
+    )  # not an entry of this loss
+    assert _untouched(_loss_with_mlps(entropy_bonus=False), td, ["loss_entropy"])
+    hooked = _loss_with_mlps()
+    hooked.register_forward_hook(lambda *args: None)  # a hook must see the call
+    assert _untouched(hooked, td)
+    not_mlp = _loss_with_mlps()
+    not_mlp.critic_network.module = nn.Sequential(*not_mlp.critic_network.module)
+    assert _untouched(not_mlp, td)
+    with torch.no_grad():
+        assert _untouched(_loss_with_mlps(), td)
+    actor = make_actor(Composite(observation=Unbounded(shape=(3,))), Unbounded(shape=(1,)))
+    q = make_value(Composite(observation=Unbounded(shape=(3,))))
+    assert SACLoss(actor, q).loss_and_grads(td) is None  # the base class: not implemented
