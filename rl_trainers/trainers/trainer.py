@@ -278,10 +278,10 @@ class OptimizerHook(TrainerHookBase):
         ``loss_module.loss_and_grads`` (no autograd graph, see
         :meth:`~rl_trainers.objectives.common.LossModule.loss_and_grads`) into one flat
         buffer (:class:`~rl_trainers.trainers.flat_params.FlatParameters`), so clipping and a
-        fused Adam step each run once over it. Returns the losses, or None, having changed
-        nothing, when the loss module cannot compute its gradients itself (then call the
-        module and this hook). The Trainer uses it when this hook is its only optimizer op
-        and no ``post_loss`` op is registered.
+        fused Adam step each run once over it. Returns the losses, or None, without a step,
+        when the loss module cannot compute its gradients itself (then call the module and
+        this hook). The Trainer uses it when this hook is its only optimizer op and no
+        ``post_loss`` op is registered.
         """
         loss_and_grads = getattr(loss_module, "loss_and_grads", None)
         if loss_and_grads is None:
