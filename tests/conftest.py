@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,3 +27,13 @@ def fresh_python() -> Callable[[str], str]:
         return done.stdout.strip().splitlines()[-1]
 
     return run
+
+
+@pytest.fixture
+def one_thread():
+    """torch at one intra-op thread for the test, then back (torch's RNN kernels on two busy
+    threads are ~30x slower than on one)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -1,21 +1,11 @@
 """Hand-run references for the recurrent-module tests: torch's nn.LSTM/nn.GRU applied one
-trajectory at a time, and a tiny thread setting that keeps the RNN kernels fast on a loaded
-2-core machine."""
+trajectory at a time (the one-thread setting is the shared ``one_thread`` fixture, made
+automatic for this directory by its conftest)."""
 
 from __future__ import annotations
 
-import pytest
 import torch
 from torch import nn
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """torch's RNN kernels on 2 busy threads are ~30x slower than on one."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def run_by_hand(rnn: nn.RNNBase, x: torch.Tensor, is_init: torch.Tensor, h0: list[torch.Tensor]):

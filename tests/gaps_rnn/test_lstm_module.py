@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _rnn_reference import one_thread, run_by_hand  # noqa: F401
+from _rnn_reference import run_by_hand
 from tensordict import TensorDict
 from torch import nn
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _rnn_reference import one_thread  # noqa: F401
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule as Mod
 from tensordict.nn import TensorDictSequential as Seq

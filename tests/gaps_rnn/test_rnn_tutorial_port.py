@@ -4,7 +4,6 @@ primer, a SliceSampler draws [B, T] slices, and DQNLoss runs the LSTM in recurre
 from __future__ import annotations
 
 import torch
-from _rnn_reference import one_thread  # noqa: F401
 from tensordict.nn import TensorDictModule as Mod
 from tensordict.nn import TensorDictSequential as Seq
 

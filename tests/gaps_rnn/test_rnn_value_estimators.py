@@ -4,7 +4,6 @@ single-env batch): the next-step values come from the stored next states, as on 
 from __future__ import annotations
 
 import torch
-from _rnn_reference import one_thread  # noqa: F401
 from tensordict.nn import TensorDictModule as Mod
 from tensordict.nn import TensorDictSequential as Seq
 

@@ -15,12 +15,7 @@ from rl_trainers.objectives.common import current_and_next, stack_current_next
 T = 6
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _lstm_critic() -> Seq:
