@@ -92,13 +92,16 @@ def _onednn_linear():
     return _LINEAR
 
 
+def _big_enough(m: int, k: int, n: int) -> bool:
+    """Whether an ``[m, k] @ [k, n]`` product is big enough for oneDNN's fixed cost."""
+    return n >= _MIN_WIDTH and k >= _MIN_WIDTH and m >= _MIN_ROWS
+
+
 def _use_onednn(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Whether ``a @ b`` (2-D) goes to oneDNN. The sizes are checked first: the small
     products of PPO-sized networks are decided in ~0.1 us instead of ~0.8."""
     return (
-        b.shape[1] >= _MIN_WIDTH
-        and a.shape[1] >= _MIN_WIDTH
-        and a.shape[0] >= _MIN_ROWS
+        _big_enough(a.shape[0], a.shape[1], b.shape[1])
         and USE_ONEDNN
         and a.dtype is torch.float32
         and b.dtype is torch.float32
@@ -113,7 +116,7 @@ def linear(
     """``addmm(bias, x, weight.t(), relu)``, the same values, for a 2-D ``x`` and a layer's
     ``[out, in]`` weight: on MKL through ``torch.nn.functional.linear``, which transposes in
     C++ (one Python-level op fewer per layer, ~1-3 us on small networks)."""
-    maybe_onednn = weight.shape[0] >= _MIN_WIDTH and x.shape[1] >= _MIN_WIDTH and USE_ONEDNN
+    maybe_onednn = USE_ONEDNN and _big_enough(x.shape[0], x.shape[1], weight.shape[0])
     if maybe_onednn or bias is None or not x.is_contiguous():
         return addmm(bias, x, weight.t(), relu)
     y = F.linear(x, weight, bias)
