@@ -43,25 +43,25 @@ class FlatParameters:
         self.params = tuple(params)
         self._offsets = _aligned_offsets([p.numel() for p in self.params], params[0].element_size())
         self.data, views = self.flat_like(self.params)
-        grads = [torch.zeros_like(p) if p.grad is None else p.grad for p in self.params]
-        self.grad, self.grad_views = self.flat_like(grads)
+        self.grad, self.grad_views = self.flat_like([p.grad for p in self.params])
         for p, view, grad in zip(self.params, views, self.grad_views):
             p.data = view
             p.grad = grad
         self._pointers = tuple(p.data_ptr() for p in self.params)
 
-    def flat_like(self, tensors: Sequence[torch.Tensor]) -> tuple[torch.Tensor, list]:
-        """``(buffer, views)``: a copy of ``tensors`` (one per parameter, shaped like it)
-        laid out in one tensor as the parameters are in :attr:`data`. The gaps between them
-        are zeros: in the gradient and Adam's moments they add nothing to the norm, and a
-        step leaves them at 0."""
-        first = tensors[0]
+    def flat_like(self, tensors: Sequence[torch.Tensor | None]) -> tuple[torch.Tensor, list]:
+        """``(buffer, views)``: a copy of ``tensors`` (one per parameter, shaped like it;
+        None: zeros) laid out in one tensor as the parameters are in :attr:`data`, with the
+        parameters' dtype and device. The gaps between them are zeros: in the gradient and
+        Adam's moments they add nothing to the norm, and a step leaves them at 0."""
+        first = self.params[0]
         buffer = torch.zeros(self._offsets[-1], dtype=first.dtype, device=first.device)
         views = []
         with torch.no_grad():
-            for tensor, offset in zip(tensors, self._offsets):
-                view = buffer[offset : offset + tensor.numel()].view(tensor.shape)
-                view.copy_(tensor)
+            for param, tensor, offset in zip(self.params, tensors, self._offsets):
+                view = buffer[offset : offset + param.numel()].view(param.shape)
+                if tensor is not None:
+                    view.copy_(tensor)
                 views.append(view)
         return buffer, views
 
