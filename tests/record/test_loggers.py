@@ -171,6 +171,19 @@ def test_csv_logger_rejects_bad_input(tmp_path):
     logger.close()
 
 
+def test_csv_rows_are_in_the_files_before_close(tmp_path):
+    # torchrl's CSV logger writes each row through: a script (or a user tailing the file)
+    # reads what was logged while the logger is still open
+    logger = CSVLogger("e", log_dir=str(tmp_path))
+    logger.log_scalar("train/reward", 1.5, step=10)
+    logger.log_scalar("train/reward", 2.5, step=20)
+    logger.log_str("note", "hello")
+    path = tmp_path / "e" / "scalars" / "train" / "reward.csv"
+    assert _rows(path) == [["10", "1.5"], ["20", "2.5"]]
+    assert (tmp_path / "e" / "texts" / "note.csv").read_text().strip().endswith("hello")
+    logger.close()
+
+
 def test_csv_logger_keeps_files_open(tmp_path, monkeypatch):
     opened = []
     real_open = open

@@ -28,7 +28,6 @@ def test_getting_started_4_csv_logger_and_video_recorder(tmp_path, monkeypatch):
     logger = CSVLogger(exp_name="my_exp")
 
     logger.log_scalar("my_scalar", 0.4)
-    logger.flush()  # rows are buffered (flush_secs) and flushed at exit; read them now
     # the CSV logger writes under ./csv_logs/<exp_name>, one file per scalar
     scalar_file = tmp_path / "csv_logs" / "my_exp" / "scalars" / "my_scalar.csv"
     assert scalar_file.read_text().strip().split(",") == ["0", "0.4"]

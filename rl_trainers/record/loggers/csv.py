@@ -62,8 +62,9 @@ def _read_rows(path: Path) -> list[list[str]]:
 class CSVExperiment:
     """The files of one CSV experiment; keeps one open append handle per series.
 
-    Writes are buffered and flushed every ``flush_secs`` seconds (checked on write), on
-    :meth:`flush` and on :meth:`close`.
+    Every row reaches its file when it is written, as with torchrl's ``CSVExperiment``;
+    with ``flush_secs > 0`` rows are buffered instead and flushed every ``flush_secs``
+    seconds (checked on write), on :meth:`flush` and on :meth:`close`.
 
     As torchrl's ``CSVExperiment``, :attr:`scalars` keeps in memory, per series name, the
     ``(step, value)`` pairs this object has logged (a run re-opened on an existing directory
@@ -74,7 +75,7 @@ class CSVExperiment:
         log_dir: the experiment directory (``<log_dir>/<exp_name>``).
         video_format: ``"pt"``, ``"gif"`` or ``"mp4"``.
         video_fps: frames per second of encoded videos.
-        flush_secs: the longest time written rows may stay in memory.
+        flush_secs: the longest time written rows may stay in memory (0: none).
     """
 
     def __init__(
@@ -83,7 +84,7 @@ class CSVExperiment:
         *,
         video_format: str = "pt",
         video_fps: int = 30,
-        flush_secs: float = 5.0,
+        flush_secs: float = 0.0,
     ) -> None:
         if video_format not in _VIDEO_FORMATS:
             raise ValueError(
@@ -120,9 +121,12 @@ class CSVExperiment:
             self._handles[key] = handle
         return handle
 
-    def _maybe_flush(self) -> None:
-        now = time.monotonic()
-        if now - self._last_flush >= self.flush_secs:
+    def _written(self, handle: io.TextIOBase) -> None:
+        """After a row went to ``handle``: flush it (unbuffered), or every handle once
+        ``flush_secs`` have passed since the last flush."""
+        if self.flush_secs <= 0:
+            handle.flush()
+        elif time.monotonic() - self._last_flush >= self.flush_secs:
             self.flush()
 
     # -- writing ---------------------------------------------------------------------
@@ -134,7 +138,7 @@ class CSVExperiment:
         handle.write(f"{step},{value!r}\n")
         self._counts[key] += 1
         self.scalars[name].append((step, float(value)))
-        self._maybe_flush()
+        self._written(handle)
         return step
 
     def add_text(self, name: str, text: str, global_step: int | None = None) -> int:
@@ -144,7 +148,7 @@ class CSVExperiment:
         step = self._counts[key] if global_step is None else int(global_step)
         csv.writer(handle, lineterminator="\n").writerow([step, text])
         self._counts[key] += 1
-        self._maybe_flush()
+        self._written(handle)
         return step
 
     def _media_step(self, kind: str, name: str, global_step: int | None) -> int:
@@ -271,15 +275,17 @@ def _yaml_safe(value: Any) -> Any:
 class CSVLogger(Logger):
     """A minimal-dependency CSV logger.
 
-    See the module docstring for the file layout. Calling :meth:`log_scalar` in a training
-    loop is cheap: file handles stay open and rows are flushed every ``flush_secs``.
+    See the module docstring for the file layout. File handles stay open; every row is in its
+    file as soon as :meth:`log_scalar` returns (torchrl's behaviour), or, with
+    ``flush_secs > 0``, within ``flush_secs`` seconds (fewer writes for scalars logged at
+    every step).
 
     Args:
         exp_name: the experiment name (a sub-directory of ``log_dir``).
         log_dir: the root directory; defaults to ``"csv_logs"``.
         video_format: ``"pt"`` (default), ``"gif"`` or ``"mp4"``.
         video_fps: frames per second of encoded videos.
-        flush_secs: the longest time rows may stay buffered.
+        flush_secs: the longest time rows may stay buffered (default 0: not buffered).
 
     The logged scalars are also kept in memory, as in torchrl:
     ``logger.experiment.scalars["train/reward"]`` is the list of ``(step, value)`` pairs;
@@ -301,7 +307,7 @@ class CSVLogger(Logger):
         video_format: str = "pt",
         video_fps: int = 30,
         *,
-        flush_secs: float = 5.0,
+        flush_secs: float = 0.0,
     ) -> None:
         if log_dir is None:
             log_dir = "csv_logs"
