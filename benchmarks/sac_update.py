@@ -32,17 +32,21 @@ def _big(m: int, k: int, n: int) -> bool:
     return min(m, k, n) >= 128
 
 
+def _copy(tensor):
+    return None if tensor is None else tensor.clone()  # clone keeps a transposed view's strides
+
+
 def record_big_products(update) -> list:
     """The ``[m, k] @ [k, n]`` products with ``m, k, n >= 128`` that one ``update()`` computes
-    through :mod:`rl_trainers.modules.gemm`, as ``(bias, a, b)`` copies (``a @ b`` plus
-    ``bias`` or None), in call order."""
+    through :mod:`rl_trainers.modules.gemm`, as ``(bias, a, b, relu)`` with copies of the
+    operands (``a @ b`` plus ``bias`` or None, then ReLU if ``relu``), in call order."""
     calls: list = []
     inner = [False]
     originals = gemm.linear, gemm.addmm
 
     def linear(x, weight, bias, relu=False):
         if not inner[0] and _big(x.shape[0], x.shape[1], weight.shape[0]):
-            calls.append((None if bias is None else bias.clone(), x.clone(), weight.t().clone()))
+            calls.append((_copy(bias), x.clone(), weight.clone().t(), relu))
         inner[0] = True
         try:
             return originals[0](x, weight, bias, relu)
@@ -51,7 +55,7 @@ def record_big_products(update) -> list:
 
     def addmm(bias, a, b, relu=False):
         if not inner[0] and _big(a.shape[0], a.shape[1], b.shape[1]):
-            calls.append((None if bias is None else bias.clone(), a.clone(), b.clone()))
+            calls.append((_copy(bias), a.clone(), b.clone(), relu))
         return originals[1](bias, a, b, relu)
 
     gemm.linear, gemm.addmm = linear, addmm
@@ -92,8 +96,8 @@ def main() -> None:
 
     def products_alone(n: int) -> None:
         for _ in range(n):
-            for bias, a, b in products:
-                gemm.addmm(bias, a, b)
+            for bias, a, b, relu in products:
+                gemm.addmm(bias, a, b, relu)
 
     contenders = {"rl_trainers": ours, "SB3": sb3, "products alone": products_alone}
     times: dict[str, list[float]] = {name: [] for name in contenders}
@@ -103,7 +107,7 @@ def main() -> None:
         for name, fn in contenders.items():
             times[name].append(timed(fn, 100))
     med = {name: statistics.median(t) for name, t in times.items()}
-    shapes = sorted({(a.shape[0], a.shape[1], b.shape[1]) for _, a, b in products})
+    shapes = sorted({(a.shape[0], a.shape[1], b.shape[1]) for _, a, b, _ in products})
     print(
         f"threads={args.threads}  per update: {len(products)} products with m, k, n >= 128 "
         f"(m x k x n: {', '.join('x'.join(map(str, s)) for s in shapes)})"

@@ -141,8 +141,10 @@ class LogValidationReward(TrainerHookBase):
       ``"total_" + out_keys[key]``, the mean over the rollout's trajectories of their
       summed reward (the last trajectory of a row counts even if the rollout cut it);
       so ``out_keys={("next", "reward"): "rewards"}`` gives ``rewards`` and
-      ``total_rewards``;
-    - for each other key of ``log_keys``, its mean over the rollout under ``out_keys[key]``;
+      ``total_rewards``. Both are 0-d float tensors, as torchrl's (scripts call
+      ``.item()`` on them);
+    - for each other key of ``log_keys``, its mean over the rollout (a 0-d tensor) under
+      ``out_keys[key]``;
     - ``eval/episode_return_mean``, ``eval/episode_return_std``,
       ``eval/episode_length_mean`` and ``eval/num_episodes`` over the episodes that ended
       inside the rollout (returns are absent if none ended).
@@ -245,10 +247,10 @@ class LogValidationReward(TrainerHookBase):
             name = self.out_keys[key]
             value = rollout.get(key).float()
             if _is_reward(key):
-                out[name] = value.mean().item() / self.frame_skip
-                out["total_" + name] = trajectory_returns(rollout).mean().item()
+                out[name] = value.mean() / self.frame_skip
+                out["total_" + name] = trajectory_returns(rollout).mean()
             else:
-                out[name] = value.mean().item()
+                out[name] = value.mean()
         returns, lengths = episode_returns(rollout)
         out[self._name("eval/num_episodes")] = returns.numel()
         if returns.numel():
