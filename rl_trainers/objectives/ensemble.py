@@ -144,6 +144,12 @@ class CriticEnsemble(ParamsView, nn.Module):
         num: number of copies.
         reinit: re-initialise copies after the first (so the copies differ).
 
+    With ``num=1`` (DDPG's critic, for instance) the template's own tensors become views of
+    the stacked ones, so training the ensemble trains the module a user passed in, as a
+    torchrl loss trains its critic's own parameters (they share storage; a later
+    ``.to(...)`` of one side unties them). With more copies the template only gives the
+    architecture and the first copy's initial values, as in torchrl.
+
     As a loss's ``qvalue_network_params`` it also reads as torchrl's TensorDict of stacked
     parameters (:class:`~rl_trainers.objectives.common.ParamsView`).
     """
@@ -194,6 +200,27 @@ class CriticEnsemble(ParamsView, nn.Module):
                 self.register_buffer(f"b{j}", buffers[name].clone())
             base = copy.deepcopy(template).to("meta")
             self.__dict__["_base"] = base
+        if num == 1:
+            self._share_storage_with(template, layers)
+
+    def _share_storage_with(self, template: nn.Module, layers: list | None) -> None:
+        """Makes ``template``'s parameters (and buffers) views of this single copy's."""
+        if layers is not None:
+            pairs = []
+            i = 0
+            for layer in layers:
+                if isinstance(layer, nn.Linear):
+                    pairs.append((layer.weight, getattr(self, f"weight{i}")))
+                    if layer.bias is not None:
+                        pairs.append((layer.bias, getattr(self, f"bias{i}")))
+                    i += 1
+        else:
+            own = dict(template.named_parameters()) | dict(template.named_buffers())
+            pairs = [(own[n], getattr(self, f"p{j}")) for j, n in enumerate(self._names)]
+            pairs += [(own[n], getattr(self, f"b{j}")) for j, n in enumerate(self._buffer_names)]
+        with torch.no_grad():
+            for theirs, stacked in pairs:
+                theirs.data = stacked.data[0]
 
     def train(self, mode: bool = True) -> CriticEnsemble:
         """Sets the mode of the copies too (batch-norm critics: batch statistics and
