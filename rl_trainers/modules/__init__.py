@@ -22,6 +22,7 @@ from rl_trainers.modules.builders import (
     make_value,
     observation_size,
 )
+from rl_trainers.modules.ddpg import DdpgMlpActor, DdpgMlpQNet, ddpg_init_last_layer
 from rl_trainers.modules.distributional import (
     DistributionalQValueActor,
     DistributionalQValueModule,
@@ -42,6 +43,7 @@ from rl_trainers.modules.exploration import (
     EGreedyModule,
     EGreedyWrapper,
     OrnsteinUhlenbeckProcessModule,
+    OrnsteinUhlenbeckProcessWrapper,
 )
 from rl_trainers.modules.model_builders import (
     PolicyKindError,
@@ -120,6 +122,10 @@ __all__ = [
     "AdditiveGaussianModule",
     "AdditiveGaussianWrapper",
     "OrnsteinUhlenbeckProcessModule",
+    "OrnsteinUhlenbeckProcessWrapper",
+    "DdpgMlpActor",
+    "DdpgMlpQNet",
+    "ddpg_init_last_layer",
     "make_actor",
     "make_value",
     "make_qvalue",

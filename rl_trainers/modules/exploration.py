@@ -25,6 +25,7 @@ __all__ = [
     "AdditiveGaussianModule",
     "AdditiveGaussianWrapper",
     "OrnsteinUhlenbeckProcessModule",
+    "OrnsteinUhlenbeckProcessWrapper",
 ]
 
 
@@ -421,3 +422,56 @@ class AdditiveGaussianWrapper(_Wrapper):
     @property
     def sigma(self) -> torch.Tensor:
         return self.explorer.sigma
+
+
+class OrnsteinUhlenbeckProcessWrapper(_Wrapper):
+    """A policy followed by :class:`OrnsteinUhlenbeckProcessModule` (torchrl's wrapper form).
+
+    Args:
+        policy: the deterministic policy.
+        eps_init, eps_end, annealing_num_steps, theta, mu, sigma, dt, x0, sigma_min,
+            n_steps_annealing, action_key, is_init_key, safe: as in
+            :class:`OrnsteinUhlenbeckProcessModule`.
+        spec: the action spec (defaults to ``policy.spec``).
+    """
+
+    def __init__(
+        self,
+        policy: TensorDictModuleBase,
+        *,
+        eps_init: float = 1.0,
+        eps_end: float = 0.1,
+        annealing_num_steps: int = 1000,
+        theta: float = 0.15,
+        mu: float = 0.0,
+        sigma: float = 0.2,
+        dt: float = 1e-2,
+        x0: torch.Tensor | float | None = None,
+        sigma_min: float | None = None,
+        n_steps_annealing: int = 1000,
+        action_key: str = "action",
+        is_init_key: str = "is_init",
+        spec=None,
+        safe: bool = True,
+    ) -> None:
+        explorer = OrnsteinUhlenbeckProcessModule(
+            _policy_spec(policy, spec),
+            eps_init,
+            eps_end,
+            annealing_num_steps,
+            theta,
+            mu,
+            sigma,
+            dt,
+            x0,
+            sigma_min,
+            n_steps_annealing,
+            action_key=action_key,
+            is_init_key=is_init_key,
+            safe=safe,
+        )
+        super().__init__(policy, explorer)
+
+    @property
+    def eps(self) -> torch.Tensor:
+        return self.explorer.eps

@@ -25,9 +25,12 @@ from rl_trainers.modules import (
     ActorValueOperator,
     AdditiveGaussianModule,
     AddStateIndependentNormalScale,
+    DdpgMlpActor,
+    DdpgMlpQNet,
     Delta,
     EGreedyModule,
     OrnsteinUhlenbeckProcessModule,
+    OrnsteinUhlenbeckProcessWrapper,
     ProbabilisticActor,
     QValueActor,
     QValueModule,
@@ -36,6 +39,7 @@ from rl_trainers.modules import (
     TanhDelta,
     TanhNormal,
     ValueOperator,
+    ddpg_init_last_layer,
 )
 from rl_trainers.objectives import A2CLoss, ClipPPOLoss
 
@@ -119,6 +123,42 @@ def test_ou_clamps_to_spec_anneals_eps_and_is_off_when_deterministic():
         OrnsteinUhlenbeckProcessModule(spec, eps_init=0.1, eps_end=0.5)
     with pytest.warns(UserWarning, match="InitTracker"):
         policy(_ou_td().exclude("is_init"))
+
+
+def test_ou_wrapper_adds_the_modules_noise_to_the_policy():
+    spec = Bounded(-10.0, 10.0, torch.Size([3]))
+    actor = Actor(nn.Linear(3, 3, bias=False), spec=spec)
+    explore = OrnsteinUhlenbeckProcessWrapper(
+        actor, theta=0.0, sigma=1.0, dt=1.0, annealing_num_steps=10, eps_end=0.5
+    )
+    assert explore.spec is spec and explore.in_keys == actor.in_keys
+    td = explore(_ou_td())
+    # zero observations: the policy's action is 0, so the action is the noise itself
+    assert torch.equal(td["action"], td["_ou_prev_noise"]) and td["action"].abs().sum() > 0
+    explore.step(5)
+    assert explore.eps.item() == pytest.approx(0.75)
+    with pytest.raises(ValueError, match="no action spec"):
+        OrnsteinUhlenbeckProcessWrapper(TensorDictModule(nn.Linear(3, 3), ["o"], ["action"]))
+
+
+def test_ddpg_networks():
+    actor = DdpgMlpActor(action_dim=2)
+    qnet = DdpgMlpQNet()
+    obs, action = torch.randn(5, 6), torch.randn(5, 2)
+    assert actor(obs).shape == (5, 2) and qnet(obs, action).shape == (5, 1)
+    # the paper's sizes; the output layers start near zero
+    assert [m.out_features for m in actor.mlp if isinstance(m, nn.Linear)] == [400, 300, 2]
+    assert qnet.mlp1[0].out_features == 400 and qnet.mlp2[0].in_features == 402
+    for last in (actor.mlp[-1], qnet.mlp2[-1]):
+        assert last.weight.abs().max() <= 3e-3 and last.bias.abs().max() <= 3e-3
+    assert isinstance(actor.mlp[1], nn.ELU)
+    small = DdpgMlpActor(action_dim=1, mlp_net_kwargs={"num_cells": [8, 8]})
+    assert [m.out_features for m in small.mlp if isinstance(m, nn.Linear)] == [8, 8, 1]
+    layer = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 3))
+    ddpg_init_last_layer(layer, scale=1e-2)
+    assert layer[2].weight.abs().max() <= 5e-3
+    with pytest.raises(TypeError, match="no nn.Linear"):
+        ddpg_init_last_layer(nn.Sequential(nn.ReLU()))
 
 
 def test_ou_sigma_anneals_within_a_trajectory():

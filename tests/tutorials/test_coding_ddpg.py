@@ -387,12 +387,6 @@ def test_random_crop_tensordict_cuts_windows_of_each_trajectory():
         crop(data[:, :10])
 
 
-@pytest.mark.xfail(
-    raises=(ImportError, AttributeError),
-    reason="rl_trainers.modules has no DdpgMlpActor, DdpgMlpQNet nor "
-    "OrnsteinUhlenbeckProcessWrapper (modules/ gap)",
-    strict=False,
-)
 def test_tutorial_ddpg_networks_and_ou_exploration(transform_state_dict):
     from rl_trainers.modules import DdpgMlpActor, DdpgMlpQNet, OrnsteinUhlenbeckProcessWrapper
 

@@ -1,0 +1,132 @@
+"""The networks of the DDPG paper (Lillicrap et al. 2015, "Continuous control with deep
+reinforcement learning"), under torchrl's names.
+
+Both are plain MLPs with ELU activations and a lazy first layer (the input size is read
+from the first batch), and both start their output layer near zero
+(:func:`ddpg_init_last_layer`), so the first actions are small and the first Q-values close
+to 0. The critic reads the observation through one 400-wide layer before the action joins
+it, as in the paper.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from rl_trainers.modules.models import MLP
+
+__all__ = ["DdpgMlpActor", "DdpgMlpQNet", "ddpg_init_last_layer"]
+
+
+def ddpg_init_last_layer(
+    sequential: nn.Module,
+    scale: float = 6e-4,
+    dtype: torch.dtype | None = None,
+    device: torch.device | str | None = None,
+) -> None:
+    """Redraws the weight and bias of the last ``nn.Linear`` of ``sequential`` uniformly
+    from ``[-scale / 2, scale / 2]`` (``dtype`` and ``device`` are torchrl's arguments: the
+    layer keeps its own)."""
+    linears = [m for m in sequential.modules() if type(m) is nn.Linear]
+    if not linears:
+        raise TypeError(f"{type(sequential).__name__} has no nn.Linear layer to initialise")
+    last = linears[-1]
+    with torch.no_grad():
+        for tensor in (last.weight, last.bias):
+            if tensor is not None:
+                tensor.uniform_(-scale / 2, scale / 2)
+
+
+class DdpgMlpActor(nn.Module):
+    """The DDPG actor: ``observation -> action`` through a 400-300 ELU MLP.
+
+    Args:
+        action_dim: size of the action.
+        mlp_net_kwargs: :class:`~rl_trainers.modules.MLP` arguments that replace the
+            defaults ``in_features=None, out_features=action_dim, depth=2,
+            num_cells=[400, 300], activation_class=nn.ELU, bias_last_layer=True``.
+        device: device of the parameters.
+
+    The output layer starts in ``[-3e-3, 3e-3]``. Put a ``TanhDelta`` (or a ``TanhModule``)
+    after it to bound the actions.
+
+    Example:
+        >>> actor = DdpgMlpActor(action_dim=4)
+        >>> actor(torch.zeros(10, 6)).shape
+        torch.Size([10, 4])
+    """
+
+    def __init__(
+        self,
+        action_dim: int,
+        mlp_net_kwargs: dict | None = None,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__()
+        kwargs = {
+            "in_features": None,
+            "out_features": action_dim,
+            "depth": 2,
+            "num_cells": [400, 300],
+            "activation_class": nn.ELU,
+            "bias_last_layer": True,
+            **(mlp_net_kwargs or {}),
+        }
+        self.mlp = MLP(device=device, **kwargs)
+        ddpg_init_last_layer(self.mlp, 6e-3)
+
+    def forward(self, observation: torch.Tensor) -> torch.Tensor:
+        return self.mlp(observation)
+
+
+class DdpgMlpQNet(nn.Module):
+    """The DDPG critic: ``(observation, action) -> Q``; the observation goes through one
+    layer (``mlp1``) before the action is concatenated to it (``mlp2``).
+
+    Args:
+        mlp_net_kwargs_net1: :class:`~rl_trainers.modules.MLP` arguments replacing
+            ``in_features=None, out_features=400, depth=0, num_cells=[],
+            activation_class=nn.ELU, bias_last_layer=True, activate_last_layer=True``.
+        mlp_net_kwargs_net2: the same for the second part, replacing ``in_features=None,
+            out_features=1, num_cells=[300], activation_class=nn.ELU, bias_last_layer=True``.
+        device: device of the parameters.
+
+    The output layer starts in ``[-3e-3, 3e-3]``.
+
+    Example:
+        >>> net = DdpgMlpQNet()
+        >>> net(torch.zeros(1, 32), torch.zeros(1, 4)).shape
+        torch.Size([1, 1])
+    """
+
+    def __init__(
+        self,
+        mlp_net_kwargs_net1: dict | None = None,
+        mlp_net_kwargs_net2: dict | None = None,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__()
+        first = {
+            "in_features": None,
+            "out_features": 400,
+            "depth": 0,
+            "num_cells": [],
+            "activation_class": nn.ELU,
+            "bias_last_layer": True,
+            "activate_last_layer": True,
+            **(mlp_net_kwargs_net1 or {}),
+        }
+        second = {
+            "in_features": None,
+            "out_features": 1,
+            "num_cells": [300],
+            "activation_class": nn.ELU,
+            "bias_last_layer": True,
+            **(mlp_net_kwargs_net2 or {}),
+        }
+        self.mlp1 = MLP(device=device, **first)
+        self.mlp2 = MLP(device=device, **second)
+        ddpg_init_last_layer(self.mlp2, 6e-3)
+
+    def forward(self, observation: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        return self.mlp2(torch.cat([self.mlp1(observation), action], dim=-1))
