@@ -228,6 +228,17 @@ def params_view(module: nn.Module) -> TensorDictParams:
     return TensorDictParams(TensorDict.from_module(module), no_convert=True)
 
 
+def _functional_target_pairs(source: nn.Module, target: TensorDictBase):
+    """Matches ``source``'s parameters (shared ones included) with ``target``'s copies by
+    key (``target`` holds ``TensorDict.from_module(source)``'s keys)."""
+    srcs, tgts = [], []
+    for key, value in TensorDict.from_module(source).items(True, True):
+        if isinstance(value, nn.Parameter):
+            srcs.append(value)
+            tgts.append(target.get(key))
+    return srcs, tgts
+
+
 def _source_target_pairs(source: nn.Module, target: nn.Module):
     """Matches source parameters with target buffers by name."""
     tgt = dict(target.named_buffers())
@@ -296,12 +307,82 @@ class LossModule(nn.Module):
         """Returns matching lists (online parameters, target buffers) of every target network."""
         srcs, tgts = [], []
         for name in self._target_names:
-            s, t = _source_target_pairs(
-                self._source_of(name), getattr(self, f"target_{name}_params")
-            )
+            target = getattr(self, f"target_{name}_params")
+            if isinstance(target, TensorDictParams):  # from convert_to_functional
+                s, t = _functional_target_pairs(self._source_of(name), target)
+            else:
+                s, t = _source_target_pairs(self._source_of(name), target)
             srcs += s
             tgts += t
         return srcs, tgts
+
+    # -- torchrl's functional API for hand-written losses ------------------------------------
+    def convert_to_functional(
+        self,
+        module: nn.Module,
+        module_name: str,
+        expand_dim: int | None = None,
+        create_target_params: bool = False,
+        compare_against: Sequence[torch.Tensor] | None = None,
+        **kwargs,
+    ) -> None:
+        """Registers ``module`` for a loss written against torchrl's functional API.
+
+        Sets ``self.<module_name>`` (the module, whose parameters the loss's
+        ``parameters()`` yields), ``self.<module_name>_params`` (a ``TensorDictParams``
+        whose leaves are the module's own parameters and buffers: an optimiser over
+        ``params.values(True, True)`` trains the module, and ``with
+        params.detach().to_module(module):`` runs it without gradients to them) and, with
+        ``create_target_params``, ``self.target_<module_name>_params`` (a detached copy,
+        kept as buffers, that :class:`SoftUpdate`/:class:`HardUpdate` move toward the
+        parameters).
+
+        Args:
+            module: the network.
+            module_name: attribute name, e.g. ``"actor_network"``.
+            expand_dim: torchrl's stacked copies of the parameters; not supported (use
+                :class:`~rl_trainers.objectives.ensemble.CriticEnsemble`).
+            create_target_params: also keep a target copy.
+            compare_against: tensors owned by another network (e.g. a shared encoder's
+                parameters): they enter ``<module_name>_params`` detached, so a loss that
+                calls the module through them does not train them.
+        """
+        if expand_dim is not None:
+            raise NotImplementedError(
+                f"convert_to_functional(expand_dim={expand_dim}): stacked parameter copies "
+                "are not supported; build an ensemble critic (CriticEnsemble) instead"
+            )
+        if kwargs:
+            raise TypeError(f"convert_to_functional: unexpected arguments {sorted(kwargs)}")
+        if _has_uninitialized(module):
+            raise RuntimeError(
+                f"convert_to_functional({module_name!r}): the network has uninitialized lazy "
+                "layers; run it once on a batch before building the loss"
+            )
+        setattr(self, module_name, module)
+        params = TensorDict.from_module(module)
+        shared = {id(t) for t in compare_against or ()}
+        detached = [k for k, v in params.items(True, True) if id(v) in shared]
+        self.__dict__.setdefault("_functional", {})[f"{module_name}_params"] = (
+            module_name,
+            detached,
+        )
+        if create_target_params:
+            target = params.detach().clone()
+            setattr(self, f"target_{module_name}_params", TensorDictParams(target, no_convert=True))
+            self._target_names.append(module_name)
+
+    def __getattr__(self, name: str):
+        functional = self.__dict__.get("_functional")
+        if functional is not None and name in functional:
+            # built on each access from the module's current tensors, so a copy of the loss
+            # (deepcopy, pickling) or a moved module stays tied to its own parameters
+            module_name, detached = functional[name]
+            params = TensorDict.from_module(getattr(self, module_name))
+            for key in detached:
+                params.set(key, params.get(key).detach())
+            return TensorDictParams(params, no_convert=True)
+        return super().__getattr__(name)
 
     @property
     def has_targets(self) -> bool:

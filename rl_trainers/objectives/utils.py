@@ -7,6 +7,7 @@ import contextlib
 import torch
 
 from rl_trainers.objectives.common import LossModule, ValueEstimators, distance_loss
+from rl_trainers.objectives.value import default_value_kwargs
 
 __all__ = [
     "SoftUpdate",
@@ -16,6 +17,7 @@ __all__ = [
     "hold_out_net",
     "ValueEstimators",
     "distance_loss",
+    "default_value_kwargs",
 ]
 
 

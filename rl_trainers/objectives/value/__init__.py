@@ -32,6 +32,7 @@ __all__ = [
     "TD0Estimator",
     "ValueEstimatorBase",
     "make_estimator",
+    "default_value_kwargs",
 ]
 
 _MATRIX_MAX_T = 1024
@@ -333,9 +334,27 @@ class ValueEstimatorBase(nn.Module):
             done.reshape(shape),
         )
 
-    def value_estimate(self, tensordict: TensorDictBase) -> torch.Tensor:
-        """Returns the value target without writing it."""
-        return self(tensordict.clone(False)).get(self.value_target_key)
+    def value_estimate(
+        self, tensordict: TensorDictBase, target_params: TensorDictBase | None = None
+    ) -> torch.Tensor:
+        """Returns the value target without writing it.
+
+        Args:
+            tensordict: the batch.
+            target_params: parameters for the value network (``TensorDict.from_module``
+                layout of ``value_network``, e.g. a loss's target copies): the target is
+                computed with them swapped in (torchrl's older API; ``with
+                target_params.to_module(value_network):`` does the same).
+        """
+        if target_params is None:
+            return self(tensordict.clone(False)).get(self.value_target_key)
+        if isinstance(self, GAE):
+            raise NotImplementedError(
+                "GAE.value_estimate(target_params=...): GAE's target adds the current value, "
+                "which target parameters would change too; use TD0/TD1/TDLambda estimators"
+            )
+        with target_params.to_module(self.value_network):
+            return self(tensordict.clone(False)).get(self.value_target_key)
 
 
 class GAE(ValueEstimatorBase):
@@ -451,13 +470,24 @@ _ESTIMATORS = {
 }
 
 
+def default_value_kwargs(value_type: ValueEstimators | str) -> dict:
+    """torchrl's default hyperparameters of an estimator type: ``gamma`` 0.99, ``lmbda``
+    0.95 for GAE and TD(lambda), ``differentiable=True`` (hand-written losses build their
+    estimators from these; rl_trainers' own losses call the estimators without gradients)."""
+    if isinstance(value_type, str):
+        value_type = estimator_type(value_type)
+    kwargs = {"gamma": 0.99, "differentiable": True}
+    if value_type in (ValueEstimators.GAE, ValueEstimators.TDLambda):
+        kwargs["lmbda"] = 0.95
+    return kwargs
+
+
 def make_estimator(value_type: ValueEstimators | str, **kwargs) -> ValueEstimatorBase:
     """Builds the estimator named by ``value_type`` (enum member or its string value)."""
     if isinstance(value_type, str):
         value_type = estimator_type(value_type)
-    defaults = {ValueEstimators.GAE: {"lmbda": 0.95}, ValueEstimators.TDLambda: {"lmbda": 0.95}}
-    for key, value in defaults.get(value_type, {}).items():
-        kwargs.setdefault(key, value)
+    if "lmbda" in default_value_kwargs(value_type):
+        kwargs.setdefault("lmbda", default_value_kwargs(value_type)["lmbda"])
     if value_type in (ValueEstimators.TD0, ValueEstimators.TD1):
         kwargs.pop("lmbda", None)
     return _ESTIMATORS[value_type](**kwargs)
