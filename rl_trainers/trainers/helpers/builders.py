@@ -603,23 +603,28 @@ def make_target_updater(cfg: Any, loss_module: Any) -> Any:
 
 
 def make_dqn_loss(model: Any, cfg: Any) -> tuple[Any, Any]:
-    """``(DQNLoss, target updater or None)`` from ``cfg.loss``, ``loss_function``, ``gamma``.
+    """``(loss, target updater or None)`` from ``cfg.distributional``, ``loss``,
+    ``loss_function`` and ``gamma``.
 
-    ``cfg.loss == "double"`` keeps a target network (``delay_value=True``).
+    ``cfg.distributional`` builds a ``DistributionalDQNLoss`` (C51; ``model`` is then a
+    ``DistributionalQValueActor``, and ``loss_function`` is not read: the loss is the
+    cross-entropy to the projected target), else a ``DQNLoss``. ``cfg.loss == "double"``
+    keeps a target network (``delay_value=True``).
     """
-    from rl_trainers.objectives import DQNLoss
+    from rl_trainers.objectives import DistributionalDQNLoss, DQNLoss
 
-    if cfg_get(cfg, "distributional"):
-        raise NotImplementedError("DistributionalDQNLoss is not available in rl_trainers.")
     loss = cfg_get(cfg, "loss")
     if loss not in ("single", "double"):
         raise ValueError(f"cfg.loss={loss!r}; expected 'single' or 'double'.")
-    loss_function = cfg_get(cfg, "loss_function")
-    if loss_function == "smooth_l1" or loss_function in ("l1", "l2"):
-        pass
+    if cfg_get(cfg, "distributional"):
+        loss_module = DistributionalDQNLoss(model, delay_value=loss == "double")
     else:
-        raise ValueError(f"cfg.loss_function={loss_function!r}; expected l1, l2 or smooth_l1.")
-    loss_module = DQNLoss(model, loss_function=loss_function, delay_value=loss == "double")
+        loss_function = cfg_get(cfg, "loss_function")
+        if loss_function not in ("l1", "l2", "smooth_l1"):
+            raise ValueError(
+                f"cfg.loss_function={loss_function!r}; expected l1, l2 or smooth_l1."
+            )
+        loss_module = DQNLoss(model, loss_function=loss_function, delay_value=loss == "double")
     loss_module.make_value_estimator(gamma=float(cfg_get(cfg, "gamma")))
     return loss_module, make_target_updater(cfg, loss_module)
 

@@ -206,6 +206,30 @@ def test_make_dqn_loss_and_target_updater():
     env.close()
 
 
+def test_make_dqn_loss_distributional_builds_c51():
+    from rl_trainers.modules import DistributionalQValueActor
+    from rl_trainers.objectives import DistributionalDQNLoss
+
+    env = transformed_env_constructor(_ns())()
+    atoms, n_actions = 11, env.action_spec.shape[-1]
+    net = nn.Sequential(
+        nn.Linear(env.observation_spec["observation"].shape[-1], atoms * n_actions),
+        nn.Unflatten(-1, (atoms, n_actions)),
+    )
+    actor = DistributionalQValueActor(
+        net, support=torch.linspace(-3, 3, atoms), in_keys=["observation"], spec=env.action_spec
+    )
+    loss, updater = make_dqn_loss(actor, _ns(distributional=True, loss_function="ignored"))
+    assert isinstance(loss, DistributionalDQNLoss) and loss.delay_value and loss.gamma == 0.9
+    assert isinstance(updater, SoftUpdate)
+    with torch.no_grad():
+        batch = env.rollout(8, actor)
+    out = loss(batch)
+    out["loss"].backward()
+    assert out["loss"].isfinite() and all(p.grad is not None for p in net.parameters())
+    env.close()
+
+
 def test_make_replay_buffer_both_call_forms(tmp_path):
     rb = make_replay_buffer("cpu", _ns(buffer_scratch_dir=str(tmp_path / "rb")))
     assert isinstance(rb.sampler, RandomSampler)
