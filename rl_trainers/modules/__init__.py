@@ -22,7 +22,13 @@ from rl_trainers.modules.builders import (
     make_value,
     observation_size,
 )
-from rl_trainers.modules.ddpg import DdpgMlpActor, DdpgMlpQNet, ddpg_init_last_layer
+from rl_trainers.modules.ddpg import (
+    DdpgCnnActor,
+    DdpgCnnQNet,
+    DdpgMlpActor,
+    DdpgMlpQNet,
+    ddpg_init_last_layer,
+)
 from rl_trainers.modules.distributional import (
     DistributionalQValueActor,
     DistributionalQValueModule,
@@ -123,6 +129,8 @@ __all__ = [
     "AdditiveGaussianWrapper",
     "OrnsteinUhlenbeckProcessModule",
     "OrnsteinUhlenbeckProcessWrapper",
+    "DdpgCnnActor",
+    "DdpgCnnQNet",
     "DdpgMlpActor",
     "DdpgMlpQNet",
     "ddpg_init_last_layer",

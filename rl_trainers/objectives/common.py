@@ -571,9 +571,17 @@ def _select_outputs(loss: LossModule, args, output):
     return output
 
 
+def feature_dims(tensor: torch.Tensor) -> int:
+    """How many trailing dims of a network input are features, not batch: three for images
+    (``[..., C, H, W]``, i.e. inputs with four or more dims), else one."""
+    return 3 if tensor.ndim >= 4 else 1
+
+
 class TensorDictFn(nn.Module):
     """Calls a tensordict module as ``fn(*tensors) -> tensor``: the inputs go in at
-    ``in_keys``, the result is read at ``out_key`` (losses call networks on tensors)."""
+    ``in_keys``, the result is read at ``out_key`` (losses call networks on tensors). The
+    batch is the leading dims the inputs share once their feature dims are set aside
+    (:func:`feature_dims`)."""
 
     def __init__(self, module: nn.Module, in_keys: list, out_key) -> None:
         super().__init__()
@@ -582,7 +590,7 @@ class TensorDictFn(nn.Module):
         self.out_key = out_key
 
     def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
-        batch = inputs[0].shape[:-1]
+        batch = min((x.shape[: x.ndim - feature_dims(x)] for x in inputs), key=len)
         td = TensorDict(dict(zip(self.in_keys, inputs)), batch_size=batch)
         return self.module(td).get(self.out_key)
 

@@ -25,6 +25,8 @@ from rl_trainers.modules import (
     ActorValueOperator,
     AdditiveGaussianModule,
     AddStateIndependentNormalScale,
+    DdpgCnnActor,
+    DdpgCnnQNet,
     DdpgMlpActor,
     DdpgMlpQNet,
     Delta,
@@ -159,6 +161,52 @@ def test_ddpg_networks():
     assert layer[2].weight.abs().max() <= 5e-3
     with pytest.raises(TypeError, match="no nn.Linear"):
         ddpg_init_last_layer(nn.Sequential(nn.ReLU()))
+
+
+def test_ddpg_cnn_networks_train_in_a_ddpg_loss():
+    from rl_trainers.modules import ProbabilisticActor, TanhDelta, ValueOperator
+    from rl_trainers.objectives import DDPGLoss
+
+    torch.manual_seed(0)
+    pixels = torch.rand(4, 3, 64, 64)
+    action, hidden = DdpgCnnActor(action_dim=2)(pixels)
+    assert action.shape == (4, 2) and hidden.shape == (4, 64 * 6 * 6)  # maps flattened
+    pooled = DdpgCnnActor(action_dim=2, use_avg_pooling=True)
+    assert pooled(pixels)[1].shape == (4, 64)  # one average per channel
+    assert DdpgCnnQNet()(pixels, action).shape == (4, 1)
+    assert DdpgCnnQNet(use_avg_pooling=False)(pixels, action).shape == (4, 1)
+    assert DdpgCnnQNet().convnet[4].out_channels == 128
+
+    spec = Bounded(-1.0, 1.0, torch.Size([2]))
+    actor_net, q_net = DdpgCnnActor(action_dim=2), DdpgCnnQNet()
+    actor = ProbabilisticActor(
+        TensorDictModule(actor_net, ["pixels"], ["param", "hidden"]),
+        in_keys=["param"],
+        distribution_class=TanhDelta,
+        spec=spec,
+    )
+    qnet = ValueOperator(q_net, in_keys=["pixels", "action"])
+    batch = TensorDict(
+        {
+            "pixels": pixels,
+            "action": torch.rand(4, 2) * 2 - 1,
+            "next": {
+                "pixels": torch.rand(4, 3, 64, 64),
+                "reward": torch.randn(4, 1),
+                "done": torch.zeros(4, 1, dtype=torch.bool),
+                "terminated": torch.zeros(4, 1, dtype=torch.bool),
+            },
+        },
+        [4],
+    )
+    qnet(actor(batch.clone()))  # the lazy layers take their sizes
+    for last in (actor_net.mlp[-1], q_net.mlp[-1]):
+        assert last.weight.abs().max() <= 3e-4
+    loss = DDPGLoss(actor, qnet)
+    out = loss(batch)
+    (out["loss_actor"] + out["loss_value"]).backward()
+    conv = actor_net.convnet[0].weight
+    assert out["loss_value"].isfinite() and conv.grad is not None and conv.grad.abs().sum() > 0
 
 
 def test_ou_sigma_anneals_within_a_trajectory():
