@@ -6,7 +6,8 @@ event: ``log_prob`` and ``entropy`` return ``[*B]``.
 
 Every class exposes ``sample()``, ``log_prob(value)``, ``entropy()``, ``mode``, ``mean`` and
 ``deterministic_sample``; the reparameterised ones also have ``rsample()`` and
-``rsample_and_log_prob()``.
+``rsample_and_log_prob()``. ``TruncatedNormal`` lives in
+:mod:`rl_trainers.modules.truncated_normal` (its tail functions) and is re-exported here.
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ from builtins import min as min_
 import torch
 import torch.nn.functional as F
 
+from rl_trainers.modules.truncated_normal import TruncatedNormal
+
 __all__ = [
     "TanhNormal",
+    "TruncatedNormal",
     "IndependentNormal",
     "Categorical",
     "OneHotCategorical",
@@ -26,6 +30,8 @@ __all__ = [
     "TanhDelta",
     "MaskedCategorical",
     "MaskedOneHotCategorical",
+    "Ordinal",
+    "OneHotOrdinal",
 ]
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
@@ -425,6 +431,39 @@ def one_hot_index(value: torch.Tensor) -> torch.Tensor:
     if value.dtype == torch.bool:
         value = value.to(torch.uint8)  # argmax has no bool kernel
     return value.argmax(-1)
+
+
+def _ordinal_logits(scores: torch.Tensor) -> torch.Tensor:
+    """Logits of an ordinal distribution over ``n`` ordered classes from ``scores [*B, n]``
+    (Tang & Agrawal 2020, eq. 4): class ``k`` gets ``sum_{j <= k} log sigmoid(s_j) +
+    sum_{j > k} log(1 - sigmoid(s_j))``, so neighbouring classes share most of their terms."""
+    log_up_to = F.logsigmoid(scores).cumsum(-1)
+    log_not = F.logsigmoid(-scores)  # log(1 - sigmoid(s))
+    log_after = log_not.flip(-1).cumsum(-1).flip(-1) - log_not
+    return log_up_to + log_after
+
+
+class Ordinal(Categorical):
+    """A categorical over ordered classes (torchrl's ``Ordinal``): its logits are
+    built from ``scores`` by :func:`_ordinal_logits`, samples are int64 indices ``[*B]``.
+
+    Args:
+        scores: ``[*B, n]``, typically a network's output.
+    """
+
+    def __init__(self, scores: torch.Tensor) -> None:
+        super().__init__(logits=_ordinal_logits(scores))
+
+
+class OneHotOrdinal(OneHotCategorical):
+    """:class:`Ordinal` with one-hot samples ``[*B, n]`` (torchrl's ``OneHotOrdinal``).
+
+    Args:
+        scores: ``[*B, n]``, typically a network's output.
+    """
+
+    def __init__(self, scores: torch.Tensor) -> None:
+        super().__init__(logits=_ordinal_logits(scores))
 
 
 class Delta:

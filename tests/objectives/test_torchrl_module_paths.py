@@ -38,6 +38,12 @@ PATHS = [
         modules.SafeProbabilisticModule,
     ),
     ("modules.tensordict_module.sequence", "SafeSequential", modules.SafeSequential),
+    ("modules", "TruncatedNormal", modules.TruncatedNormal),
+    ("modules.distributions", "TruncatedNormal", modules.TruncatedNormal),
+    ("modules", "OneHotOrdinal", modules.OneHotOrdinal),
+    ("modules.distributions", "OneHotOrdinal", modules.OneHotOrdinal),
+    ("modules", "Ordinal", modules.Ordinal),
+    ("modules.distributions", "Ordinal", modules.Ordinal),
 ]
 
 
