@@ -147,8 +147,11 @@ class SyncDataCollector(DataCollectorBase):
         reset_at_each_iter: reset the env at the start of every batch.
         exploration_type: interaction type the policy acts under
             (``InteractionType.RANDOM`` by default, i.e. exploring).
-        replay_buffer: when given, every batch is also written to this buffer; needed by
-            :meth:`start` (asynchronous collection).
+        replay_buffer: when given, every batch is also written to this buffer
+            (``replay_buffer.extend(batch)``, as torchrl's ``extend_buffer=True``: a
+            ``[num_envs, T]`` batch is ``num_envs`` trajectories in a default storage, or
+            transitions in an ``ndim=2`` one); needed by :meth:`start` (asynchronous
+            collection).
         reset_when_done: unused (finished sub-envs are always reset).
         create_env_kwargs: keyword arguments for ``create_env_fn`` when it is a callable.
         max_frames_per_traj: when > 0, trajectories are cut (truncated) after this many

@@ -88,26 +88,29 @@ def stack_steps(steps: list[TensorDictBase], dim: int) -> TensorDictBase:
     return new_td(entries, torch.Size(batch_size), first.device)
 
 
-def flatten_batch(tensordict: TensorDictBase) -> TensorDictBase:
-    """``tensordict.reshape(-1)``: the batch dimensions merged into one.
+def flatten_batch(tensordict: TensorDictBase, dims: int | None = None) -> TensorDictBase:
+    """``tensordict.reshape(-1)``: the batch dimensions merged into one; with ``dims``, only
+    the first ``dims`` of them (``tensordict.flatten(0, dims - 1)``), the others kept.
 
     Plain TensorDicts are reshaped entry by entry from their underlying dicts (several times
     faster for the one-step batches of off-policy collection); anything else goes through
     tensordict's ``reshape``.
     """
+    batch_dims = tensordict.batch_dims
+    dims = batch_dims if dims is None else dims
+    batch_size = tensordict.batch_size
+    shape = torch.Size([batch_size[:dims].numel(), *batch_size[dims:]])
     if type(tensordict) is not TensorDict:
-        return tensordict.reshape(-1)
-    dims = tensordict.batch_dims
-    n = tensordict.batch_size.numel()
+        return tensordict.reshape(shape)
     entries: dict[str, Any] = {}
     for key, value in tensordict._tensordict.items():
-        if type(value) is TensorDict and value.batch_dims == dims:
-            entries[key] = flatten_batch(value)
+        if type(value) is TensorDict and value.batch_dims == batch_dims:
+            entries[key] = flatten_batch(value, dims)
         elif type(value) is torch.Tensor:
-            entries[key] = value.reshape(n, *value.shape[dims:])
+            entries[key] = value.reshape(*shape, *value.shape[batch_dims:])
         else:
-            return tensordict.reshape(-1)
-    return new_td(entries, torch.Size([n]), tensordict.device)
+            return tensordict.reshape(shape)
+    return new_td(entries, shape, tensordict.device)
 
 
 def step_mdp(

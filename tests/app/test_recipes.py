@@ -62,6 +62,23 @@ def test_sac_on_a_list_buffer(tiny_config, tmp_path):
     _check_summary(tmp_path, 200)
 
 
+def test_sac_trainer_stores_transitions(tiny_config, tmp_path):
+    """The collector's ``[num_envs, T]`` batches enter SAC's buffer as transitions (a
+    default storage alone would keep ``num_envs`` trajectories per batch)."""
+    from rl_trainers.trainers.algorithms import build_trainer
+    from rl_trainers.trainers.algorithms.common import close_trainer
+
+    trainer = build_trainer(tiny_config("sac", ["env.num_envs=2"]), tmp_path)
+    try:
+        trainer.train()
+        buffer = trainer.replay_buffer
+        assert buffer.storage.ndim == 1
+        assert len(buffer) == trainer.collected_frames == 200
+        assert buffer.sample(4).batch_size == (4,)
+    finally:
+        close_trainer(trainer)
+
+
 @pytest.mark.parametrize("algorithm", ["ppo", "sac"])
 def test_pixel_recipe(tiny_config, algorithm, tmp_path):
     """``env.from_pixels=true network=convnet``: PPO on CartPole, SAC on Pendulum frames."""

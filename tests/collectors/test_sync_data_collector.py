@@ -83,7 +83,7 @@ def test_init_random_frames_are_yielded():
     rb = TensorDictReplayBuffer(storage=LazyTensorStorage(100))
     batches = []
     for b in collector:
-        rb.extend(b)
+        rb.extend(b.reshape(-1))  # transitions (a [2, 4] batch alone would be 2 trajectories)
         batches.append(b)
     assert len(rb) == 32
     assert all((b["action"] != 7).all() for b in batches[:2])
@@ -186,7 +186,8 @@ def test_exploration_type_and_no_grad():
 
 
 def test_async_collection_into_buffer():
-    rb = TensorDictReplayBuffer(storage=LazyTensorStorage(1000))
+    # the collector extends the buffer with [2, 4] batches: ndim=2 stores their transitions
+    rb = TensorDictReplayBuffer(storage=LazyTensorStorage(1000, ndim=2))
     collector = SyncDataCollector(
         CountingEnv((3, 5)), frames_per_batch=8, total_frames=80, replay_buffer=rb
     )

@@ -61,12 +61,156 @@ def test_extend_sample_wraps_around(storage_cls, tmp_path):
     assert torch.equal(batch["next", "observation"][:, 0], batch["id"].float() + 1)
 
 
-def test_extend_flattens_env_time_dims():
-    rb = TensorDictReplayBuffer(storage=LazyTensorStorage(100))
+def _storage(storage_cls, max_size, tmp_path, **kwargs):
+    if storage_cls is LazyMemmapStorage:
+        kwargs["scratch_dir"] = tmp_path / "mm"
+    return storage_cls(max_size, **kwargs)
+
+
+@pytest.mark.parametrize("storage_cls", [LazyTensorStorage, LazyMemmapStorage, ListStorage])
+def test_extend_of_env_time_batch_stores_trajectories_by_default(storage_cls, tmp_path):
+    # torchrl's default (ndim=1): a [num_envs, T] batch is num_envs items of [T]
+    rb = TensorDictReplayBuffer(storage=_storage(storage_cls, 10, tmp_path), batch_size=3)
+    rb.extend(make_batch(80, num_envs=4))
+    assert len(rb) == 4
+    sample = rb.sample()
+    assert sample.batch_size == (3, 20)
+    assert (sample["id"].diff(dim=1) == 1).all()  # one env's consecutive steps per item
+    assert (sample["id"][:, 0] % 20 == 0).all()
+    assert (sample["index"] == sample["index"][:, :1]).all()
+
+
+@pytest.mark.parametrize("storage_cls", [LazyTensorStorage, LazyMemmapStorage])
+def test_ndim_2_storage_stores_transitions(storage_cls, tmp_path):
+    storage = _storage(storage_cls, 100, tmp_path, ndim=2)
+    assert storage.ndim == 2
+    rb = TensorDictReplayBuffer(storage=storage, batch_size=3)
+    rb.extend(make_batch(80, num_envs=4))
+    assert len(rb) == 80
+    assert rb.sample().batch_size == (3,)
+    assert torch.equal(rb[:]["id"], torch.arange(80))
+    small = TensorDictReplayBuffer(storage=_storage(LazyTensorStorage, 50, tmp_path, ndim=2))
+    small.extend(make_batch(80, num_envs=4))  # max_size counts transitions
+    assert len(small) == 50 and sorted(small[:]["id"].tolist()) == list(range(30, 80))
+    tensors = ReplayBuffer(storage=LazyTensorStorage(100, ndim=2), batch_size=5)
+    tensors.extend(torch.arange(24).reshape(4, 6))
+    assert len(tensors) == 24 and tensors.sample().shape == (5,)
+    pytree = ReplayBuffer(storage=LazyTensorStorage(100, ndim=2), batch_size=5)
+    pytree.extend((torch.zeros(4, 6, 3), torch.arange(24).reshape(4, 6)))
+    obs, act = pytree.sample()
+    assert len(pytree) == 24 and obs.shape == (5, 3) and act.shape == (5,)
+
+
+def test_ndim_is_validated_and_data_must_have_that_many_batch_dims():
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="ndim"):
+            LazyTensorStorage(10, ndim=bad)
+    assert LazyTensorStorage(10).ndim == 1 and not hasattr(ListStorage(10), "ndim")
+    rb = TensorDictReplayBuffer(storage=LazyTensorStorage(10, ndim=2))
+    expected = (
+        r"this storage has ndim=2: extend\(\) needs data with at least 2 batch dims, got \[5\]"
+    )
+    with pytest.raises(ValueError, match=expected):
+        rb.extend(make_batch(5))
+    with pytest.raises(ValueError, match=expected):
+        ReplayBuffer(storage=LazyTensorStorage(10, ndim=2)).extend(torch.arange(5))
+    with pytest.raises(ValueError, match="at least 1 batch dim, got \\[\\]"):
+        TensorDictReplayBuffer(storage=LazyTensorStorage(10)).extend(make_batch(1)[0])
+    assert len(rb) == 0
+    assert rb.add(make_batch(1)[0]) == 0  # add writes one item whatever the ndim
+
+
+def test_trajectory_items_and_ndim_survive_state_dict_dumps_and_reopening(tmp_path):
+    torch.manual_seed(0)
+    trajectories = TensorDictReplayBuffer(storage=LazyTensorStorage(10), batch_size=2)
+    trajectories.extend(make_batch(20, num_envs=4))
+    restored = TensorDictReplayBuffer(storage=LazyTensorStorage(10), batch_size=2)
+    restored.load_state_dict(trajectories.state_dict())
+    assert len(restored) == 4 and restored.sample().batch_size == (2, 5)
+    _assert_td_equal(trajectories[:], restored[:])
+
+    def memmap(path, ndim):
+        return LazyMemmapStorage(20, scratch_dir=path, existsok=True, ndim=ndim)
+
+    rb = TensorDictReplayBuffer(storage=memmap(tmp_path / "a", 2), batch_size=3)
     rb.extend(make_batch(12, num_envs=3))
-    assert len(rb) == 12
-    assert rb.storage._storage.batch_size == torch.Size([100])
-    assert torch.equal(rb.storage.get(torch.arange(12))["id"], torch.arange(12))
+    copy = TensorDictReplayBuffer(storage=memmap(tmp_path / "b", 2), batch_size=3)
+    copy.load_state_dict(rb.state_dict())
+    assert copy.storage.ndim == 2 and len(copy) == 12
+    _assert_td_equal(rb[:], copy[:])
+    copy.extend(make_batch(4, start=12, num_envs=2))  # still transitions
+    assert len(copy) == 16
+    rb.dumps(tmp_path / "dump")
+    loaded = TensorDictReplayBuffer(storage=memmap(tmp_path / "c", 2), batch_size=3)
+    loaded.loads(tmp_path / "dump")
+    assert len(loaded) == 12 and loaded.sample().batch_size == (3,)
+    _assert_td_equal(rb[:], loaded[:])
+    with pytest.raises(ValueError, match="ndim=2"):
+        TensorDictReplayBuffer(storage=memmap(tmp_path / "d", 1)).loads(tmp_path / "dump")
+    with pytest.raises(ValueError, match="ndim=2"):
+        memmap(tmp_path / "a", 1)  # reopening the directory with another ndim
+    with pytest.raises(ValueError, match="ndim=2"):
+        TensorDictReplayBuffer(storage=LazyTensorStorage(20)).load_state_dict(rb.state_dict())
+    reopened = TensorDictReplayBuffer(storage=memmap(tmp_path / "a", 2))
+    assert len(reopened) == 12 and reopened.storage.ndim == 2
+
+
+@pytest.mark.parametrize("reduction", ["max", "mean"])
+def test_prioritized_buffer_reduces_per_step_priorities_per_trajectory_item(reduction):
+    torch.manual_seed(0)
+    rb = TensorDictPrioritizedReplayBuffer(
+        alpha=1.0,
+        beta=1.0,
+        eps=0.0,
+        storage=LazyTensorStorage(10),
+        batch_size=6,
+        reduction=reduction,
+    )
+    data = make_batch(20, num_envs=4)
+    data["td_error"] = torch.arange(20.0).reshape(4, 5)
+    rb.extend(data)
+    reduce = {"max": lambda x: x.amax(1), "mean": lambda x: x.mean(1)}[reduction]
+    priorities = rb.sampler._sum_tree[np.arange(4)]
+    assert np.allclose(priorities, reduce(data["td_error"]).numpy())
+    sample = rb.sample()
+    assert sample.batch_size == (6, 5) and sample["_weight"].shape == (6, 5)
+    sample["td_error"] = torch.ones(6, 5)
+    sample["td_error"][:, -1] = 5.0
+    rb.update_tensordict_priority(sample)
+    updated = np.unique(sample["index"][:, 0].numpy())
+    expected = {"max": 5.0, "mean": 9.0 / 5}[reduction]
+    assert np.allclose(rb.sampler._sum_tree[updated], expected)
+    rb.update_priority(sample["index"], torch.full((6, 5), 2.0))  # the (index, priority) form
+    assert np.allclose(rb.sampler._sum_tree[updated], 2.0)
+    # ndim=2: the same per-step priorities are the transitions' own
+    flat = TensorDictPrioritizedReplayBuffer(
+        alpha=1.0, beta=1.0, eps=0.0, storage=LazyTensorStorage(40, ndim=2), reduction=reduction
+    )
+    flat.extend(data)
+    assert np.allclose(flat.sampler._sum_tree[np.arange(20)], np.arange(20.0))
+
+
+def test_random_crop_transform_cuts_windows_of_consecutive_steps_from_trajectory_items():
+    from rl_trainers.envs.transforms import RandomCropTensorDict
+
+    rb = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(10), batch_size=8, transform=RandomCropTensorDict(5, sample_dim=1)
+    )
+    rb.extend(make_batch(80, num_envs=4))  # 4 trajectories of 20 steps, as the DDPG tutorial
+    windows = rb.sample()
+    assert windows.batch_size == (8, 5)
+    assert (windows["id"].diff(dim=1) == 1).all()
+    assert (windows["id"][:, 0] // 20 == windows["id"][:, -1] // 20).all()  # one env each
+
+
+def test_recurrent_pattern_extend_of_unsqueezed_trajectory_stores_one_item():
+    # torchrl's recurrent DQN tutorial: rb.extend(data.unsqueeze(0)) with data a [T] rollout
+    rb = TensorDictReplayBuffer(storage=LazyTensorStorage(100), batch_size=2)
+    rollout = make_batch(7)
+    assert rb.extend(rollout.unsqueeze(0)).tolist() == [0]
+    assert len(rb) == 1
+    sample = rb.sample()
+    assert sample.batch_size == (2, 7) and torch.equal(sample["id"][0], torch.arange(7))
 
 
 def test_add_and_plain_tensor_buffer():

@@ -1,4 +1,4 @@
-"""Helpers on collector batches: ``flatten_batch`` against tensordict's ``reshape(-1)``."""
+"""Helpers on collector batches: ``flatten_batch`` against tensordict's ``reshape``/``flatten``."""
 
 from __future__ import annotations
 
@@ -45,3 +45,16 @@ def test_flatten_batch_of_a_lazy_stack():
     batch = _batch().exclude("pixels")
     lazy = LazyStackedTensorDict.lazy_stack(list(batch.unbind(0)), 0)
     _assert_same(flatten_batch(lazy), batch.reshape(-1))
+
+
+def test_flatten_batch_merges_only_the_first_dims_given():
+    batch = TensorDict(
+        {"obs": torch.arange(24.0).reshape(2, 3, 4), "next": {"reward": torch.rand(2, 3, 4, 1)}},
+        batch_size=[2, 3, 4],
+    )
+    merged = flatten_batch(batch, 2)
+    assert merged.batch_size == (6, 4) and merged["next"].batch_size == (6, 4)
+    _assert_same(merged, batch.flatten(0, 1))
+    _assert_same(flatten_batch(batch, 3), batch.reshape(-1))
+    lazy = LazyStackedTensorDict.lazy_stack(list(batch.unbind(0)), 0)
+    _assert_same(flatten_batch(lazy, 2), batch.flatten(0, 1))

@@ -94,8 +94,10 @@ def test_recurrent_dqn_tutorial_runs(tmp_path, rnn_class):
                 assert key in keys and ("next", key) in keys, key
             assert "is_init" in keys
         rb.extend(data.unsqueeze(0).to_tensordict().cpu())
+        assert len(rb) == i + 1  # one [50] item per batch, as in torchrl
         for _ in range(utd):
             s = rb.sample().to(device, non_blocking=True)
+            assert s.batch_size == (4, 50)  # 4 whole sequences for the recurrent loss
             loss_vals = loss_fn(s)
             loss_vals["loss"].backward()
             optim.step()
@@ -119,9 +121,10 @@ def test_recurrent_dqn_tutorial_runs(tmp_path, rnn_class):
 
 
 def test_recurrent_loss_on_whole_batches_matches_a_step_by_step_unroll():
-    """The documented way to store [T] batches as items (``rb.add``): samples are [B, T] and
-    the recurrent-mode policy gives the values a step-by-step unroll of the same LSTM gives,
-    the state zeroed where ``is_init``."""
+    """``[T]`` batches stored as items (``rb.add(data)``, the same as the tutorial's
+    ``rb.extend(data.unsqueeze(0))``): samples are [B, T] and the recurrent-mode policy gives
+    the values a step-by-step unroll of the same LSTM gives, the state zeroed where
+    ``is_init``."""
     env, lstm, stoch_policy, _, policy = build(LSTMModule, hidden_size=8)
     collector = SyncDataCollector(env, stoch_policy, frames_per_batch=20, total_frames=40)
     rb = TensorDictReplayBuffer(storage=LazyMemmapStorage(100), batch_size=2)

@@ -383,6 +383,22 @@ def test_replay_buffer_trainer_max_dims_pads():
     assert (rb.data[0]["next", "reward"][:, 5:] == 0).all()
 
 
+def test_replay_buffer_trainer_stores_trajectories_unless_flattening():
+    data = pytest.importorskip("rl_trainers.data")
+
+    def buffer(**storage_kwargs):
+        storage = data.LazyTensorStorage(100, **storage_kwargs)
+        return data.TensorDictReplayBuffer(storage=storage, batch_size=3)
+
+    trajectories, transitions, flattened = buffer(), buffer(ndim=2), buffer()
+    ReplayBufferTrainer(trajectories).extend(seq_batch(B=2, T=5))  # torchrl's default
+    ReplayBufferTrainer(transitions).extend(seq_batch(B=2, T=5))
+    ReplayBufferTrainer(flattened, flatten_tensordicts=True).extend(seq_batch(B=2, T=5))
+    assert len(trajectories) == 2 and trajectories.sample().batch_size == (3, 5)
+    assert len(transitions) == len(flattened) == 10
+    assert transitions.sample().batch_size == flattened.sample().batch_size == (3,)
+
+
 def test_replay_buffer_trainer_with_real_buffer(collector, loss_module, tmp_path):
     data = pytest.importorskip("rl_trainers.data")
     rb = data.TensorDictReplayBuffer(storage=data.LazyTensorStorage(1000), batch_size=8)

@@ -22,9 +22,9 @@ from rl_trainers.data.replay_buffers.storages import (
     Storage,
     TensorStorage,
     item_positions,
+    merge_item_dims,
 )
 from rl_trainers.data.replay_buffers.writers import RoundRobinWriter, Writer
-from rl_trainers.envs.utils import flatten_batch
 
 __all__ = [
     "PrioritizedReplayBuffer",
@@ -39,8 +39,12 @@ _RESERVED_KEYS = ("index", "_weight")
 class ReplayBuffer:
     """A replay buffer of TensorDicts, tensors or (with :class:`ListStorage`) any objects.
 
-    Data written with :meth:`extend` has its leading dimensions flattened: a collector batch
-    shaped ``[num_envs, T]`` becomes ``num_envs * T`` items.
+    :meth:`extend` writes items along the first ``storage.ndim`` batch dims of the data, as
+    torchrl does: with a default storage (``ndim=1``) a collector batch shaped
+    ``[num_envs, T]`` is ``num_envs`` items, each a ``[T]`` trajectory, and samples are
+    ``[batch_size, T]``; with ``LazyTensorStorage(N, ndim=2)`` it is ``num_envs * T``
+    transitions and samples are ``[batch_size]``. To store transitions in a default storage,
+    extend with ``data.reshape(-1)``. ``len(rb)`` counts items; :meth:`add` writes one item.
 
     Args:
         storage: where items live (default: ``ListStorage(1000)``).
@@ -56,7 +60,7 @@ class ReplayBuffer:
 
     Example:
         >>> rb = TensorDictReplayBuffer(storage=LazyTensorStorage(100_000), batch_size=256)
-        >>> rb.extend(collector_batch)
+        >>> rb.extend(collector_batch.reshape(-1))  # [num_envs, T] -> transitions
         >>> batch = rb.sample()  # TensorDict [256] with "index"
     """
 
@@ -174,21 +178,21 @@ class ReplayBuffer:
         )
 
     # ------------------------------------------------------------------ writing
-    def _flatten(self, data: Any, flatten: bool = True) -> Any:
-        if isinstance(data, TensorDictBase):
-            if data.batch_dims == 0:
-                raise ValueError(
-                    "extend() needs data with at least one batch dimension; use add() for one item"
-                )
-            if any(k in data.keys() for k in _RESERVED_KEYS):
-                data = data.exclude(*_RESERVED_KEYS)
-            if flatten and data.batch_dims > 1:
-                data = flatten_batch(data)
-            return data
-        if isinstance(data, torch.Tensor):
-            if isinstance(self._storage, TensorStorage) and data.ndim == 0:
-                raise ValueError("extend() needs a tensor with a leading dimension")
-            return data
+    @property
+    def _item_dims(self) -> int:
+        """How many leading dims of extended data index items: the storage's ``ndim`` (1 for
+        storages without one, e.g. :class:`ListStorage`)."""
+        return getattr(self._storage, "ndim", 1)
+
+    def _as_items(self, data: Any, item_dims: int) -> Any:
+        """``data`` as a batch of items along its leading dim: a TensorDict's or tensor's
+        first ``item_dims`` dims merged into one (see
+        :func:`~rl_trainers.data.replay_buffers.storages.merge_item_dims`), anything else
+        as a list of items."""
+        if isinstance(data, TensorDictBase) and any(k in data.keys() for k in _RESERVED_KEYS):
+            data = data.exclude(*_RESERVED_KEYS)
+        if isinstance(data, (TensorDictBase, torch.Tensor)):
+            return merge_item_dims(data, item_dims, "extend()")
         return list(data)
 
     def _priority_of(self, data: Any) -> torch.Tensor | None:
@@ -210,9 +214,10 @@ class ReplayBuffer:
             return data  # the storage names what it accepts
         if single:
             leaves = [leaf.unsqueeze(0) for leaf in leaves]
-        if any(leaf.ndim == 0 for leaf in leaves):
-            raise ValueError("extend() needs pytree leaves with a leading dimension")
-        td = TensorDict({str(i): leaf for i, leaf in enumerate(leaves)}, leaves[0].shape[:1])
+        # the batch dims: the leading dims indexing items, as far as every leaf has them
+        batch_dims = min(1 if single else self._item_dims, *(leaf.ndim for leaf in leaves))
+        batch_size = leaves[0].shape[:batch_dims]
+        td = TensorDict({str(i): leaf for i, leaf in enumerate(leaves)}, batch_size)
         self._decode = _PytreeDecoder(spec, len(leaves))
         return td
 
@@ -220,10 +225,13 @@ class ReplayBuffer:
         """Write a batch of items; returns their storage indices (int64 tensor).
 
         Tensor storages take TensorDicts, tensors, tensorclasses and pytrees (dicts,
-        lists, tuples) of tensors; the leading dimension indexes the items.
+        lists, tuples) of tensors; their first ``storage.ndim`` dims index the items (one
+        dim for :class:`ListStorage`), the others are each item's shape.
+
+        Raises:
+            ValueError: for data with fewer batch dims than the storage's ``ndim``.
         """
-        flatten = getattr(self._writer, "_flatten_batches", True)
-        return self._write(self._flatten(self._encode(data, single=False), flatten=flatten))
+        return self._write(self._as_items(self._encode(data, single=False), self._item_dims))
 
     def _write(self, data: Any) -> torch.Tensor:
         """Write the items along ``data``'s leading dim; returns their storage indices (-1
@@ -239,8 +247,8 @@ class ReplayBuffer:
     def add(self, data: Any) -> int:
         """Write one item; returns its storage index.
 
-        The item keeps its shape: ``add`` of a ``[T]`` trajectory stores one item whose
-        samples are ``[batch_size, T]`` (``extend`` would store ``T`` items).
+        The item keeps its shape, whatever the storage's ``ndim``: ``add`` of a ``[T]``
+        trajectory stores one item whose samples are ``[batch_size, T]``.
         """
         encoded = self._encode(data, single=True)
         if encoded is not data:
@@ -249,7 +257,7 @@ class ReplayBuffer:
             batch = data.unsqueeze(0)
         else:
             batch = [data]
-        return int(self._write(self._flatten(batch, flatten=False))[0])
+        return int(self._write(self._as_items(batch, item_dims=1))[0])
 
     # ------------------------------------------------------------------ sampling
     def _sample(self, batch_size: int) -> tuple[Any, dict[str, Any]]:
@@ -313,8 +321,15 @@ class ReplayBuffer:
 
     # ------------------------------------------------------------------ priorities
     def update_priority(self, index: torch.Tensor | int, priority: torch.Tensor | float) -> None:
-        """Set the sampling priority of the items at ``index`` (prioritized samplers only)."""
+        """Set the sampling priority of the items at ``index`` (prioritized samplers only).
+
+        ``index`` may be a sample's ``"index"`` over items with their own dims (``[B, T]``,
+        one value per item repeated over ``T``): it names the ``B`` items, and a ``[B, T]``
+        priority is reduced per item by the sampler's ``reduction``.
+        """
         index = torch.as_tensor(index)
+        if index.ndim > 1:
+            index = index.reshape(index.shape[0], -1)[:, 0]
         with self._lock:
             self._sampler.update_priority(index, torch.as_tensor(priority))
 
@@ -394,7 +409,7 @@ class TensorDictReplayBuffer(ReplayBuffer):
     def _encode(self, data: Any, single: bool) -> Any:
         if isinstance(data, dict):  # a dict of tensors is stored as the TensorDict it reads as
             td = TensorDict.from_dict(data, batch_size=[])
-            lead = next(iter(td.values(True, True))).shape[:1] if not single else ()
+            lead = next(iter(td.values(True, True))).shape[: self._item_dims] if not single else ()
             td.batch_size = lead
             return td.unsqueeze(0) if single else td
         return super()._encode(data, single)
@@ -442,10 +457,7 @@ class TensorDictReplayBuffer(ReplayBuffer):
                 f"update_tensordict_priority: key {self.priority_key!r} is not in the tensordict "
                 f"(keys: {list(data.keys())})"
             )
-        index = data.get("index")
-        if index.ndim > 1:  # expanded over the items' own batch dims: one index per item
-            index = index.reshape(index.shape[0], -1)[:, 0]
-        self.update_priority(index, priority.detach())
+        self.update_priority(data.get("index"), priority.detach())
 
 
 def _storage_and_prioritized_sampler(
@@ -530,8 +542,8 @@ class TensorDictPrioritizedReplayBuffer(TensorDictReplayBuffer):
         >>> rb = TensorDictPrioritizedReplayBuffer(
         ...     alpha=0.7, beta=0.5, storage=LazyTensorStorage(100_000), batch_size=256
         ... )
-        >>> rb.extend(collector_batch)
-        >>> sample = rb.sample()  # with "index" and "_weight"
+        >>> rb.extend(collector_batch.reshape(-1))  # transitions
+        >>> sample = rb.sample()  # [256], with "index" and "_weight"
         >>> sample.set("td_error", loss_td_error)
         >>> rb.update_tensordict_priority(sample)
     """

@@ -8,6 +8,11 @@ A storage is a fixed-capacity array of items addressed by integer index. Writers
   memory, allocated on the first write from the first data's shapes and dtypes.
 - :class:`LazyMemmapStorage` does the same on disk through tensordict's memory-mapped
   tensors; the data survives the process and can be reopened (see its docstring).
+
+Tensor storages take torchrl's ``ndim`` (default 1): how many leading (batch) dims of the
+data written index items. With ``ndim=1`` a ``[num_envs, T]`` batch is ``num_envs`` items,
+each a ``[T]`` trajectory; with ``ndim=2`` it is ``num_envs * T`` transitions, and
+``max_size`` counts transitions. The items sit along one leading dim either way.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from typing import Any
 import torch
 from tensordict import MemoryMappedTensor, TensorDict, TensorDictBase
 
+from rl_trainers.envs.utils import flatten_batch
+
 __all__ = ["LazyMemmapStorage", "LazyTensorStorage", "ListStorage", "Storage", "TensorStorage"]
 
 _META_FILE = "rl_trainers_storage.json"
@@ -32,6 +39,38 @@ def _check_max_size(max_size: int) -> int:
     if not isinstance(max_size, int) or isinstance(max_size, bool) or max_size < 1:
         raise ValueError(f"max_size must be a positive int, got {max_size!r}")
     return max_size
+
+
+def _check_ndim(ndim: int) -> int:
+    if not isinstance(ndim, int) or isinstance(ndim, bool) or ndim < 1:
+        raise ValueError(
+            f"ndim must be an int >= 1 (the leading dims indexing items), got {ndim!r}"
+        )
+    return ndim
+
+
+def merge_item_dims(
+    data: TensorDictBase | torch.Tensor, ndim: int, caller: str
+) -> TensorDictBase | torch.Tensor:
+    """``data`` as the items a storage of ``ndim`` holds: its first ``ndim`` (batch) dims
+    merged into one leading dim, the others kept as each item's shape.
+
+    Raises:
+        ValueError: for data with fewer than ``ndim`` batch dims (``caller`` names what was
+            called with it, e.g. ``"extend()"``).
+    """
+    lead = data.batch_size if isinstance(data, TensorDictBase) else data.shape
+    if len(lead) < ndim:
+        dims = "1 batch dim" if ndim == 1 else f"{ndim} batch dims"
+        raise ValueError(
+            f"this storage has ndim={ndim}: {caller} needs data with at least {dims}, "
+            f"got {list(lead)}"
+        )
+    if ndim == 1:
+        return data
+    if isinstance(data, TensorDictBase):
+        return flatten_batch(data, ndim)
+    return data.flatten(0, ndim - 1)
 
 
 def item_positions(index: Any, n: int, what: str) -> tuple[torch.Tensor, bool]:
@@ -114,7 +153,9 @@ class Storage:
 
 
 class ListStorage(Storage):
-    """A storage of arbitrary Python objects (one list slot per item).
+    """A storage of arbitrary Python objects (one list slot per item): it has no ``ndim``,
+    the items are the objects given (``extend`` of a TensorDict or tensor: one per entry of
+    the leading dim).
 
     Args:
         max_size: the capacity.
@@ -205,10 +246,15 @@ class TensorStorage(Storage):
     """A storage over a TensorDict or tensor whose leading dimension is ``max_size``.
 
     Args:
-        storage: the data (a TensorDict/tensor whose leading dim is the capacity), or None;
-            given data counts as stored (``len`` = capacity), as a dataset does in torchrl.
-        max_size: the capacity (read from ``storage`` when given).
+        storage: the data (a TensorDict/tensor whose first ``ndim`` dims index the items),
+            or None; given data counts as stored (``len`` = capacity), as a dataset does in
+            torchrl.
+        max_size: the capacity in items (read from ``storage`` when given).
         device: where the storage lives.
+        ndim: how many leading (batch) dims of the data written index items (torchrl's
+            argument): 1 (default) stores a ``[B, T]`` batch as ``B`` items of shape ``[T]``,
+            2 as ``B * T`` items. Items are kept along one leading dim either way, so
+            ``len`` and ``max_size`` count items.
     """
 
     def __init__(
@@ -216,7 +262,12 @@ class TensorStorage(Storage):
         storage: TensorDictBase | torch.Tensor | None = None,
         max_size: int | None = None,
         device: str | torch.device = "cpu",
+        *,
+        ndim: int = 1,
     ) -> None:
+        self.ndim = _check_ndim(ndim)
+        if storage is not None:
+            storage = merge_item_dims(storage, ndim, f"{type(self).__name__}(storage=...)")
         if max_size is None:
             if storage is None:
                 raise ValueError("TensorStorage needs max_size or a pre-allocated storage")
@@ -357,7 +408,8 @@ class TensorStorage(Storage):
     def state_dict(self) -> dict[str, Any]:
         data = self._storage
         if isinstance(data, TensorDictBase):
-            data = {"__tensordict__": data[: self._len].to_dict()}
+            data = data[: self._len]
+            data = {"__tensordict__": data.to_dict(), "batch_size": list(data.batch_size)}
         elif data is not None:
             data = data[: self._len].clone()
         return {
@@ -365,19 +417,23 @@ class TensorStorage(Storage):
             "len": self._len,
             "last_cursor": self._last_cursor,
             "max_size": self.max_size,
+            "ndim": self.ndim,
         }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        if int(state_dict["max_size"]) != self.max_size:
-            raise ValueError(
-                f"state_dict was saved from a storage of max_size={state_dict['max_size']}, "
-                f"this storage has max_size={self.max_size}"
-            )
+        for name in ("max_size", "ndim"):
+            saved = int(state_dict.get(name, 1))  # states saved before ndim existed: 1
+            if saved != getattr(self, name):
+                raise ValueError(
+                    f"state_dict was saved from a storage of {name}={saved}, "
+                    f"this storage has {name}={getattr(self, name)}"
+                )
         data = state_dict["storage"]
         length = int(state_dict["len"])
         if data is not None:
             if isinstance(data, dict):
-                data = TensorDict(data["__tensordict__"], batch_size=[length])
+                batch_size = data.get("batch_size", [length])  # items may have their own dims
+                data = TensorDict(data["__tensordict__"], batch_size=batch_size)
             if length:
                 if self._storage is None:
                     self._storage = self._allocate(data)
@@ -394,14 +450,24 @@ class LazyTensorStorage(TensorStorage):
     Args:
         max_size: the capacity in items (leading-dimension entries).
         device: where the storage lives.
+        ndim: how many leading dims of the data written index items (see
+            :class:`TensorStorage`; ``ndim=2`` stores a ``[num_envs, T]`` batch as
+            transitions).
 
     Example:
         >>> storage = LazyTensorStorage(1000)
         >>> rb = TensorDictReplayBuffer(storage=storage, batch_size=32)
+        >>> rb.extend(collector_batch)  # [4, 200]: 4 trajectories  # doctest: +SKIP
+        >>> rb.sample().shape  # doctest: +SKIP
+        torch.Size([32, 200])
+        >>> rb = TensorDictReplayBuffer(storage=LazyTensorStorage(1000, ndim=2), batch_size=32)
+        >>> rb.extend(collector_batch)  # 800 transitions  # doctest: +SKIP
+        >>> rb.sample().shape  # doctest: +SKIP
+        torch.Size([32])
     """
 
-    def __init__(self, max_size: int, *, device: str | torch.device = "cpu") -> None:
-        super().__init__(storage=None, max_size=max_size, device=device)
+    def __init__(self, max_size: int, *, device: str | torch.device = "cpu", ndim: int = 1) -> None:
+        super().__init__(storage=None, max_size=max_size, device=device, ndim=ndim)
 
 
 class LazyMemmapStorage(TensorStorage):
@@ -412,7 +478,8 @@ class LazyMemmapStorage(TensorStorage):
     refreshed on every write. A storage created later over the same ``scratch_dir`` with
     ``existsok=True`` reopens that data (``len(storage)`` and the cursor included), so a new
     :class:`ReplayBuffer` over it sees the old items. With ``existsok=False`` an existing
-    storage in ``scratch_dir`` is an error rather than silently overwritten.
+    storage in ``scratch_dir`` is an error rather than silently overwritten. The metadata
+    records ``max_size`` and ``ndim``: reopening with other values raises ``ValueError``.
 
     Args:
         max_size: the capacity in items.
@@ -420,6 +487,8 @@ class LazyMemmapStorage(TensorStorage):
             ``tempfile.TemporaryDirectory``).
         existsok: reopen data already in ``scratch_dir`` instead of raising.
         device: must be "cpu" (memory maps live in host memory).
+        ndim: how many leading dims of the data written index items (see
+            :class:`TensorStorage`).
     """
 
     def __init__(
@@ -429,10 +498,11 @@ class LazyMemmapStorage(TensorStorage):
         scratch_dir: str | os.PathLike | tempfile.TemporaryDirectory | None = None,
         existsok: bool = False,
         device: str | torch.device = "cpu",
+        ndim: int = 1,
     ) -> None:
         if torch.device(device).type != "cpu":
             raise ValueError(f"LazyMemmapStorage lives on cpu, got device={device!r}")
-        super().__init__(storage=None, max_size=max_size, device="cpu")
+        super().__init__(storage=None, max_size=max_size, device="cpu", ndim=ndim)
         self._owns_dir = scratch_dir is None
         if isinstance(scratch_dir, tempfile.TemporaryDirectory):
             scratch_dir = scratch_dir.name  # as torchrl's tutorials pass it
@@ -448,11 +518,13 @@ class LazyMemmapStorage(TensorStorage):
 
     def _reopen(self) -> None:
         meta = json.loads((self.scratch_dir / _META_FILE).read_text())
-        if int(meta["max_size"]) != self.max_size:
-            raise ValueError(
-                f"{self.scratch_dir} holds a storage of max_size={meta['max_size']}, "
-                f"requested max_size={self.max_size}"
-            )
+        for name in ("max_size", "ndim"):
+            saved = int(meta.get(name, 1))  # storages written before ndim existed: 1
+            if saved != getattr(self, name):
+                raise ValueError(
+                    f"{self.scratch_dir} holds a storage of {name}={saved}, "
+                    f"requested {name}={getattr(self, name)}"
+                )
         if meta["kind"] == "tensordict":
             self._storage = TensorDict.load_memmap(self.scratch_dir / "data")
         else:
@@ -469,6 +541,7 @@ class LazyMemmapStorage(TensorStorage):
         meta = {
             "kind": kind,
             "max_size": self.max_size,
+            "ndim": self.ndim,
             "len": self._len,
             "last_cursor": self._last_cursor,
         }
@@ -523,7 +596,7 @@ class LazyMemmapStorage(TensorStorage):
 
     def loads(self, path: str | os.PathLike) -> None:
         """Copy into this storage the data saved by :meth:`dumps` in ``path``."""
-        other = LazyMemmapStorage(self.max_size, scratch_dir=path, existsok=True)
+        other = LazyMemmapStorage(self.max_size, scratch_dir=path, existsok=True, ndim=self.ndim)
         self.load_state_dict(other.state_dict())
 
     def __del__(self) -> None:

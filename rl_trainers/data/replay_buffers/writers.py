@@ -26,11 +26,8 @@ Key = str | tuple[str, ...]
 
 
 class Writer:
-    """Base writer: chooses storage indices for new items."""
-
-    #: whether ``extend`` flattens the leading dims of the data into items (see
-    #: :class:`TensorDictMaxValueWriter`, which ranks whole items and keeps them whole)
-    _flatten_batches = True
+    """Base writer: chooses storage indices for new items (what an item is, the storage's
+    ``ndim`` decides)."""
 
     def __init__(self) -> None:
         self._cursor = 0
@@ -138,10 +135,11 @@ class TensorDictMaxValueWriter(Writer):
     otherwise. ``extend`` returns, per item, its storage index or -1 if it was dropped
     (``add`` returns that index, -1 for a dropped item).
 
-    Items are whole: ``extend`` of a ``[B, T]`` TensorDict stores ``B`` items of ``[T]``
-    (trajectories, as torchrl's one-dimensional storages do), each ranked by the
-    ``reduction`` of its ``rank_key`` entries; flatten the data first (``data.reshape(-1)``)
-    to keep the best transitions instead.
+    Items are what the storage makes of the data (its ``ndim``, as for every writer): with a
+    default storage, ``extend`` of a ``[B, T]`` TensorDict gives ``B`` items of ``[T]``
+    (trajectories), each ranked by the ``reduction`` of its ``rank_key`` entries; with an
+    ``ndim=2`` storage, or data flattened first (``data.reshape(-1)``), the best transitions
+    are kept.
 
     Args:
         rank_key: the entry ranking the items (default ``("next", "reward")``).
@@ -157,8 +155,6 @@ class TensorDictMaxValueWriter(Writer):
         >>> rb.sample()["obs"].item()
         9
     """
-
-    _flatten_batches = False
 
     def __init__(self, rank_key: Key | None = None, reduction: str = "sum") -> None:
         super().__init__()

@@ -49,9 +49,12 @@ class ReplayBufferTrainer(TrainerHookBase):
             (use ``LazyMemmapStorage`` for memory-mapped storage). True moves batches to CPU.
         device: device the samples are moved to (None: leave them where they are).
         flatten_tensordicts: store transitions (``batch.reshape(-1)``, masked entries
-            dropped) rather than ``[num_envs, T]`` trajectories.
-        max_dims: with unflattened storage, pad each batch with zeros to this shape so every
-            stored item has the same shape (e.g. ``(T,)`` for variable-length trajectories).
+            dropped); False extends the buffer with the batch as it is, which a default
+            storage keeps as ``num_envs`` ``[T]`` trajectories (an ``ndim=2`` storage as
+            transitions), as torchrl's hook does.
+        max_dims: without ``flatten_tensordicts``, pad each batch with zeros to this shape
+            so every stored item has the same shape (e.g. ``(T,)`` for variable-length
+            trajectories).
         iterate: draw samples by iterating over the buffer (``iter(buffer)``, restarted when
             exhausted) instead of calling ``sample``.
     """
