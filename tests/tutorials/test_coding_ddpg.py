@@ -1,14 +1,13 @@
 """The "TorchRL objectives: Coding a DDPG loss" tutorial, ported by replacing ``torchrl``
 with ``rl_trainers``.
 
-The tutorial writes its own ``DDPGLoss(LossModule)`` with ``convert_to_functional``,
-functional calls with ``params=`` and a TD(lambda) estimator over an ``ActorCriticWrapper``;
-it builds the networks with ``DdpgMlpActor``/``DdpgMlpQNet``, explores with
-``OrnsteinUhlenbeckProcessWrapper`` and stores ``[env, time]`` trajectories that a
-``RandomCropTensorDict`` cuts into windows. Its sections are tests below, with the tutorial's
-code kept and its sizes shrunk (HalfCheetah, a few hundred frames). The sections that need
-what rl_trainers lacks are marked xfail, naming the missing piece; the training loop is then
-run as written with the pieces that exist standing in (named where they are).
+The tutorial writes its own ``DDPGLoss(LossModule)`` with ``convert_to_functional``, calls
+the networks through ``params.to_module(network)`` and computes TD(lambda) targets over an
+``ActorCriticWrapper`` run with the target parameters; it builds the networks with
+``DdpgMlpActor``/``DdpgMlpQNet``, explores with ``OrnsteinUhlenbeckProcessModule`` and
+stores ``[env, time]`` trajectories that a ``RandomCropTensorDict`` cuts into windows. Its
+sections are tests below, with the tutorial's code kept and its sizes shrunk (HalfCheetah, a
+few hundred frames).
 """
 
 from __future__ import annotations
@@ -19,11 +18,10 @@ import tempfile
 import pytest
 import torch
 from tensordict import TensorDict, TensorDictBase
-from tensordict.nn import TensorDictModule
-from torch import nn
+from tensordict.nn import TensorDictModule, TensorDictSequential
 
 from rl_trainers.collectors import SyncDataCollector
-from rl_trainers.data import CompositeSpec
+from rl_trainers.data import Composite, CompositeSpec
 from rl_trainers.data.replay_buffers import (
     LazyMemmapStorage,
     PrioritizedSampler,
@@ -45,7 +43,14 @@ from rl_trainers.envs import (
 )
 from rl_trainers.envs.libs.gym import GymEnv
 from rl_trainers.envs.utils import check_env_specs
-from rl_trainers.modules import MLP, ProbabilisticActor, TanhDelta, ValueOperator
+from rl_trainers.modules import (
+    DdpgMlpActor,
+    DdpgMlpQNet,
+    OrnsteinUhlenbeckProcessModule,
+    ProbabilisticActor,
+    TanhDelta,
+    ValueOperator,
+)
 from rl_trainers.objectives import LossModule
 from rl_trainers.objectives.utils import SoftUpdate, ValueEstimators, distance_loss
 from rl_trainers.trainers import Recorder
@@ -71,6 +76,7 @@ update_to_data = 4  # 64
 gamma = 0.99
 lmbda = 0.9
 tau = 0.001
+annealing_frames = 1_000_000
 
 
 # --- environment (the tutorial's helpers) ----------------------------------------------------
@@ -232,16 +238,19 @@ def make_value_estimator(self, value_type: ValueEstimators, **hyperparams):
 def _loss_actor(self, tensordict) -> torch.Tensor:
     td_copy = tensordict.select(*self.actor_in_keys)
     # Get an action from the actor network: since we made it functional, we need to pass the params
-    td_copy = self.actor_network(td_copy, params=self.actor_network_params)
+    with self.actor_network_params.to_module(self.actor_network):
+        td_copy = self.actor_network(td_copy)
     # get the value associated with that action
-    td_copy = self.value_network(td_copy, params=self.value_network_params.detach())
+    with self.value_network_params.detach().to_module(self.value_network):
+        td_copy = self.value_network(td_copy)
     return -td_copy.get("state_action_value")
 
 
 def _loss_value(self, tensordict):
     td_copy = tensordict.clone()
     # V(s, a)
-    self.value_network(td_copy, params=self.value_network_params)
+    with self.value_network_params.to_module(self.value_network):
+        self.value_network(td_copy)
     pred_val = td_copy.get("state_action_value").squeeze(-1)
     # we manually reconstruct the parameters of the actor-critic, where the first
     # set of parameters belongs to the actor and the second to the value function.
@@ -255,9 +264,8 @@ def _loss_value(self, tensordict):
         batch_size=self.target_actor_network_params.batch_size,
         device=self.target_actor_network_params.device,
     )
-    target_value = self.value_estimator.value_estimate(
-        tensordict, target_params=target_params
-    ).squeeze(-1)
+    with target_params.to_module(self.actor_critic):
+        target_value = self.value_estimator.value_estimate(tensordict).squeeze(-1)
     loss_value = distance_loss(pred_val, target_value, loss_function=self.loss_function)
     td_error = (pred_val - target_value).pow(2)
     return loss_value, td_error, pred_val, target_value
@@ -294,31 +302,26 @@ class DDPGLoss(LossModule):
     loss_actor = _loss_actor
 
 
-def make_mlp_actor_and_qnet(transform_state_dict):
-    """The tutorial's ``make_ddpg_actor`` with rl_trainers' ``MLP`` for the absent
-    ``DdpgMlpActor``/``DdpgMlpQNet`` (same wiring: keys, TanhDelta, ValueOperator)."""
+def make_ddpg_actor(transform_state_dict, device="cpu"):
     proof_environment = make_transformed_env(make_env())
     proof_environment.transform[2].init_stats(3)
     proof_environment.transform[2].load_state_dict(transform_state_dict)
     out_features = proof_environment.action_spec.shape[-1]
-    actor = TensorDictModule(
-        MLP(num_cells=[32, 32], activation_class=nn.ReLU, out_features=out_features),
-        in_keys=["observation_vector"],
-        out_keys=["param"],
-    )
+    actor_net = DdpgMlpActor(action_dim=out_features)
+    in_keys = ["observation_vector"]
+    out_keys = ["param"]
+    actor = TensorDictModule(actor_net, in_keys=in_keys, out_keys=out_keys)
     actor = ProbabilisticActor(
         actor,
         distribution_class=TanhDelta,
         in_keys=["param"],
-        spec=CompositeSpec(action=proof_environment.action_spec),
+        spec=Composite(action=proof_environment.action_spec),
     ).to(device)
-    qnet = ValueOperator(
-        in_keys=["observation_vector", "action"],
-        module=MLP(num_cells=[32, 32], activation_class=nn.ReLU, out_features=1),
-    ).to(device)
+    q_net = DdpgMlpQNet()
+    in_keys = in_keys + ["action"]
+    qnet = ValueOperator(in_keys=in_keys, module=q_net).to(device)
     # initialize lazy modules
     qnet(actor(proof_environment.reset().to(device)))
-    proof_environment.close()
     return actor, qnet
 
 
@@ -388,7 +391,7 @@ def test_random_crop_tensordict_cuts_windows_of_each_trajectory():
 
 
 def test_tutorial_ddpg_networks_and_ou_exploration(transform_state_dict):
-    from rl_trainers.modules import DdpgMlpActor, DdpgMlpQNet, OrnsteinUhlenbeckProcessWrapper
+    from rl_trainers.modules import OrnsteinUhlenbeckProcessWrapper
 
     proof_environment = make_transformed_env(make_env())
     proof_environment.transform[2].init_stats(3)
@@ -413,60 +416,68 @@ def test_tutorial_ddpg_networks_and_ou_exploration(transform_state_dict):
     assert proof_environment.action_spec.is_in(out["action"])
 
 
-@pytest.mark.xfail(
-    raises=(ImportError, AttributeError, TypeError),
-    reason="LossModule has no convert_to_functional (objectives/common.py), "
-    "objectives.utils has no default_value_kwargs and the value estimators' value_estimate() "
-    "takes no target_params (objectives/value): the tutorial's own DDPGLoss cannot be built",
-    strict=False,
-)
 def test_tutorial_ddpg_loss_class(transform_state_dict):
-    actor, qnet = make_mlp_actor_and_qnet(transform_state_dict)
+    actor, qnet = make_ddpg_actor(transform_state_dict)
     loss_module = DDPGLoss(actor, qnet)
     loss_module.make_value_estimator(ValueEstimators.TDLambda, gamma=gamma, lmbda=lmbda)
     env = make_transformed_env(make_env())
     env.transform[2].init_stats(3)
     env.transform[2].load_state_dict(transform_state_dict)
-    data = env.rollout(8, actor)
-    loss_dict = loss_module(data.unsqueeze(0))
+    with torch.no_grad():
+        batch = env.rollout(8, actor).unsqueeze(0)  # one [1, 8] window, as the crops are
+    loss_dict = loss_module(batch)
     assert torch.isfinite(loss_dict["loss_actor"]) and torch.isfinite(loss_dict["loss_value"])
-    assert data["td_error"].shape == (8, 1)
+    assert batch["td_error"].shape == (1, 8, 1)
+    # the actor loss reaches the actor only (the critic's parameters enter detached) ...
+    loss_dict["loss_actor"].backward()
+    assert all(p.grad is not None for p in actor.parameters())
+    assert all(p.grad is None for p in qnet.parameters())
+    actor.zero_grad(set_to_none=True)
+    # ... and the value loss the critic only (its targets come from the target copies)
+    loss_dict["loss_value"].backward()
+    assert all(p.grad is None for p in actor.parameters())
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in qnet.parameters())
+    # the optimisers of the tutorial train the networks passed in
+    optimizer_value = torch.optim.Adam(loss_module.value_network_params.values(True, True))
+    before = [p.detach().clone() for p in qnet.parameters()]
+    optimizer_value.step()
+    assert all(not torch.equal(b, p) for b, p in zip(before, qnet.parameters(), strict=True))
+    # the targets stayed where they were until the updater moves them
+    target = loss_dict["target_value"]
+    assert torch.equal(loss_module(batch.clone())["target_value"], target)
+    SoftUpdate(loss_module, eps=1 - tau).step()
+    assert not torch.equal(loss_module(batch.clone())["target_value"], target)
 
 
-@pytest.mark.xfail(
-    raises=AssertionError,
-    reason="TensorDictReplayBuffer.extend flattens the collector's [env, time] batches into "
-    "transitions (no ndim/trajectory items in the storages, data/replay_buffers): the "
-    "RandomCropTensorDict(sample_dim=1) of the tutorial's buffer gets 1-dim samples "
-    "(len(rb) counts transitions, not trajectories)",
-    strict=False,
-)
-def test_replay_buffer_stores_trajectories(transform_state_dict):
+def test_replay_buffer_stores_trajectories(transform_state_dict, tmp_path, monkeypatch):
+    monkeypatch.setitem(globals(), "buffer_scratch_dir", str(tmp_path))  # the loop's is fresh
     replay_buffer = make_replay_buffer(
         buffer_size=ceil_div(1000, traj_len), batch_size=3, random_crop_len=random_crop_len
     )
+    steps = torch.arange(env_per_collector * traj_len, dtype=torch.float32)
     batch = TensorDict(
-        {"observation_vector": torch.randn(env_per_collector, traj_len, 17)},
-        [env_per_collector, traj_len],
+        {"step": steps.view(env_per_collector, traj_len)}, [env_per_collector, traj_len]
     )
     replay_buffer.extend(batch)
     assert len(replay_buffer) == env_per_collector  # one item per trajectory
     sample = replay_buffer.sample()
     assert sample.batch_size == (3, random_crop_len)
+    assert (sample["step"].diff(dim=1) == 1).all()  # windows of consecutive steps
 
 
 def test_training_loop(transform_state_dict):
-    """The tutorial's loop as written; stand-ins for the pieces rl_trainers lacks: MLP
-    networks (DdpgMlpActor/DdpgMlpQNet), the actor itself as exploration policy
-    (OrnsteinUhlenbeckProcessWrapper), rl_trainers' DDPGLoss (the tutorial's class needs
-    convert_to_functional) and a buffer of transitions (the cropped-trajectory buffer needs
-    multi-dim storage items); ``float()`` for ``.item()`` on the Recorder's output."""
-    from rl_trainers.objectives import DDPGLoss as BuiltinDDPGLoss
-
+    """The tutorial's loop as written (sizes shrunk): its own DDPGLoss, OU exploration,
+    windows cropped from stored trajectories, TD(lambda) targets."""
     torch.manual_seed(0)
     parallel_env = parallel_env_constructor(env_per_collector, transform_state_dict)
-    actor, qnet = make_mlp_actor_and_qnet(transform_state_dict)
-    actor_model_explore = actor
+    actor, qnet = make_ddpg_actor(transform_state_dict, device=device)
+    actor_model_explore = TensorDictSequential(
+        actor,
+        OrnsteinUhlenbeckProcessModule(
+            spec=actor.spec.clone(), annealing_num_steps=annealing_frames
+        ).to(device),
+    )
+    actor_model_explore.share_memory()
     collector = SyncDataCollector(
         parallel_env,
         policy=actor_model_explore,
@@ -489,14 +500,15 @@ def test_training_loop(transform_state_dict):
         record_interval=2,  # 10
     )
     batch_size = ceil_div(64 * frames_per_batch, update_to_data * random_crop_len)
-    replay_buffer = TensorDictReplayBuffer(
-        storage=LazyMemmapStorage(1000, scratch_dir=tempfile.mkdtemp()),
+    replay_buffer = make_replay_buffer(
+        buffer_size=ceil_div(1000, traj_len),
         batch_size=batch_size,
-        sampler=RandomSampler(),
+        random_crop_len=random_crop_len,
         prefetch=3,
+        prb=False,
     )
-    loss_module = BuiltinDDPGLoss(actor, qnet)
-    loss_module.make_value_estimator(ValueEstimators.TD0, gamma=gamma)
+    loss_module = DDPGLoss(actor, qnet)
+    loss_module.make_value_estimator(ValueEstimators.TDLambda, gamma=gamma, lmbda=lmbda)
     target_net_updater = SoftUpdate(loss_module, eps=1 - tau)
     optimizer_actor = torch.optim.Adam(
         loss_module.actor_network_params.values(True, True), lr=1e-4, weight_decay=0.0
@@ -505,6 +517,7 @@ def test_training_loop(transform_state_dict):
         loss_module.value_network_params.values(True, True), lr=1e-3, weight_decay=1e-2
     )
     actor_before = [p.detach().clone() for p in actor.parameters()]
+    target_before = loss_module.target_value_network_params.clone()
 
     rewards, rewards_eval, losses = [], [], []
     collected_frames = 0
@@ -516,6 +529,7 @@ def test_training_loop(transform_state_dict):
         if collected_frames >= init_random_frames:
             for _ in range(update_to_data):
                 sampled_tensordict = replay_buffer.sample().to(device)
+                assert sampled_tensordict.batch_size == (batch_size, random_crop_len)
                 loss_dict = loss_module(sampled_tensordict)
                 loss_dict["loss_actor"].backward()
                 gn1 = torch.nn.utils.clip_grad_norm_(
@@ -536,23 +550,27 @@ def test_training_loop(transform_state_dict):
         td_record = recorder(None)
         if td_record is not None:
             rewards_eval.append((i, td_record["r_evaluation"].item()))
+        actor_model_explore[1].step(current_frames)
     collector.shutdown()
 
     assert collected_frames == total_frames
     assert len(rewards) == total_frames // frames_per_batch
     assert tensordict.batch_size == (env_per_collector, traj_len)
+    assert len(replay_buffer) == len(rewards) * env_per_collector  # trajectories
     assert len(losses) == update_to_data * len(rewards)  # collected_frames >= init_random_frames
     assert all(torch.isfinite(torch.tensor(v)).all() for v in losses)
     assert torch.isfinite(gn)
     assert rewards_eval and all(torch.isfinite(torch.tensor(r)) for _, r in rewards_eval)
     assert any(not torch.equal(b, p) for b, p in zip(actor_before, actor.parameters(), strict=True))
+    moved = loss_module.target_value_network_params.clone() - target_before
+    assert any(v.abs().sum() > 0 for v in moved.values(True, True))
 
 
 def test_recorder_output_has_item(transform_state_dict):
     env = make_transformed_env(make_env())
     env.transform[2].init_stats(3)
     env.transform[2].load_state_dict(transform_state_dict)
-    actor, _ = make_mlp_actor_and_qnet(transform_state_dict)
+    actor, _ = make_ddpg_actor(transform_state_dict)
     recorder = Recorder(
         record_frames=5,
         policy_exploration=actor,
