@@ -420,14 +420,19 @@ class TensorStorage(Storage):
             "ndim": self.ndim,
         }
 
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+    def _check_layout(self, saved: dict[str, Any], source: str) -> None:
+        """Raises unless ``saved`` (a state_dict or memmap metadata) describes a storage of
+        this ``max_size`` and ``ndim`` (1 when absent: saved before ``ndim`` existed)."""
         for name in ("max_size", "ndim"):
-            saved = int(state_dict.get(name, 1))  # states saved before ndim existed: 1
-            if saved != getattr(self, name):
+            value = int(saved.get(name, 1))
+            if value != getattr(self, name):
                 raise ValueError(
-                    f"state_dict was saved from a storage of {name}={saved}, "
-                    f"this storage has {name}={getattr(self, name)}"
+                    f"{source} a storage of {name}={value}, this storage has "
+                    f"{name}={getattr(self, name)}"
                 )
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self._check_layout(state_dict, "state_dict was saved from")
         data = state_dict["storage"]
         length = int(state_dict["len"])
         if data is not None:
@@ -518,13 +523,7 @@ class LazyMemmapStorage(TensorStorage):
 
     def _reopen(self) -> None:
         meta = json.loads((self.scratch_dir / _META_FILE).read_text())
-        for name in ("max_size", "ndim"):
-            saved = int(meta.get(name, 1))  # storages written before ndim existed: 1
-            if saved != getattr(self, name):
-                raise ValueError(
-                    f"{self.scratch_dir} holds a storage of {name}={saved}, "
-                    f"requested {name}={getattr(self, name)}"
-                )
+        self._check_layout(meta, f"{self.scratch_dir} holds")
         if meta["kind"] == "tensordict":
             self._storage = TensorDict.load_memmap(self.scratch_dir / "data")
         else:
