@@ -486,8 +486,9 @@ def make_estimator(value_type: ValueEstimators | str, **kwargs) -> ValueEstimato
     """Builds the estimator named by ``value_type`` (enum member or its string value)."""
     if isinstance(value_type, str):
         value_type = estimator_type(value_type)
-    if "lmbda" in default_value_kwargs(value_type):
-        kwargs.setdefault("lmbda", default_value_kwargs(value_type)["lmbda"])
+    default_lmbda = default_value_kwargs(value_type).get("lmbda")
+    if default_lmbda is not None:
+        kwargs.setdefault("lmbda", default_lmbda)
     if value_type in (ValueEstimators.TD0, ValueEstimators.TD1):
         kwargs.pop("lmbda", None)
     return _ESTIMATORS[value_type](**kwargs)
