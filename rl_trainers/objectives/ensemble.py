@@ -218,9 +218,8 @@ class CriticEnsemble(ParamsView, nn.Module):
             own = dict(template.named_parameters()) | dict(template.named_buffers())
             pairs = [(own[n], getattr(self, f"p{j}")) for j, n in enumerate(self._names)]
             pairs += [(own[n], getattr(self, f"b{j}")) for j, n in enumerate(self._buffer_names)]
-        with torch.no_grad():
-            for theirs, stacked in pairs:
-                theirs.data = stacked.data[0]
+        for theirs, stacked in pairs:
+            theirs.data = stacked.data[0]  # .data: no autograd record, same storage
 
     def train(self, mode: bool = True) -> CriticEnsemble:
         """Sets the mode of the copies too (batch-norm critics: batch statistics and
