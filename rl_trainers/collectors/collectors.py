@@ -344,18 +344,38 @@ class SyncDataCollector(DataCollectorBase):
         return batch
 
     def reset(self, index: Any = None, **kwargs: Any) -> None:
-        """Reset the env now (new trajectory ids); ``kwargs`` go to ``env.reset``.
+        """Start new episodes now, with new trajectory ids; ``kwargs`` go to ``env.reset``.
 
-        ``index`` (torchrl's partial reset of some sub-envs) is not supported.
+        Args:
+            index: which sub-envs of a batched env to reset (torchrl's argument): an int, a
+                slice, a list or a bool mask over the env's batch dims. None resets all.
         """
-        if index is not None:
-            raise NotImplementedError(
-                "SyncDataCollector.reset(index=...) is not supported; reset() resets every sub-env"
+        if index is None or self._td is None:
+            # before the first batch every sub-env starts fresh anyway
+            self._td = self.env.reset(**kwargs)
+            self._traj_ids = torch.arange(self._traj_counter, self._traj_counter + self.n_envs)
+            self._traj_ids = self._traj_ids.reshape(self.batch_size)
+            self._traj_counter += self.n_envs
+            return
+        if not self.batch_size:
+            raise ValueError(
+                "SyncDataCollector.reset(index=...) needs a batched env (a ParallelEnv, "
+                "SerialEnv or GymEnv(..., num_envs=N)); this env is unbatched: call reset()"
             )
-        self._td = self.env.reset(**kwargs)
-        self._traj_ids = torch.arange(self._traj_counter, self._traj_counter + self.n_envs)
-        self._traj_ids = self._traj_ids.reshape(self.batch_size)
-        self._traj_counter += self.n_envs
+        mask = torch.zeros(self.batch_size, dtype=torch.bool)
+        try:
+            mask[index] = True
+        except (IndexError, TypeError, RuntimeError) as err:
+            raise IndexError(
+                f"reset(index={index!r}) does not index the env's batch {tuple(self.batch_size)}"
+            ) from err
+        td = self._td.clone(recurse=False)
+        td.set("_reset", mask.unsqueeze(-1).to(td.device))
+        self._td = self.env.reset(td, **kwargs)
+        count = int(mask.sum())
+        self._traj_ids = self._traj_ids.clone()
+        self._traj_ids[mask] = torch.arange(self._traj_counter, self._traj_counter + count)
+        self._traj_counter += count
 
     def iterator(self) -> Iterator[TensorDictBase]:
         """Yield batches until ``total_frames`` frames were collected (forever if -1)."""

@@ -19,7 +19,7 @@ import signal
 import sys
 import traceback
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
@@ -94,6 +94,9 @@ def _worker(
                 conn.send(("state_dict", collector.state_dict()))
             elif cmd == "load_state_dict":
                 collector.load_state_dict(arg)
+                conn.send(("ok", None))
+            elif cmd == "reset":
+                collector.reset()
                 conn.send(("ok", None))
             elif cmd == "close":
                 return
@@ -314,6 +317,20 @@ class _MultiCollectorBase(DataCollectorBase):
         self.frames_collected = int(state_dict["frames_collected"])
         for i, sd in enumerate(state_dict["workers"]):
             self._send(i, "load_state_dict", sd)
+            self._recv(i, expect="ok")
+
+    def reset(self, reset_idx: Sequence[bool] | None = None) -> None:
+        """Reset the envs of the workers flagged in ``reset_idx`` (all when None): they start
+        new episodes, with new trajectory ids. Batches already requested from them (async
+        collectors) are dropped."""
+        flags = [True] * self.num_workers if reset_idx is None else [bool(f) for f in reset_idx]
+        if len(flags) != self.num_workers:
+            raise ValueError(
+                f"reset_idx has {len(flags)} flags for {self.num_workers} collector workers"
+            )
+        self._drain()
+        for i in (i for i, flag in enumerate(flags) if flag):
+            self._send(i, "reset")
             self._recv(i, expect="ok")
 
     def _drain(self) -> None:

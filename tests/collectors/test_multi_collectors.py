@@ -231,3 +231,38 @@ def test_update_policy_weights_from_a_tensordict_of_parameters():
             collector.update_policy_weights_({"other.weight": torch.zeros(1, 1)})
     finally:
         collector.shutdown()
+
+
+def test_multisync_reset_restarts_the_flagged_workers_envs():
+    collector = MultiSyncDataCollector(
+        [lambda: CountingEnv((7, 9))] * 2, frames_per_batch=8, total_frames=-1
+    )
+    try:
+        batches = iter(collector)
+        first = next(batches)
+        assert first["observation"][:, -1, 0].tolist() == [1001] * 4
+        collector.reset([False, True])
+        second = next(batches)
+        # worker 0's envs (rows 0, 1) carry on; worker 1's start new episodes
+        assert second["observation"][:, 0, 0].tolist() == [1002, 1002, 2000, 2000]
+        ids1, ids2 = first["collector", "traj_ids"], second["collector", "traj_ids"]
+        assert torch.equal(ids2[:2, 0], ids1[:2, -1])
+        assert set(ids2[2:, 0].tolist()).isdisjoint(ids1.flatten().tolist())
+        with pytest.raises(ValueError, match="reset_idx has 3 flags for 2 collector workers"):
+            collector.reset([True, True, False])
+    finally:
+        collector.shutdown()
+
+
+def test_multiasync_reset_drops_pending_batches_and_restarts_every_env():
+    collector = MultiaSyncDataCollector(
+        [lambda: CountingEnv((7, 9))] * 2, frames_per_batch=4, total_frames=-1
+    )
+    try:
+        batches = iter(collector)
+        next(batches)
+        collector.reset()
+        after = next(batches)
+        assert after["observation"][:, 0, 0].tolist() == [2000, 2000]
+    finally:
+        collector.shutdown()

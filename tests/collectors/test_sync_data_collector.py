@@ -400,8 +400,48 @@ def test_reset_starts_new_trajectories():
     assert set(second["collector", "traj_ids"][:, 0].tolist()).isdisjoint(
         first["collector", "traj_ids"].flatten().tolist()
     )
-    with pytest.raises(NotImplementedError):
-        collector.reset(index=0)
+
+
+@pytest.mark.parametrize("index", [1, [1], slice(1, 2), torch.tensor([False, True])])
+def test_reset_index_restarts_only_those_sub_envs(index):
+    collector = SyncDataCollector(CountingEnv((7, 9)), frames_per_batch=4, total_frames=-1)
+    first = collector.next()
+    assert obs(first)[:, -1].tolist() == [1001, 1001]
+    collector.reset(index=index)
+    second = collector.next()
+    # sub-env 1 starts a new episode at step 0; sub-env 0 carries on where it was
+    assert obs(second)[:, 0].tolist() == [1002, 2000]
+    ids1, ids2 = first["collector", "traj_ids"], second["collector", "traj_ids"]
+    assert ids2[0, 0] == ids1[0, -1]
+    assert ids2[1, 0] not in ids1.flatten().tolist() and ids2[1, 0] != ids2[0, 0]
+
+
+def test_reset_index_on_a_gymnasium_vector_env():
+    from rl_trainers.envs import GymEnv
+
+    env = GymEnv("CartPole-v1", num_envs=3)
+    collector = SyncDataCollector(env, frames_per_batch=6, total_frames=-1)
+    collector.set_seed(0)
+    collector.next()
+    before = collector._td["observation"].clone()
+    collector.reset(index=[0, 2])
+    after = collector._td["observation"]
+    assert torch.equal(after[1], before[1])  # sub-env 1 was not reset
+    # CartPole's reset draws every state variable in [-0.05, 0.05]
+    assert after[[0, 2]].abs().max() <= 0.05 and not torch.equal(after[0], before[0])
+    assert collector.next().batch_size == torch.Size([3, 2])
+    collector.shutdown()
+
+
+def test_reset_index_errors_name_the_problem():
+    collector = SyncDataCollector(CountingEnv((3, 5)), frames_per_batch=4, total_frames=-1)
+    collector.next()
+    with pytest.raises(IndexError, match=r"reset\(index=5\) does not index the env's batch \(2,\)"):
+        collector.reset(index=5)
+    single = SyncDataCollector(CountingEnv((3,), batched=False), frames_per_batch=2, total_frames=-1)
+    single.next()
+    with pytest.raises(ValueError, match="needs a batched env"):
+        single.reset(index=0)
 
 
 def test_update_policy_weights_with_weights_loads_them():
