@@ -438,7 +438,9 @@ def test_reset_index_errors_name_the_problem():
     collector.next()
     with pytest.raises(IndexError, match=r"reset\(index=5\) does not index the env's batch \(2,\)"):
         collector.reset(index=5)
-    single = SyncDataCollector(CountingEnv((3,), batched=False), frames_per_batch=2, total_frames=-1)
+    single = SyncDataCollector(
+        CountingEnv((3,), batched=False), frames_per_batch=2, total_frames=-1
+    )
     single.next()
     with pytest.raises(ValueError, match="needs a batched env"):
         single.reset(index=0)
