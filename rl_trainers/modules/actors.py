@@ -187,7 +187,7 @@ class ProbabilisticActor(TensorDictModuleBase):
             else:
                 action = dist.sample()
         else:
-            action = _deterministic_sample(dist)
+            action = _interaction_sample(dist, self._interaction())
         if self.return_log_prob and log_prob is None:
             log_prob = dist.log_prob(action)
         if self._action_dtype is not None and action.dtype != self._action_dtype:
@@ -200,11 +200,18 @@ class ProbabilisticActor(TensorDictModuleBase):
         return tensordict
 
 
-def _deterministic_sample(dist) -> torch.Tensor:
-    """The action of a non-random interaction: the distribution's ``deterministic_sample``,
+def _interaction_sample(dist, itype: InteractionType) -> torch.Tensor:
+    """The action of a non-random interaction, as torchrl picks it: ``dist.mode`` under
+    ``MODE``, ``dist.mean`` under ``MEAN``, else the distribution's ``deterministic_sample``,
     or for a plain ``torch.distributions`` class (e.g. ``torch.distributions.Categorical``,
     as torchrl's examples use) its mode on a discrete support and its mean otherwise, as
-    tensordict does."""
+    tensordict does. The three agree for TanhNormal (``mid + half * tanh(loc)``), the
+    normal and the categoricals; TruncatedNormal's mode is ``loc`` clamped onto the bounds,
+    its mean and deterministic sample the truncated mean."""
+    if itype == InteractionType.MODE:
+        return dist.mode
+    if itype == InteractionType.MEAN:
+        return dist.mean
     sample = getattr(dist, "deterministic_sample", None)
     if sample is not None:
         return sample
