@@ -44,6 +44,21 @@ PATHS = [
     ("modules.distributions", "OneHotOrdinal", modules.OneHotOrdinal),
     ("modules", "Ordinal", modules.Ordinal),
     ("modules.distributions", "Ordinal", modules.Ordinal),
+    ("modules.distributions.continuous", "TanhNormal", modules.TanhNormal),
+    ("modules.distributions.continuous", "IndependentNormal", modules.IndependentNormal),
+    ("modules.distributions.continuous", "Delta", modules.Delta),
+    ("modules.distributions.continuous", "TanhDelta", modules.TanhDelta),
+    ("modules.distributions.continuous", "TruncatedNormal", modules.TruncatedNormal),
+    ("modules.distributions.discrete", "OneHotCategorical", modules.OneHotCategorical),
+    ("modules.distributions.discrete", "MaskedCategorical", modules.MaskedCategorical),
+    (
+        "modules.distributions.discrete",
+        "MaskedOneHotCategorical",
+        modules.MaskedOneHotCategorical,
+    ),
+    ("modules.distributions.discrete", "Ordinal", modules.Ordinal),
+    ("modules.distributions.discrete", "OneHotOrdinal", modules.OneHotOrdinal),
+    ("modules.distributions.truncated_normal", "TruncatedNormal", modules.TruncatedNormal),
 ]
 
 

@@ -1,8 +1,8 @@
 """``TruncatedNormal``: a diagonal Gaussian restricted to ``[low, high]`` (torchrl's
 ``TruncatedNormal``), with the standard-normal tail functions it needs.
 
-Re-exported by :mod:`rl_trainers.modules.distributions`; same interface as the other
-distributions there.
+Re-exported by :mod:`rl_trainers.modules.distributions` (and its ``continuous`` module);
+same interface as the other distributions there.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import math
 import torch
 from torch.special import erfcx
 
+from rl_trainers.modules.distributions.utils import _HALF_LOG_2PI, _as_tensor
+
 __all__ = ["TruncatedNormal"]
 
-_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 _SQRT2 = math.sqrt(2.0)
 
 
@@ -92,8 +93,8 @@ class TruncatedNormal:
         min: torch.Tensor | float | None = None,  # noqa: A002 (torchrl's old names)
         max: torch.Tensor | float | None = None,  # noqa: A002
     ) -> None:
-        low = torch.as_tensor(low if min is None else min, dtype=loc.dtype, device=loc.device)
-        high = torch.as_tensor(high if max is None else max, dtype=loc.dtype, device=loc.device)
+        low = _as_tensor(low if min is None else min, loc)
+        high = _as_tensor(high if max is None else max, loc)
         if not (low < high).all():
             raise ValueError(f"TruncatedNormal needs low < high, got low={low} high={high}")
         if tanh_loc:
