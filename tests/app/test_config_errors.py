@@ -76,6 +76,12 @@ def _no_cuda_device(index: int) -> bool:
         ),
         ("ppo", ["optimizer=adamw", "optimizer.betas=[0.9,1.5]"], ["optimizer.betas", "[0, 1)"]),
         (
+            "ppo",
+            ["network.policy.num_cells=[64,0]"],
+            ["network.policy.num_cells=[64, 0]", "a list of positive integers"],
+        ),
+        ("sac", ["network.value.num_cells=[-3]"], ["network.value.num_cells=[-3]", "positive"]),
+        (
             "sac",
             ["replay_buffer.batch_size=100000", "replay_buffer.size=10000"],
             ["replay_buffer.batch_size=100000", "at most replay_buffer.size (10000)"],

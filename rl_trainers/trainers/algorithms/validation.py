@@ -159,6 +159,24 @@ def _check_betas(cfg: DictConfig) -> None:
         raise ConfigError("optimizer.betas", values, allowed)
 
 
+def _check_layer_sizes(cfg: DictConfig) -> None:
+    """Hidden widths, conv channels, kernel sizes and strides are positive integers (a
+    zero-width layer would build a network that ignores its input)."""
+    for path in (
+        "network.policy.num_cells",
+        "network.value.num_cells",
+        "network.encoder.num_cells",
+        "network.encoder.kernel_sizes",
+        "network.encoder.strides",
+    ):
+        sizes = OmegaConf.select(cfg, path, default=None)
+        if sizes is None:
+            continue
+        values = list(sizes)
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values):
+            raise ConfigError(path, values, "a list of positive integers, e.g. [256,256]")
+
+
 def check_unknown_keys(cfg: DictConfig, algorithm: str, prefix: str = "") -> None:
     """Raise :class:`ConfigError` for a key added with ``+`` (``+trainer.num_epoch=3``) that
     no field of its config node declares: nothing would read it, so it would be ignored."""
@@ -269,6 +287,7 @@ def validate_config(cfg: DictConfig) -> None:
         )
     if "optimizer" in cfg:
         _check_betas(cfg)
+    _check_layer_sizes(cfg)
     if cfg.eval.episodes <= 0:
         raise ConfigError("eval.episodes", cfg.eval.episodes, "a positive number of episodes")
     for path, allowed in (
