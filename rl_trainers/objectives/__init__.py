@@ -32,9 +32,11 @@ from rl_trainers.objectives.value import (
     TD1Estimator,
     TDLambdaEstimator,
     ValueEstimatorBase,
+    VTrace,
     generalized_advantage_estimate,
     td0_return_estimate,
     td_lambda_return_estimate,
+    vtrace_advantage_estimate,
 )
 
 __all__ = [
@@ -71,8 +73,10 @@ __all__ = [
     "TDLambdaEstimator",
     "TD1Estimator",
     "TD0Estimator",
+    "VTrace",
     "ValueEstimatorBase",
     "generalized_advantage_estimate",
     "td_lambda_return_estimate",
     "td0_return_estimate",
+    "vtrace_advantage_estimate",
 ]

@@ -60,6 +60,7 @@ class ValueEstimators(Enum):
     TD1 = "td1"
     TDLambda = "td_lambda"
     GAE = "gae"
+    VTrace = "vtrace"
 
 
 _LOSS_FUNCTIONS = ("l1", "l2", "smooth_l1")
@@ -507,6 +508,14 @@ class LossModule(nn.Module):
             self.gamma = float(hyperparams["gamma"])
         else:
             hyperparams["gamma"] = self.gamma
+        if value_type == ValueEstimators.VTrace and "actor_network" not in hyperparams:
+            actor = getattr(self, "actor_network", None)
+            if actor is None:
+                raise NotImplementedError(
+                    f"{type(self).__name__} has no actor_network: V-trace needs the "
+                    "log-probabilities of the policy being trained"
+                )
+            hyperparams["actor_network"] = actor
         self._value_estimator = make_estimator(
             value_type, value_network=self._estimator_network(), **hyperparams
         )

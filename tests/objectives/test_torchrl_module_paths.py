@@ -22,6 +22,13 @@ PATHS = [
     ("objectives.utils", "distance_loss", objectives.distance_loss),
     ("objectives.value.advantages", "GAE", objectives.GAE),
     ("objectives.value.advantages", "TDLambdaEstimator", objectives.TDLambdaEstimator),
+    ("objectives.value", "VTrace", objectives.VTrace),
+    ("objectives.value.advantages", "VTrace", objectives.VTrace),
+    (
+        "objectives.value.functional",
+        "vtrace_advantage_estimate",
+        objectives.vtrace_advantage_estimate,
+    ),
     (
         "objectives.value.functional",
         "generalized_advantage_estimate",

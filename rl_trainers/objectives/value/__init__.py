@@ -1,4 +1,5 @@
-"""Value estimators: TD(0), TD(lambda) and GAE, functional and as tensordict callables.
+"""Value estimators: TD(0), TD(lambda), GAE and V-trace, functional and as tensordict
+callables.
 
 All functions take tensors shaped ``[*B, T, 1]`` (time on ``time_dim``, default -2) and are
 vectorised over the batch. Conventions (per step ``t``):
@@ -26,10 +27,12 @@ __all__ = [
     "generalized_advantage_estimate",
     "td_lambda_return_estimate",
     "td0_return_estimate",
+    "vtrace_advantage_estimate",
     "GAE",
     "TDLambdaEstimator",
     "TD1Estimator",
     "TD0Estimator",
+    "VTrace",
     "ValueEstimatorBase",
     "make_estimator",
     "default_value_kwargs",
@@ -188,6 +191,86 @@ def td0_return_estimate(
         terminated = done
     not_term = (~terminated.bool().reshape(reward.shape)).to(reward.dtype)
     return reward + gamma * not_term * next_state_value
+
+
+def vtrace_advantage_estimate(
+    gamma: float | torch.Tensor,
+    log_pi: torch.Tensor,
+    log_mu: torch.Tensor,
+    state_value: torch.Tensor,
+    next_state_value: torch.Tensor,
+    reward: torch.Tensor,
+    done: torch.Tensor,
+    terminated: torch.Tensor | None = None,
+    rho_thresh: float | torch.Tensor = 1.0,
+    c_thresh: float | torch.Tensor = 1.0,
+    *,
+    time_dim: int = -2,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """V-trace targets and advantages (Espeholt et al. 2018, IMPALA), torchrl's signature.
+
+    With the importance ratio ``w_t = pi(a_t|s_t) / mu(a_t|s_t)`` of the learner's policy
+    ``pi`` over the behaviour policy ``mu`` that collected the data, ``rho_t = min(rho_thresh,
+    w_t)`` and ``c_t = min(c_thresh, w_t)``:
+
+    * ``delta_t = rho_t * (r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t))``;
+    * ``v_t = V(s_t) + delta_t + gamma * c_t * (1 - done_t) * (v_{t+1} - V(s_{t+1}))``, with
+      ``v_{t+1} - V(s_{t+1}) = 0`` after the batch's last step;
+    * ``advantage_t = rho_t * (r_t + gamma * (1 - terminated_t) * v'_{t+1} - V(s_t))``, where
+      ``v'_{t+1}`` is ``v_{t+1}``, or ``V(s_{t+1})`` where the trajectory ends at ``t`` (done)
+      or the batch does. (torchrl reads ``v_{t+1}`` of the next row there, which after a
+      truncation belongs to the next episode.)
+
+    On-policy (``log_pi == log_mu``) with both thresholds at least 1, ``v_t`` is the TD(1)
+    return.
+
+    Args:
+        gamma: discount (a float, or a tensor like ``reward`` for per-step discounts).
+        log_pi: log-probabilities of the actions under the policy being trained, ``[*B, T, 1]``.
+        log_mu: log-probabilities under the policy that collected them, ``[*B, T, 1]``.
+        state_value: ``V(s_t)``, ``[*B, T, 1]``.
+        next_state_value: ``V(s_{t+1})``, ``[*B, T, 1]``.
+        reward: ``r_t``, ``[*B, T, 1]``.
+        done: bool ``[*B, T, 1]``, end of a trajectory (terminated or truncated).
+        terminated: bool ``[*B, T, 1]``, end of an episode (defaults to ``done``).
+        rho_thresh: clip of the importance weights of the temporal differences.
+        c_thresh: clip of the importance weights of the trace.
+        time_dim: the time dimension.
+
+    Returns:
+        ``(advantage, value_target)``, both ``[*B, T, 1]``.
+    """
+    if terminated is None:
+        terminated = done
+    if time_dim not in (-2, state_value.dim() - 2):
+        moved = (
+            x.transpose(time_dim, -2) if isinstance(x, torch.Tensor) and x.dim() > 1 else x
+            for x in (
+                gamma,
+                log_pi,
+                log_mu,
+                state_value,
+                next_state_value,
+                reward,
+                done,
+                terminated,
+            )
+        )
+        adv, target = vtrace_advantage_estimate(*moved, rho_thresh=rho_thresh, c_thresh=c_thresh)
+        return adv.transpose(time_dim, -2), target.transpose(time_dim, -2)
+    _check(log_pi, log_mu, state_value, next_state_value, reward)
+    terminated = terminated.bool().reshape(reward.shape)
+    done = done.bool().reshape(reward.shape) | terminated
+    not_term = (~terminated).to(reward.dtype)
+    ratio = (log_pi - log_mu).exp()
+    rho = ratio.clamp_max(rho_thresh)
+    delta = rho * (reward + gamma * not_term * next_state_value - state_value)
+    target = _discounted_cumsum(delta, gamma * ratio.clamp_max(c_thresh), done) + state_value
+    # v'_{t+1}: the next step's target within a trajectory, V(s_{t+1}) where it ends
+    following = torch.cat([target[..., 1:, :], next_state_value[..., -1:, :]], dim=-2)
+    following = torch.where(done, next_state_value, following)
+    advantage = rho * (reward + gamma * not_term * following - state_value)
+    return advantage, target
 
 
 class ValueEstimatorBase(nn.Module):
@@ -462,11 +545,105 @@ class TD0Estimator(ValueEstimatorBase):
         return tensordict
 
 
+class VTrace(ValueEstimatorBase):
+    """V-trace targets and advantages for data collected by an older policy (IMPALA):
+    writes ``advantage`` and ``value_target`` (see :func:`vtrace_advantage_estimate`).
+
+    The behaviour policy's log-probabilities are read from the batch (``sample_log_prob``,
+    what the collecting actor wrote); the learner's are computed by ``actor_network`` on the
+    batch's observations and actions.
+
+    Args:
+        gamma: discount.
+        actor_network: the probabilistic actor being trained (``get_dist``).
+        value_network: the critic.
+        rho_thresh: clip of the importance weights of the temporal differences (default 1).
+        c_thresh: clip of the importance weights of the trace (default 1).
+        average_adv: standardise the advantage over the batch.
+        differentiable: keep the graph through the critic and the actor.
+        **kwargs: as :class:`ValueEstimatorBase` (keys, ``skip_existing``...).
+    """
+
+    _key_attrs = {
+        **ValueEstimatorBase._key_attrs,
+        "sample_log_prob": "sample_log_prob_key",
+        "action": "action_key",
+    }
+
+    def __init__(
+        self,
+        *,
+        gamma: float,
+        actor_network: nn.Module,
+        value_network: nn.Module | None,
+        rho_thresh: float | torch.Tensor = 1.0,
+        c_thresh: float | torch.Tensor = 1.0,
+        average_adv: bool = False,
+        differentiable: bool = False,
+        **kwargs,
+    ) -> None:
+        super().__init__(
+            gamma=gamma, value_network=value_network, differentiable=differentiable, **kwargs
+        )
+        if not hasattr(actor_network, "get_dist"):
+            raise TypeError(
+                "VTrace needs a probabilistic actor (with get_dist) to compute the learner's "
+                f"log-probabilities, got {type(actor_network).__name__}"
+            )
+        self.__dict__["actor_network"] = actor_network  # owned by the loss, as the critic
+        self.rho_thresh = float(rho_thresh)
+        self.c_thresh = float(c_thresh)
+        self.average_adv = average_adv
+        self.sample_log_prob_key = "sample_log_prob"
+        self.action_key = "action"
+
+    def _log_pi(self, tensordict: TensorDictBase, like: torch.Tensor) -> torch.Tensor:
+        with torch.set_grad_enabled(self.differentiable and torch.is_grad_enabled()):
+            dist = self.actor_network.get_dist(tensordict)
+            log_pi = dist.log_prob(tensordict.get(self.action_key))
+        if log_pi.numel() != like.numel():  # torch.distributions keep the action's dims
+            log_pi = log_pi.sum(-1)
+        return log_pi.reshape(like.shape)
+
+    def forward(
+        self, tensordict: TensorDictBase, *, params=None, target_params=None
+    ) -> TensorDictBase:
+        self._check_params(params, target_params)
+        value, next_value, reward, terminated, done = self._read(tensordict)
+        log_mu = tensordict.get(self.sample_log_prob_key, None)
+        if log_mu is None:
+            raise KeyError(
+                f"VTrace reads the collecting policy's log-probabilities at "
+                f"{self.sample_log_prob_key!r}, absent from the batch: collect with an actor "
+                "built with return_log_prob=True"
+            )
+        log_pi = self._log_pi(tensordict, reward)
+        gamma = discount(tensordict, self.gamma, reward)
+        adv, target = vtrace_advantage_estimate(
+            gamma,
+            log_pi,
+            log_mu.reshape(reward.shape),
+            value,
+            next_value,
+            reward,
+            done=done,
+            terminated=terminated,
+            rho_thresh=self.rho_thresh,
+            c_thresh=self.c_thresh,
+        )
+        if self.average_adv:
+            adv = (adv - adv.mean()) / adv.std().clamp_min(1e-5)
+        tensordict.set(self.advantage_key, adv)
+        tensordict.set(self.value_target_key, target)
+        return tensordict
+
+
 _ESTIMATORS = {
     ValueEstimators.TD0: TD0Estimator,
     ValueEstimators.TD1: TD1Estimator,
     ValueEstimators.TDLambda: TDLambdaEstimator,
     ValueEstimators.GAE: GAE,
+    ValueEstimators.VTrace: VTrace,
 }
 
 
@@ -489,6 +666,6 @@ def make_estimator(value_type: ValueEstimators | str, **kwargs) -> ValueEstimato
     default_lmbda = default_value_kwargs(value_type).get("lmbda")
     if default_lmbda is not None:
         kwargs.setdefault("lmbda", default_lmbda)
-    if value_type in (ValueEstimators.TD0, ValueEstimators.TD1):
+    if value_type in (ValueEstimators.TD0, ValueEstimators.TD1, ValueEstimators.VTrace):
         kwargs.pop("lmbda", None)
     return _ESTIMATORS[value_type](**kwargs)

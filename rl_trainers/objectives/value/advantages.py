@@ -6,6 +6,14 @@ from rl_trainers.objectives.value import (
     TD1Estimator,
     TDLambdaEstimator,
     ValueEstimatorBase,
+    VTrace,
 )
 
-__all__ = ["GAE", "TDLambdaEstimator", "TD1Estimator", "TD0Estimator", "ValueEstimatorBase"]
+__all__ = [
+    "GAE",
+    "TDLambdaEstimator",
+    "TD1Estimator",
+    "TD0Estimator",
+    "VTrace",
+    "ValueEstimatorBase",
+]

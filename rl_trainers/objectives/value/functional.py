@@ -4,6 +4,12 @@ from rl_trainers.objectives.value import (
     generalized_advantage_estimate,
     td0_return_estimate,
     td_lambda_return_estimate,
+    vtrace_advantage_estimate,
 )
 
-__all__ = ["generalized_advantage_estimate", "td_lambda_return_estimate", "td0_return_estimate"]
+__all__ = [
+    "generalized_advantage_estimate",
+    "td_lambda_return_estimate",
+    "td0_return_estimate",
+    "vtrace_advantage_estimate",
+]
