@@ -13,6 +13,7 @@ from rl_trainers.objectives.discrete_sac import DiscreteSACLoss
 from rl_trainers.objectives.distributional_dqn import DistributionalDQNLoss
 from rl_trainers.objectives.dqn import DQNLoss
 from rl_trainers.objectives.ensemble import CriticEnsemble
+from rl_trainers.objectives.gail import GAILLoss
 from rl_trainers.objectives.iql import DiscreteIQLLoss, IQLLoss
 from rl_trainers.objectives.ppo import A2CLoss, ClipPPOLoss, KLPENPPOLoss, PPOLoss, ReinforceLoss
 from rl_trainers.objectives.redq import REDQLoss
@@ -64,6 +65,7 @@ __all__ = [
     "TD3Loss",
     "TD3BCLoss",
     "DDPGLoss",
+    "GAILLoss",
     "SoftUpdate",
     "HardUpdate",
     "TargetNetUpdater",

@@ -13,6 +13,7 @@ PATHS = [
     ("objectives.sac", "DiscreteSACLoss", objectives.DiscreteSACLoss),
     ("objectives.dqn", "DistributionalDQNLoss", objectives.DistributionalDQNLoss),
     ("objectives.ddpg", "DDPGLoss", objectives.DDPGLoss),
+    ("objectives.gail", "GAILLoss", objectives.GAILLoss),
     ("objectives.cql", "DiscreteCQLLoss", objectives.DiscreteCQLLoss),
     ("objectives.iql", "IQLLoss", objectives.IQLLoss),
     ("objectives.iql", "DiscreteIQLLoss", objectives.DiscreteIQLLoss),
