@@ -159,3 +159,30 @@ def test_functional_estimators_take_torchrl_argument_order():
     torch.testing.assert_close(
         td0_return_estimate(0.9, V_NEXT, R, done=TERM), td0_return_estimate(0.9, V_NEXT, R, TERM)
     )
+
+
+@pytest.mark.parametrize("time_dim", [-2, -1, 0])
+def test_reward2go_restarts_at_trajectory_ends(time_dim):
+    from rl_trainers.objectives.value.functional import reward2go
+
+    g = torch.Generator().manual_seed(0)
+    reward = torch.randn(3, 10, 1, generator=g)
+    done = torch.zeros(3, 10, 1, dtype=torch.bool)
+    done[0, [3, 7]] = True
+    done[2, 9] = True
+    expected = torch.empty_like(reward)
+    for b in range(3):
+        running = 0.0
+        for t in reversed(range(10)):
+            running = reward[b, t, 0] + (0.0 if done[b, t, 0] else 0.9 * running)
+            expected[b, t, 0] = running
+    if time_dim == -2:
+        torch.testing.assert_close(reward2go(reward, done, 0.9), expected)
+    elif time_dim == -1:
+        out = reward2go(reward.squeeze(-1), done.squeeze(-1), 0.9, time_dim=-1)
+        torch.testing.assert_close(out, expected.squeeze(-1))
+    else:
+        out = reward2go(reward.transpose(0, 1), done.transpose(0, 1), 0.9, time_dim=0)
+        torch.testing.assert_close(out, expected.transpose(0, 1))
+    with pytest.raises(ValueError, match="one shape"):
+        reward2go(reward, done[:, :5], 0.9)

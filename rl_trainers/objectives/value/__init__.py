@@ -28,6 +28,7 @@ __all__ = [
     "td_lambda_return_estimate",
     "td0_return_estimate",
     "vtrace_advantage_estimate",
+    "reward2go",
     "GAE",
     "TDLambdaEstimator",
     "TD1Estimator",
@@ -271,6 +272,32 @@ def vtrace_advantage_estimate(
     following = torch.where(done, next_state_value, following)
     advantage = rho * (reward + gamma * not_term * following - state_value)
     return advantage, target
+
+
+def reward2go(
+    reward: torch.Tensor, done: torch.Tensor, gamma: float = 1.0, *, time_dim: int = -2
+) -> torch.Tensor:
+    """Discounted reward-to-go ``G_t = r_t + gamma * (1 - done_t) * G_{t+1}`` of every step
+    (Monte-Carlo returns, cut where a trajectory ends and at the batch's last step), torchrl's
+    signature.
+
+    Args:
+        reward: rewards with time on ``time_dim`` (e.g. ``[*B, T, 1]``).
+        done: bool, same shape: the trajectory ends at ``t``.
+        gamma: discount.
+        time_dim: the time dimension.
+
+    Returns:
+        A tensor shaped like ``reward``.
+    """
+    if reward.shape != done.shape:
+        raise ValueError(
+            f"reward and done must share one shape, got {tuple(reward.shape)} and "
+            f"{tuple(done.shape)}"
+        )
+    moved = reward.movedim(time_dim, -1).unsqueeze(-1)  # [..., T, 1]
+    ends = done.bool().movedim(time_dim, -1).unsqueeze(-1)
+    return _discounted_cumsum(moved, gamma, ends).squeeze(-1).movedim(-1, time_dim)
 
 
 class ValueEstimatorBase(nn.Module):

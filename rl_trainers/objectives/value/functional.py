@@ -2,6 +2,7 @@
 
 from rl_trainers.objectives.value import (
     generalized_advantage_estimate,
+    reward2go,
     td0_return_estimate,
     td_lambda_return_estimate,
     vtrace_advantage_estimate,
@@ -12,4 +13,5 @@ __all__ = [
     "td_lambda_return_estimate",
     "td0_return_estimate",
     "vtrace_advantage_estimate",
+    "reward2go",
 ]
