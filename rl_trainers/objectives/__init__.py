@@ -9,6 +9,7 @@ from rl_trainers.objectives.common import (
 )
 from rl_trainers.objectives.cql import CQLLoss, DiscreteCQLLoss
 from rl_trainers.objectives.crossq import CrossQLoss
+from rl_trainers.objectives.decision_transformer import DTLoss, OnlineDTLoss
 from rl_trainers.objectives.discrete_sac import DiscreteSACLoss
 from rl_trainers.objectives.distributional_dqn import DistributionalDQNLoss
 from rl_trainers.objectives.dqn import DQNLoss
@@ -66,6 +67,8 @@ __all__ = [
     "TD3BCLoss",
     "DDPGLoss",
     "GAILLoss",
+    "DTLoss",
+    "OnlineDTLoss",
     "SoftUpdate",
     "HardUpdate",
     "TargetNetUpdater",

@@ -14,6 +14,8 @@ PATHS = [
     ("objectives.dqn", "DistributionalDQNLoss", objectives.DistributionalDQNLoss),
     ("objectives.ddpg", "DDPGLoss", objectives.DDPGLoss),
     ("objectives.gail", "GAILLoss", objectives.GAILLoss),
+    ("objectives.decision_transformer", "DTLoss", objectives.DTLoss),
+    ("objectives.decision_transformer", "OnlineDTLoss", objectives.OnlineDTLoss),
     ("objectives.cql", "DiscreteCQLLoss", objectives.DiscreteCQLLoss),
     ("objectives.iql", "IQLLoss", objectives.IQLLoss),
     ("objectives.iql", "DiscreteIQLLoss", objectives.DiscreteIQLLoss),
