@@ -1,6 +1,7 @@
 """Transforms and ``TransformedEnv``."""
 
-from rl_trainers.envs.transforms.crop import RandomCropTensorDict
+from rl_trainers.envs.transforms.counters import TrajCounter
+from rl_trainers.envs.transforms.crop import CenterCrop, Crop, RandomCropTensorDict
 from rl_trainers.envs.transforms.gym_transforms import EndOfLifeTransform
 from rl_trainers.envs.transforms.keys import (
     CatTensors,
@@ -10,11 +11,23 @@ from rl_trainers.envs.transforms.keys import (
 )
 from rl_trainers.envs.transforms.pooling import TimeMaxPool
 from rl_trainers.envs.transforms.primer import TensorDictPrimer
-from rl_trainers.envs.transforms.shapes import SqueezeTransform, UnsqueezeTransform
+from rl_trainers.envs.transforms.rewards import (
+    BinarizeReward,
+    Reward2GoTransform,
+    RewardClipping,
+    TargetReturn,
+)
+from rl_trainers.envs.transforms.shapes import (
+    FlattenObservation,
+    PermuteTransform,
+    SqueezeTransform,
+    UnsqueezeTransform,
+)
 from rl_trainers.envs.transforms.transforms import (
     CatFrames,
     Compose,
     DoubleToFloat,
+    DTypeCastTransform,
     FrameSkipTransform,
     GrayScale,
     InitTracker,
@@ -60,4 +73,14 @@ __all__ = [
     "TimeMaxPool",
     "TensorDictPrimer",
     "RandomCropTensorDict",
+    "DTypeCastTransform",
+    "RewardClipping",
+    "BinarizeReward",
+    "Crop",
+    "CenterCrop",
+    "PermuteTransform",
+    "FlattenObservation",
+    "TargetReturn",
+    "Reward2GoTransform",
+    "TrajCounter",
 ]

@@ -1,4 +1,10 @@
-"""``RandomCropTensorDict``: a replay-buffer transform cutting random sub-trajectories.
+"""Cropping transforms: ``Crop`` and ``CenterCrop`` cut images (observations), and
+``RandomCropTensorDict`` is a replay-buffer transform cutting random sub-trajectories.
+
+``Crop(w, h, top, left)`` keeps rows ``top .. top + w - 1`` and columns ``left .. left + h - 1``
+of ``[..., H, W]`` images (torchrl's argument order: ``w`` is the size along ``H``, as in
+:class:`Resize`); ``CenterCrop(w, h)`` centres the same window. Parts of the window outside
+the image are zeros (torchvision's crops, which torchrl uses, pad the same way).
 
 A buffer storing whole ``[T]`` trajectories samples ``[B, T]`` batches; this transform keeps,
 for each of the ``B`` items, a random window of ``sub_seq_len`` consecutive steps (the same
@@ -12,12 +18,142 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from tensordict import TensorDictBase
 
-from rl_trainers.envs.transforms.transforms import Key, Transform
+from rl_trainers.envs.specs import Composite
+from rl_trainers.envs.transforms.shapes import _reshaped
+from rl_trainers.envs.transforms.transforms import Key, Transform, _keys
 
-__all__ = ["RandomCropTensorDict"]
+__all__ = ["Crop", "CenterCrop", "RandomCropTensorDict"]
+
+
+def _crop(img: torch.Tensor, top: int, left: int, height: int, width: int) -> torch.Tensor:
+    """``img[..., top:top + height, left:left + width]``, zeros where that leaves the image."""
+    rows, cols = img.shape[-2:]
+    if top >= 0 and left >= 0 and top + height <= rows and left + width <= cols:
+        return img[..., top : top + height, left : left + width]
+    out = img.new_zeros((*img.shape[:-2], height, width))
+    r0, r1 = max(top, 0), min(top + height, rows)
+    c0, c1 = max(left, 0), min(left + width, cols)
+    if r0 < r1 and c0 < c1:
+        out[..., r0 - top : r1 - top, c0 - left : c1 - left] = img[..., r0:r1, c0:c1]
+    return out
+
+
+def _centre_offset(size: int, crop: int) -> int:
+    """Where a centred window of ``crop`` starts in ``size`` pixels (torchvision's rounding;
+    negative when the window is larger: the image is then centred in zeros)."""
+    if crop > size:
+        return -((crop - size) // 2)
+    return int(round((size - crop) / 2.0))
+
+
+class _ImageCrop(Transform):
+    """Shared parts of the image crops: sizes, specs."""
+
+    def __init__(
+        self,
+        w: int,
+        h: int | None,
+        in_keys: Key | Sequence[Key] | None,
+        out_keys: Key | Sequence[Key] | None,
+    ) -> None:
+        super().__init__(_keys(in_keys, ["pixels"]), out_keys)
+        self.w = int(w)
+        self.h = int(h) if h else self.w
+        if self.w < 1 or self.h < 1:
+            raise ValueError(f"{type(self).__name__}: w and h must be >= 1, got w={w} and h={h}.")
+
+    def _origin(self, rows: int, cols: int) -> tuple[int, int]:
+        """``(top, left)`` of the window in an image of ``rows x cols`` pixels."""
+        raise NotImplementedError
+
+    def _apply_transform(self, img: torch.Tensor) -> torch.Tensor:
+        if img.ndim < 2:
+            raise ValueError(
+                f"{type(self).__name__} expects [..., H, W] images, got shape {tuple(img.shape)}."
+            )
+        top, left = self._origin(*img.shape[-2:])
+        return _crop(img, top, left, self.w, self.h)
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            spec = observation_spec[ik]
+            shape = torch.Size([*spec.shape[:-2], self.w, self.h])
+            observation_spec[ok] = _reshaped(spec, shape, self._apply_transform)
+        return observation_spec
+
+
+class Crop(_ImageCrop):
+    """Crop images ``[..., H, W]`` to ``[..., w, h]`` starting at pixel ``(top, left)``.
+
+    Args:
+        w: output size along ``H`` (torchrl's name).
+        h: output size along ``W`` (default ``w``).
+        top: first row kept.
+        left: first column kept.
+        in_keys: image keys (default ``["pixels"]``).
+        out_keys: output keys (default: ``in_keys``).
+    """
+
+    def __init__(
+        self,
+        w: int,
+        h: int | None = None,
+        top: int = 0,
+        left: int = 0,
+        in_keys: Key | Sequence[Key] | None = None,
+        out_keys: Key | Sequence[Key] | None = None,
+    ) -> None:
+        super().__init__(w, h, in_keys, out_keys)
+        self.top, self.left = int(top), int(left)
+
+    def _origin(self, rows: int, cols: int) -> tuple[int, int]:
+        return self.top, self.left
+
+    def __repr__(self) -> str:
+        return (
+            f"Crop(w={self.w}, h={self.h}, top={self.top}, left={self.left}, "
+            f"in_keys={self.in_keys}, out_keys={self.out_keys})"
+        )
+
+
+class CenterCrop(_ImageCrop):
+    """Keep the central ``w x h`` window of images ``[..., H, W]``.
+
+    Args:
+        w: output size along ``H`` (torchrl's name).
+        h: output size along ``W`` (default ``w``).
+        in_keys: image keys (default ``["pixels"]``).
+        out_keys: output keys (default: ``in_keys``).
+
+    Example:
+        >>> env = TransformedEnv(
+        ...     GymEnv("CartPole-v1", from_pixels=True), Compose(ToTensorImage(), CenterCrop(84))
+        ... )  # doctest: +SKIP
+        >>> env.observation_spec["pixels"].shape  # doctest: +SKIP
+        torch.Size([3, 84, 84])
+    """
+
+    def __init__(
+        self,
+        w: int,
+        h: int | None = None,
+        in_keys: Key | Sequence[Key] | None = None,
+        out_keys: Key | Sequence[Key] | None = None,
+    ) -> None:
+        super().__init__(w, h, in_keys, out_keys)
+
+    def _origin(self, rows: int, cols: int) -> tuple[int, int]:
+        return _centre_offset(rows, self.w), _centre_offset(cols, self.h)
+
+    def __repr__(self) -> str:
+        return (
+            f"CenterCrop(w={self.w}, h={self.h}, in_keys={self.in_keys}, out_keys={self.out_keys})"
+        )
 
 
 class RandomCropTensorDict(Transform):

@@ -1,9 +1,11 @@
-"""Transforms that add or remove a dimension of size one: ``UnsqueezeTransform`` and
-``SqueezeTransform`` (torchrl's), e.g. to give images a time dim before ``CatFrames``.
+"""Transforms that reshape entries (torchrl's): ``UnsqueezeTransform`` and
+``SqueezeTransform`` add or remove a dimension of size one (e.g. to give images a time dim
+before ``CatFrames``), ``PermuteTransform`` reorders the last dims (e.g. ``[H, W, C]`` images
+to ``[C, H, W]``) and ``FlattenObservation`` merges adjacent dims.
 
 Dimensions are negative, counted from the end of each entry, so they mean the same with
 or without batch dims; the inverse transform (``in_keys_inv``) undoes the change on step
-inputs.
+inputs. Bounded specs keep their bounds, moved the same way as the values.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from tensordict import TensorDictBase
 
 from rl_trainers.envs.specs import Bounded, Composite, TensorSpec, Unbounded
-from rl_trainers.envs.transforms.transforms import Key, Transform, _keys
+from rl_trainers.envs.transforms.transforms import Key, Transform, _keys, _missing
 
-__all__ = ["SqueezeTransform", "UnsqueezeTransform"]
+__all__ = ["SqueezeTransform", "UnsqueezeTransform", "PermuteTransform", "FlattenObservation"]
 
 
 def _reshaped(spec: TensorSpec, shape: torch.Size, change: callable) -> TensorSpec:
@@ -110,3 +113,154 @@ class SqueezeTransform(UnsqueezeTransform):
 
     def _new_spec(self, spec: TensorSpec) -> TensorSpec:
         return UnsqueezeTransform._old_spec(self, spec)
+
+
+class PermuteTransform(Transform):
+    """Reorder the last ``len(dims)`` dims of entries: ``dims`` lists, for each output dim,
+    the input dim it takes (a reordering of ``-len(dims) .. -1``).
+
+    Args:
+        dims: e.g. ``(-1, -3, -2)`` turns ``[..., H, W, C]`` into ``[..., C, H, W]``.
+        in_keys: entries permuted (observations).
+        out_keys: output keys (default: in place).
+        in_keys_inv: step inputs given back their base-env layout (the inverse permutation)
+            before the base env sees them.
+        out_keys_inv: their keys for the base env (default: ``in_keys_inv``).
+
+    Example:
+        >>> env = TransformedEnv(
+        ...     GymEnv("CartPole-v1", from_pixels=True, pixels_only=True),
+        ...     PermuteTransform((-1, -3, -2), in_keys=["pixels"]),
+        ... )  # doctest: +SKIP
+        >>> env.observation_spec["pixels"].shape  # doctest: +SKIP
+        torch.Size([3, 400, 600])
+    """
+
+    def __init__(
+        self,
+        dims: Sequence[int],
+        in_keys: Key | Sequence[Key] | None = None,
+        out_keys: Key | Sequence[Key] | None = None,
+        in_keys_inv: Key | Sequence[Key] | None = None,
+        out_keys_inv: Key | Sequence[Key] | None = None,
+    ) -> None:
+        dims = [int(d) for d in dims]
+        if sorted(dims) != list(range(-len(dims), 0)):
+            raise ValueError(
+                "PermuteTransform: dims must reorder the last dims with negative indices "
+                f"(a permutation of {list(range(-len(dims), 0))}), got {dims}."
+            )
+        super().__init__(in_keys, out_keys, in_keys_inv, out_keys_inv)
+        self.dims = dims
+        # output dim i of the inverse takes the forward output dim holding input dim i
+        self._inv_dims = [dims.index(d) - len(dims) for d in range(-len(dims), 0)]
+
+    def _permute(self, value: torch.Tensor, dims: list[int]) -> torch.Tensor:
+        if value.ndim < len(dims):
+            raise ValueError(
+                f"PermuteTransform(dims={self.dims}) needs entries with at least {len(dims)} "
+                f"dims, got shape {tuple(value.shape)}."
+            )
+        return value.permute(*range(value.ndim - len(dims)), *dims)
+
+    def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
+        return self._permute(value, self.dims)
+
+    def _inv_apply_transform(self, value: torch.Tensor) -> torch.Tensor:
+        return self._permute(value, self._inv_dims)
+
+    def _new_spec(self, spec: TensorSpec) -> TensorSpec:
+        shape = (
+            torch.zeros(spec.shape, device="meta")
+            .permute(*range(len(spec.shape) - len(self.dims)), *self.dims)
+            .shape
+        )
+        return _reshaped(spec, shape, self._apply_transform)
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            observation_spec[ok] = self._new_spec(observation_spec[ik])
+        return observation_spec
+
+    def transform_action_spec(self, action_spec: Composite) -> Composite:
+        # the outside sees the permuted input; the inverse gives the base env its layout
+        for ik, ok in zip(self.in_keys_inv, self.out_keys_inv):
+            if ok in action_spec:
+                action_spec[ik] = self._new_spec(action_spec[ok])
+        return action_spec
+
+    def __repr__(self) -> str:
+        return (
+            f"PermuteTransform(dims={self.dims}, in_keys={self.in_keys}, "
+            f"out_keys={self.out_keys}, in_keys_inv={self.in_keys_inv}, "
+            f"out_keys_inv={self.out_keys_inv})"
+        )
+
+
+class FlattenObservation(Transform):
+    """Merge the dims ``first_dim .. last_dim`` of entries into one (``torch.flatten``).
+
+    Args:
+        first_dim: first dim merged (negative: counted from the end of the entry).
+        last_dim: last dim merged.
+        in_keys: entries flattened (default ``["pixels"]``).
+        out_keys: output keys (default: in place).
+        allow_positive_dim: accept dims >= 0, counted from the first dim after the batch
+            dims (of the env, or of the TensorDict given to ``forward``).
+
+    Example:
+        >>> env = TransformedEnv(
+        ...     GymEnv("CartPole-v1", from_pixels=True, pixels_only=True),
+        ...     FlattenObservation(-3, -1, in_keys=["pixels"]),
+        ... )  # doctest: +SKIP
+        >>> env.observation_spec["pixels"].shape  # doctest: +SKIP
+        torch.Size([720000])
+    """
+
+    def __init__(
+        self,
+        first_dim: int,
+        last_dim: int,
+        in_keys: Key | Sequence[Key] | None = None,
+        out_keys: Key | Sequence[Key] | None = None,
+        allow_positive_dim: bool = False,
+    ) -> None:
+        for name, dim in (("first_dim", first_dim), ("last_dim", last_dim)):
+            if not allow_positive_dim and dim >= 0:
+                raise ValueError(
+                    f"FlattenObservation: {name} must be negative (counted from the end, so "
+                    f"it holds for any batch size), got {dim}; pass allow_positive_dim=True "
+                    "to count from the first feature dim."
+                )
+        super().__init__(_keys(in_keys, ["pixels"]), out_keys)
+        self.first_dim, self.last_dim = int(first_dim), int(last_dim)
+        self.allow_positive_dim = bool(allow_positive_dim)
+
+    def _flatten(self, value: torch.Tensor, batch_dims: int) -> torch.Tensor:
+        first = self.first_dim + batch_dims if self.first_dim >= 0 else self.first_dim
+        last = self.last_dim + batch_dims if self.last_dim >= 0 else self.last_dim
+        return torch.flatten(value, first, last)
+
+    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            value = tensordict.get(ik, None)
+            if value is None:
+                raise _missing(tensordict, ik, "FlattenObservation")
+            tensordict.set(ok, self._flatten(value, tensordict.batch_dims))
+        return tensordict
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        batch_dims = len(observation_spec.shape)
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            spec = observation_spec[ik]
+            shape = self._flatten(torch.zeros(spec.shape, device="meta"), batch_dims).shape
+            observation_spec[ok] = _reshaped(
+                spec, shape, lambda t, n=batch_dims: self._flatten(t, n)
+            )
+        return observation_spec
+
+    def __repr__(self) -> str:
+        return (
+            f"FlattenObservation(first_dim={self.first_dim}, last_dim={self.last_dim}, "
+            f"in_keys={self.in_keys}, out_keys={self.out_keys})"
+        )

@@ -36,6 +36,7 @@ __all__ = [
     "RewardScaling",
     "ObservationNorm",
     "VecNorm",
+    "DTypeCastTransform",
     "DoubleToFloat",
     "ToTensorImage",
     "GrayScale",
@@ -982,14 +983,167 @@ class VecNorm(Transform):
         return ObservationNorm(loc=mean, scale=std, in_keys=self.in_keys[:1], standard_normal=True)
 
 
-class DoubleToFloat(Transform):
-    """Cast float64 entries to float32 (observations; actions back to float64).
+class DTypeCastTransform(Transform):
+    """Cast entries from ``dtype_in`` to ``dtype_out`` (and step inputs back, the inverse).
+
+    Keys:
+
+    - ``in_keys`` given: those entries are cast (observations, rewards); no inverse unless
+      ``in_keys_inv`` is given too.
+    - ``in_keys`` None, inside an env: every observation and reward whose spec has
+      ``dtype_in``, and (when ``in_keys_inv`` is None too) every action whose spec has
+      ``dtype_in`` is cast back from ``dtype_out`` before the base env sees it. The keys are
+      read from the specs (``transform.in_keys`` lists them then).
+    - ``in_keys`` None, outside an env (e.g. a replay buffer's transform): ``forward`` casts
+      every ``dtype_in`` entry it finds.
+
+    Entries already of ``dtype_out`` are left as they are (a gymnasium float64 Box is a
+    float32 spec here already); a spec of a third dtype under ``in_keys`` raises
+    ``TypeError``.
 
     Args:
-        in_keys: observation keys (default: every float64 observation).
-        out_keys: must equal ``in_keys`` (entries are cast in place).
-        in_keys_inv: action keys cast from float32 to float64 before the base step.
-        out_keys_inv: must equal ``in_keys_inv``.
+        dtype_in: the dtype of the env (or storage) side.
+        dtype_out: the dtype seen outside (policies, losses).
+        in_keys: entries cast to ``dtype_out``.
+        out_keys: where the cast entries go (default: ``in_keys``).
+        in_keys_inv: step inputs (e.g. ``"action"``) cast to ``dtype_in`` for the base env.
+        out_keys_inv: their keys for the base env (default: ``in_keys_inv``).
+
+    Example:
+        >>> env = TransformedEnv(
+        ...     GymEnv("Pendulum-v1"),
+        ...     DTypeCastTransform(torch.float32, torch.float64, in_keys=["observation"]),
+        ... )
+        >>> env.rollout(3)["observation"].dtype
+        torch.float64
+    """
+
+    def __init__(
+        self,
+        dtype_in: torch.dtype,
+        dtype_out: torch.dtype,
+        in_keys: Key | Sequence[Key] | None = None,
+        out_keys: Key | Sequence[Key] | None = None,
+        in_keys_inv: Key | Sequence[Key] | None = None,
+        out_keys_inv: Key | Sequence[Key] | None = None,
+    ) -> None:
+        name = type(self).__name__
+        if in_keys is None and out_keys is not None:
+            raise ValueError(
+                f"{name}: out_keys needs in_keys (without them the entries cast are found at "
+                "run time, in no set order)."
+            )
+        if in_keys_inv is None and out_keys_inv is not None:
+            raise ValueError(f"{name}: out_keys_inv needs in_keys_inv.")
+        super().__init__(in_keys, out_keys, in_keys_inv, out_keys_inv)
+        self.dtype_in, self.dtype_out = dtype_in, dtype_out
+        self._auto = in_keys is None
+        self._auto_inv = in_keys is None and in_keys_inv is None
+        # keys read from the specs in automatic mode (observations, rewards), once in an env
+        self._auto_keys: dict[str, list[Key]] | None = None
+
+    # --- values ------------------------------------------------------------------------------
+    def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
+        return value.to(self.dtype_out) if value.dtype == self.dtype_in else value
+
+    def _inv_apply_transform(self, value: torch.Tensor) -> torch.Tensor:
+        return value.to(self.dtype_in)
+
+    def _cast(self, tensordict: TensorDictBase, tolerant: bool) -> TensorDictBase:
+        if self._auto and self._auto_keys is None:
+            # no env: every dtype_in entry
+            for key, value in list(tensordict.items(True, True)):
+                if value.dtype == self.dtype_in:
+                    tensordict.set(key, value.to(self.dtype_out))
+            return tensordict
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            value = tensordict.get(ik, None)
+            if value is None:
+                if tolerant or self._auto:
+                    continue
+                raise _missing(tensordict, ik, type(self).__name__)
+            tensordict.set(ok, self._apply_transform(value))
+        return tensordict
+
+    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return self._cast(tensordict, tolerant=False)
+
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        return self._cast(tensordict_reset, tolerant=True)  # a reset has no reward
+
+    # --- specs -------------------------------------------------------------------------------
+    def _cast_spec(self, spec: TensorSpec, key: Key) -> TensorSpec:
+        if spec.dtype == self.dtype_out:
+            return spec.clone()
+        if spec.dtype != self.dtype_in:
+            raise TypeError(
+                f"{type(self).__name__}: the spec of {key!r} has dtype {spec.dtype}, not "
+                f"dtype_in={self.dtype_in}."
+            )
+        if isinstance(spec, Bounded):
+            return Bounded(spec.low, spec.high, spec.shape, spec.device, self.dtype_out)
+        new = spec.clone()
+        new.dtype = self.dtype_out
+        return new
+
+    def _resolve(self, kind: str, composite: Composite) -> None:
+        """Automatic mode: the ``kind`` entries of ``dtype_in`` become keys."""
+        found = self._auto_keys or {}
+        found[kind] = [k for k, s in composite.items(True, True) if s.dtype == self.dtype_in]
+        self._auto_keys = found
+        self.in_keys = [*found.get("observation", []), *found.get("reward", [])]
+        self.out_keys = list(self.in_keys)
+
+    def _cast_specs(self, composite: Composite) -> Composite:
+        keys = composite.keys(True, True)
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            if ik in keys:
+                composite[ok] = self._cast_spec(composite[ik], ik)
+        return composite
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        if self._auto:
+            self._resolve("observation", observation_spec)
+        return self._cast_specs(observation_spec)
+
+    def transform_reward_spec(self, reward_spec: Composite) -> Composite:
+        if self._auto:
+            self._resolve("reward", reward_spec)
+        return self._cast_specs(reward_spec)
+
+    def transform_action_spec(self, action_spec: Composite) -> Composite:
+        if self._auto_inv:
+            self.in_keys_inv = [
+                k for k, s in action_spec.items(True, True) if s.dtype == self.dtype_in
+            ]
+            self.out_keys_inv = list(self.in_keys_inv)
+        keys = action_spec.keys(True, True)
+        # the outside key gets the cast spec of the base env's key
+        for ik, ok in zip(self.in_keys_inv, self.out_keys_inv):
+            if ok in keys:
+                action_spec[ik] = self._cast_spec(action_spec[ok], ok)
+        return action_spec
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(dtype_in={self.dtype_in}, dtype_out={self.dtype_out}, "
+            f"in_keys={self.in_keys}, out_keys={self.out_keys}, "
+            f"in_keys_inv={self.in_keys_inv}, out_keys_inv={self.out_keys_inv})"
+        )
+
+
+class DoubleToFloat(DTypeCastTransform):
+    """Cast float64 entries to float32 (and float32 step inputs back to float64): a
+    :class:`DTypeCastTransform` from ``torch.float64`` to ``torch.float32``.
+
+    Args:
+        in_keys: entries cast (default: every float64 observation and reward).
+        out_keys: where the cast entries go (default: ``in_keys``).
+        in_keys_inv: step inputs cast from float32 to float64 before the base step
+            (default: the float64 actions when ``in_keys`` is None too, else none).
+        out_keys_inv: their keys for the base env (default: ``in_keys_inv``).
     """
 
     def __init__(
@@ -999,50 +1153,7 @@ class DoubleToFloat(Transform):
         in_keys_inv: Key | Sequence[Key] | None = None,
         out_keys_inv: Key | Sequence[Key] | None = None,
     ) -> None:
-        super().__init__(in_keys, out_keys, in_keys_inv, out_keys_inv)
-        if self.out_keys != self.in_keys or self.out_keys_inv != self.in_keys_inv:
-            raise NotImplementedError(
-                "DoubleToFloat casts entries in place: out_keys (and out_keys_inv) must equal "
-                "in_keys (in_keys_inv)."
-            )
-        self._auto = in_keys is None
-
-    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
-        for k in self.in_keys:
-            v = tensordict.get(k, None)
-            if v is not None and v.dtype == torch.float64:
-                tensordict.set(k, v.float())
-        return tensordict
-
-    def _inv_apply_transform(self, value: torch.Tensor) -> torch.Tensor:
-        return value.double()
-
-    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
-        if self._auto:
-            self.in_keys = [
-                k for k, s in observation_spec.items(True, True) if s.dtype == torch.float64
-            ]
-            self.out_keys = list(self.in_keys)
-        for k in self.in_keys:
-            spec = observation_spec[k]
-            new = spec.clone()
-            new.dtype = torch.float32
-            for name in ("low", "high"):
-                if hasattr(new, name):
-                    setattr(new, name, getattr(new, name).float())
-            observation_spec[k] = new
-        return observation_spec
-
-    def transform_action_spec(self, action_spec: Composite) -> Composite:
-        for k in self.in_keys_inv:
-            spec = action_spec[k].clone()
-            if spec.dtype == torch.float64:
-                spec.dtype = torch.float32
-                for name in ("low", "high"):
-                    if hasattr(spec, name):
-                        setattr(spec, name, getattr(spec, name).float())
-            action_spec[k] = spec
-        return action_spec
+        super().__init__(torch.float64, torch.float32, in_keys, out_keys, in_keys_inv, out_keys_inv)
 
 
 # --- images ----------------------------------------------------------------------------------
@@ -1443,10 +1554,37 @@ class InitTracker(Transform):
         return observation_spec
 
 
-def __getattr__(name: str) -> Any:
-    # torchrl defines TensorDictPrimer in envs/transforms/transforms.py; here in .primer
-    if name == "TensorDictPrimer":
-        from rl_trainers.envs.transforms.primer import TensorDictPrimer
+# torchrl defines these in envs/transforms/transforms.py too; here in sibling modules (which
+# import this one), so they are reached lazily
+_ELSEWHERE = {
+    "TensorDictPrimer": "primer",
+    "CatTensors": "keys",
+    "ExcludeTransform": "keys",
+    "SelectTransform": "keys",
+    "RenameTransform": "keys",
+    "UnsqueezeTransform": "shapes",
+    "SqueezeTransform": "shapes",
+    "PermuteTransform": "shapes",
+    "FlattenObservation": "shapes",
+    "ClipTransform": "values",
+    "SignTransform": "values",
+    "Crop": "crop",
+    "CenterCrop": "crop",
+    "RandomCropTensorDict": "crop",
+    "TimeMaxPool": "pooling",
+    "EndOfLifeTransform": "gym_transforms",
+    "RewardClipping": "rewards",
+    "BinarizeReward": "rewards",
+    "TargetReturn": "rewards",
+    "Reward2GoTransform": "rewards",
+    "TrajCounter": "counters",
+}
 
-        return TensorDictPrimer
+
+def __getattr__(name: str) -> Any:
+    module = _ELSEWHERE.get(name)
+    if module is not None:
+        import importlib
+
+        return getattr(importlib.import_module(f"rl_trainers.envs.transforms.{module}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

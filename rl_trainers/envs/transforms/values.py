@@ -22,11 +22,13 @@ from rl_trainers.envs.transforms.transforms import Key, Transform
 __all__ = ["ClipTransform", "SignTransform"]
 
 
-def _scalar_bound(value: float | torch.Tensor | np.ndarray | None, name: str) -> float | None:
+def _scalar_bound(
+    value: float | torch.Tensor | np.ndarray | None, name: str, who: str = "ClipTransform"
+) -> float | None:
     if value is None:
         return None
     if isinstance(value, torch.Tensor | np.ndarray) and np.size(value) != 1:
-        raise TypeError(f"ClipTransform: {name} must be a scalar or None, got {value!r}.")
+        raise TypeError(f"{who}: {name} must be a scalar or None, got {value!r}.")
     return float(value.item() if hasattr(value, "item") else value)
 
 
@@ -102,13 +104,24 @@ class ClipTransform(_ValueTransform):
         high: float | torch.Tensor | None = None,
     ) -> None:
         super().__init__(in_keys, out_keys, in_keys_inv, out_keys_inv)
-        self.low = _scalar_bound(low, "low")
-        self.high = _scalar_bound(high, "high")
+        self._set_bounds(low, high, ("low", "high"))
+
+    def _set_bounds(
+        self,
+        low: float | torch.Tensor | None,
+        high: float | torch.Tensor | None,
+        names: tuple[str, str],
+    ) -> None:
+        """Check and store the bounds (``names``: the constructor's names for them)."""
+        who, (lo_name, hi_name) = type(self).__name__, names
+        self.low = _scalar_bound(low, lo_name, who)
+        self.high = _scalar_bound(high, hi_name, who)
         if self.low is None and self.high is None:
-            raise TypeError("ClipTransform: give low, high or both.")
+            raise TypeError(f"{who}: give {lo_name}, {hi_name} or both.")
         if self.low is not None and self.high is not None and self.low >= self.high:
             raise ValueError(
-                f"ClipTransform: low must be lower than high, got low={low} and high={high}."
+                f"{who}: {lo_name} must be lower than {hi_name}, got {lo_name}={low} and "
+                f"{hi_name}={high}."
             )
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:

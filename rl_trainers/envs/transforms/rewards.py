@@ -1,0 +1,355 @@
+"""Reward transforms: ``RewardClipping``, ``BinarizeReward``, ``TargetReturn`` and
+``Reward2GoTransform`` (torchrl's names and signatures).
+
+``RewardClipping`` and ``BinarizeReward`` map the reward of every step (resets carry no
+reward); ``TargetReturn`` keeps a return-to-go in the observations (Decision Transformer's
+conditioning), restarted at each (partial) reset; ``Reward2GoTransform`` computes the
+discounted reward-to-go of stored trajectories (replay-buffer or offline data) and refuses to
+run inside an env, where episodes are not finished yet.
+
+Example:
+    >>> env = TransformedEnv(GymEnv("CartPole-v1"), TargetReturn(10.0))
+    >>> env.rollout(3)["target_return"].flatten().tolist()
+    [10.0, 9.0, 8.0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from tensordict import TensorDictBase
+
+from rl_trainers.envs.specs import Binary, Composite, Unbounded
+from rl_trainers.envs.transforms.transforms import (
+    Key,
+    Transform,
+    TransformedEnv,
+    _keys,
+    _missing,
+    _reset_mask,
+)
+from rl_trainers.envs.transforms.values import ClipTransform
+from rl_trainers.envs.utils import fast_set
+
+__all__ = ["RewardClipping", "BinarizeReward", "TargetReturn", "Reward2GoTransform"]
+
+
+class RewardClipping(ClipTransform):
+    """Clip rewards to ``[clamp_min, clamp_max]`` (torchrl's reward clipping).
+
+    A :class:`ClipTransform` on the reward keys: the written reward specs become ``Bounded``
+    (their old bounds clipped; ``-inf``/``inf`` on an open side).
+
+    Args:
+        clamp_min: lower bound (scalar; None for none).
+        clamp_max: upper bound (scalar; None for none). At least one of them is needed.
+        in_keys: reward keys (default ``["reward"]``).
+        out_keys: where the clipped rewards go (default: ``in_keys``).
+
+    Example:
+        >>> env = TransformedEnv(GymEnv("Pendulum-v1"), RewardClipping(-1.0, 1.0))
+        >>> assert env.rollout(5)["next", "reward"].abs().max() <= 1
+    """
+
+    def __init__(
+        self,
+        clamp_min: float | torch.Tensor | None = None,
+        clamp_max: float | torch.Tensor | None = None,
+        in_keys: Key | Sequence[Key] | None = None,
+        out_keys: Key | Sequence[Key] | None = None,
+    ) -> None:
+        # ClipTransform's checks, under this transform's names for the bounds
+        Transform.__init__(self, _keys(in_keys, ["reward"]), out_keys)
+        self._set_bounds(clamp_min, clamp_max, ("clamp_min", "clamp_max"))
+
+    @property
+    def clamp_min(self) -> float | None:
+        """The lower bound (torchrl's name)."""
+        return self.low
+
+    @property
+    def clamp_max(self) -> float | None:
+        """The upper bound (torchrl's name)."""
+        return self.high
+
+    def __repr__(self) -> str:
+        return (
+            f"RewardClipping(clamp_min={self.low}, clamp_max={self.high}, "
+            f"in_keys={self.in_keys}, out_keys={self.out_keys})"
+        )
+
+
+class BinarizeReward(Transform):
+    """Map each reward to 1 where it is positive, else 0 (``int8``, as torchrl's).
+
+    Args:
+        in_keys: reward keys (default ``["reward"]``); their last dim must be 1.
+        out_keys: where the binary rewards go (default: ``in_keys``).
+
+    The written reward specs become ``Binary(n=1)`` of the reward's shape.
+    """
+
+    def __init__(
+        self,
+        in_keys: Key | Sequence[Key] | None = None,
+        out_keys: Key | Sequence[Key] | None = None,
+    ) -> None:
+        super().__init__(_keys(in_keys, ["reward"]), out_keys)
+
+    def _apply_transform(self, reward: torch.Tensor) -> torch.Tensor:
+        if not reward.ndim or reward.shape[-1] != 1:
+            raise RuntimeError(
+                "BinarizeReward: the reward's last dim must be a singleton, got a reward of "
+                f"shape {tuple(reward.shape)}."
+            )
+        return (reward > 0).to(torch.int8)
+
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        return tensordict_reset  # resets carry no reward
+
+    def transform_reward_spec(self, reward_spec: Composite) -> Composite:
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            if ik in reward_spec.keys(True, True):
+                spec = reward_spec[ik]
+                reward_spec[ok] = Binary(n=1, shape=spec.shape, device=spec.device)
+        return reward_spec
+
+
+def _replace_last(key: Key, name: str) -> Key:
+    if isinstance(key, tuple):
+        return name if len(key) == 1 else (*key[:-1], name)
+    return name
+
+
+class TargetReturn(Transform):
+    """Keep a target return in the observations: the return still to collect (Decision
+    Transformer's return-to-go conditioning).
+
+    At each reset the target is ``target_return``; with ``mode="reduce"`` each step subtracts
+    its reward (``target_{t+1} = target_t - r_t``), with ``mode="constant"`` it stays as set.
+    Partial resets (``"_reset"``) restart it in the flagged sub-envs only.
+
+    Args:
+        target_return: the return to reach (e.g. the best return of the data set, scaled as
+            the policy's inputs are).
+        mode: ``"reduce"`` or ``"constant"``.
+        in_keys: reward keys (default ``["reward"]``).
+        out_keys: target keys (default: each reward key with its last name replaced by
+            ``"target_return"``).
+        reset_key: the partial-reset flag; only ``"_reset"`` (the default) exists for the
+            single-agent envs here.
+
+    Like torchrl's, it only works inside an env: calling it on a TensorDict raises
+    ``NotImplementedError``.
+
+    Example:
+        >>> env = TransformedEnv(GymEnv("CartPole-v1"), TargetReturn(10.0, mode="reduce"))
+        >>> env.rollout(4)["next", "target_return"].flatten().tolist()
+        [9.0, 8.0, 7.0, 6.0]
+    """
+
+    MODES = ("reduce", "constant")
+
+    def __init__(
+        self,
+        target_return: float,
+        mode: str = "reduce",
+        in_keys: Key | Sequence[Key] | None = None,
+        out_keys: Key | Sequence[Key] | None = None,
+        reset_key: Key | None = None,
+    ) -> None:
+        if mode not in self.MODES:
+            raise ValueError(
+                f"TargetReturn: mode can only be 'reduce' or 'constant', got {mode!r}."
+            )
+        if reset_key not in (None, "_reset", ("_reset",)):
+            raise ValueError(
+                f"TargetReturn: reset_key={reset_key!r} is not supported; only '_reset' "
+                "(single-agent envs)."
+            )
+        in_keys = _keys(in_keys, ["reward"])
+        if out_keys is None:
+            out_keys = [_replace_last(k, "target_return") for k in in_keys]
+            if len(set(out_keys)) < len(out_keys):
+                raise ValueError(
+                    f"TargetReturn: cannot name the targets of rewards {in_keys} (they would "
+                    "share one 'target_return' entry); pass out_keys."
+                )
+        super().__init__(in_keys, out_keys)
+        self.target_return = float(target_return)
+        self.mode = mode
+        self._dtype = torch.float32
+
+    @property
+    def reset_key(self) -> str:
+        """The partial-reset entry read on resets."""
+        return "_reset"
+
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        shape = (*tensordict_reset.batch_size, 1)
+        for ok in self.out_keys:
+            fresh = torch.full(
+                shape, self.target_return, dtype=self._dtype, device=tensordict_reset.device
+            )
+            prev = tensordict.get(ok, None)
+            mask = _reset_mask(tensordict, fresh)
+            if mask is not None and prev is not None and prev.shape == fresh.shape:
+                fresh = torch.where(mask, fresh, prev)
+            tensordict_reset.set(ok, fresh)
+        return tensordict_reset
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            target = tensordict.get(ok, None)
+            if target is None:
+                raise KeyError(
+                    f"TargetReturn: {ok!r} missing from the step input; reset the env through "
+                    "the TransformedEnv before stepping."
+                )
+            if self.mode == "reduce":
+                reward = next_tensordict.get(ik, None)
+                if reward is None:
+                    raise _missing(next_tensordict, ik, "TargetReturn")
+                if reward.shape != target.shape:
+                    raise ValueError(
+                        f"TargetReturn: the reward {ik!r} ({tuple(reward.shape)}) and the target "
+                        f"return ({tuple(target.shape)}) must have the same shape."
+                    )
+                target = target - reward
+            fast_set(next_tensordict, ok, target)
+        return next_tensordict
+
+    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return tensordict
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        raise NotImplementedError(
+            "TargetReturn cannot be called independently, only its step and reset methods "
+            "are functional: the target follows the rewards of an env's episode."
+        )
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        # in the observations (not the rewards), so that step_mdp carries it to the next input
+        parent = self.parent
+        rewards = parent.full_reward_spec if parent is not None else Composite()
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            if ik in rewards.keys(True, True):
+                spec = rewards[ik]
+                shape, dtype = spec.shape, torch.promote_types(torch.float32, spec.dtype)
+            else:
+                shape, dtype = (*observation_spec.shape, 1), torch.float32
+            self._dtype = dtype
+            observation_spec[ok] = Unbounded(
+                shape=shape, dtype=dtype, device=observation_spec.device
+            )
+        return observation_spec
+
+    def __repr__(self) -> str:
+        return (
+            f"TargetReturn(target_return={self.target_return}, mode={self.mode!r}, "
+            f"in_keys={self.in_keys}, out_keys={self.out_keys})"
+        )
+
+
+class Reward2GoTransform(Transform):
+    """Discounted reward-to-go of stored trajectories (replay-buffer / offline data).
+
+    ``G_t = r_t + gamma * G_{t+1}``, restarting after each ``("next", done_key)``; time is the
+    dim before the reward's last (``[*B, T, 1]``), the TensorDict's last batch dim. Every
+    trajectory must end within the data (``RuntimeError`` otherwise): the reward-to-go of an
+    unfinished episode is unknown, which is also why the transform refuses to join an env.
+
+    ``inv(td)`` computes it as torchrl's (there, ``rb.extend`` calls it); ``forward(td)`` does
+    the same, since rl_trainers' buffers only transform what they hand out: on samples made of
+    whole trajectories the values are those of torchrl's buffer (see docs/porting.md).
+
+    Args:
+        gamma: discount factor.
+        in_keys: reward entries (default ``[("next", "reward")]``).
+        out_keys: where the rewards-to-go go (default: ``in_keys``, in place).
+        done_key: the done entry, read under ``"next"``.
+
+    Example:
+        >>> r2g = Reward2GoTransform(gamma=0.99, out_keys=["reward_to_go"])
+        >>> data = r2g.inv(collector_batch)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        gamma: float | torch.Tensor = 1.0,
+        in_keys: Key | Sequence[Key] | None = None,
+        out_keys: Key | Sequence[Key] | None = None,
+        done_key: Key = "done",
+    ) -> None:
+        in_keys = _keys(in_keys, [("next", "reward")])
+        out_keys = _keys(out_keys, in_keys)
+        super().__init__(in_keys, out_keys, in_keys, out_keys)
+        self.done_key = done_key
+        self.register_buffer("gamma", torch.as_tensor(gamma, dtype=torch.float32))
+
+    _ENV_ERR = (
+        "Reward2GoTransform needs finished trajectories: apply it to stored data (a replay "
+        "buffer's transform, or .inv() on a collected batch), not inside an env."
+    )
+
+    def _reward_to_go(self, tensordict: TensorDictBase) -> TensorDictBase:
+        from rl_trainers.objectives.value import reward2go
+
+        inner = self.done_key if isinstance(self.done_key, tuple) else (self.done_key,)
+        done_key = ("next", *inner)
+        done = tensordict.get(done_key, None)
+        if done is None:
+            raise _missing(tensordict, done_key, "Reward2GoTransform")
+        if done.ndim < 2 or not bool(done.any(-2).all()):
+            raise RuntimeError(
+                "Reward2GoTransform: a trajectory of the data has no end (no done step along "
+                "its time dim), so its reward-to-go is unknown; collect batches longer than an "
+                "episode or store whole trajectories."
+            )
+        found = False
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            reward = tensordict.get(ik, None)
+            if reward is None:
+                continue
+            found = True
+            ends = done.bool().expand_as(reward) if done.shape != reward.shape else done
+            tensordict.set(ok, reward2go(reward, ends, float(self.gamma)))
+        if not found:
+            raise KeyError(
+                f"Reward2GoTransform: none of the reward keys {self.in_keys} was found; keys "
+                f"present: {list(tensordict.keys(True, True))}."
+            )
+        return tensordict
+
+    def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return self._reward_to_go(tensordict)
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return self._reward_to_go(tensordict)
+
+    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        raise ValueError(self._ENV_ERR)
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        raise ValueError(self._ENV_ERR)
+
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        raise ValueError(self._ENV_ERR)
+
+    def set_container(self, container: TransformedEnv | Transform | None) -> None:
+        if isinstance(container, TransformedEnv):
+            raise ValueError(self._ENV_ERR)
+        super().set_container(container)
+
+    def __repr__(self) -> str:
+        return (
+            f"Reward2GoTransform(gamma={float(self.gamma)}, in_keys={self.in_keys}, "
+            f"out_keys={self.out_keys}, done_key={self.done_key!r})"
+        )
