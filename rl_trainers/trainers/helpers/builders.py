@@ -621,9 +621,7 @@ def make_dqn_loss(model: Any, cfg: Any) -> tuple[Any, Any]:
     else:
         loss_function = cfg_get(cfg, "loss_function")
         if loss_function not in ("l1", "l2", "smooth_l1"):
-            raise ValueError(
-                f"cfg.loss_function={loss_function!r}; expected l1, l2 or smooth_l1."
-            )
+            raise ValueError(f"cfg.loss_function={loss_function!r}; expected l1, l2 or smooth_l1.")
         loss_module = DQNLoss(model, loss_function=loss_function, delay_value=loss == "double")
     loss_module.make_value_estimator(gamma=float(cfg_get(cfg, "gamma")))
     return loss_module, make_target_updater(cfg, loss_module)
