@@ -39,7 +39,27 @@ def _dim_alias(dim: int | None, alias: int | None, name: str) -> int | None:
     return alias
 
 
-class UnsqueezeTransform(Transform):
+class _SpecChanging(Transform):
+    """A transform whose outputs' specs are ``_new_spec`` of its inputs': observations going
+    out, and on the inverse path step inputs (the outside sees the changed spec, the inverse
+    gives the base env its own layout)."""
+
+    def _new_spec(self, spec: TensorSpec) -> TensorSpec:
+        raise NotImplementedError
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        for ik, ok in zip(self.in_keys, self.out_keys):
+            observation_spec[ok] = self._new_spec(observation_spec[ik])
+        return observation_spec
+
+    def transform_action_spec(self, action_spec: Composite) -> Composite:
+        for ik, ok in zip(self.in_keys_inv, self.out_keys_inv):
+            if ok in action_spec:
+                action_spec[ik] = self._new_spec(action_spec[ok])
+        return action_spec
+
+
+class UnsqueezeTransform(_SpecChanging):
     """Insert a dimension of size one at ``dim`` (negative) in the ``in_keys`` entries.
 
     Args:
@@ -83,18 +103,6 @@ class UnsqueezeTransform(Transform):
         shape = torch.zeros(spec.shape, device="meta").squeeze(self.dim).shape
         return _reshaped(spec, shape, lambda t: t.squeeze(self.dim))
 
-    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
-        for ik, ok in zip(self.in_keys, self.out_keys):
-            observation_spec[ok] = self._new_spec(observation_spec[ik])
-        return observation_spec
-
-    def transform_action_spec(self, action_spec: Composite) -> Composite:
-        # the outside sees the unsqueezed input; the base env gets it squeezed
-        for ik, ok in zip(self.in_keys_inv, self.out_keys_inv):
-            if ok in action_spec:
-                action_spec[ik] = self._new_spec(action_spec[ok])
-        return action_spec
-
 
 class SqueezeTransform(UnsqueezeTransform):
     """Remove the dimension of size one at ``dim`` (negative) of the ``in_keys`` entries.
@@ -115,7 +123,7 @@ class SqueezeTransform(UnsqueezeTransform):
         return UnsqueezeTransform._old_spec(self, spec)
 
 
-class PermuteTransform(Transform):
+class PermuteTransform(_SpecChanging):
     """Reorder the last ``len(dims)`` dims of entries: ``dims`` lists, for each output dim,
     the input dim it takes (a reordering of ``-len(dims) .. -1``).
 
@@ -176,18 +184,6 @@ class PermuteTransform(Transform):
             .shape
         )
         return _reshaped(spec, shape, self._apply_transform)
-
-    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
-        for ik, ok in zip(self.in_keys, self.out_keys):
-            observation_spec[ok] = self._new_spec(observation_spec[ik])
-        return observation_spec
-
-    def transform_action_spec(self, action_spec: Composite) -> Composite:
-        # the outside sees the permuted input; the inverse gives the base env its layout
-        for ik, ok in zip(self.in_keys_inv, self.out_keys_inv):
-            if ok in action_spec:
-                action_spec[ik] = self._new_spec(action_spec[ok])
-        return action_spec
 
     def __repr__(self) -> str:
         return (
