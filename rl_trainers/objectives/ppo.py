@@ -509,9 +509,13 @@ def _categorical_mlp_actor_critic(actor: nn.Module, critic: nn.Module | None) ->
 class KLPENPPOLoss(PPOLoss):
     """PPO with an adaptive KL penalty ("PPO adaptive").
 
-    After each call, ``beta`` is multiplied by ``increment`` if the measured KL exceeds
-    ``1.5 * dtarg`` and by ``decrement`` if it is below ``dtarg / 1.5``. The KL(old || new) is
-    estimated from the sampled actions with ``(r - 1) - log r`` (unbiased, non-negative).
+    ``beta`` is multiplied by ``increment`` when the measured KL exceeds ``1.5 * dtarg`` and
+    by ``decrement`` when it is below ``dtarg / 1.5``. The KL(old || new) is estimated from
+    the sampled actions with ``(r - 1) - log r`` (unbiased, non-negative). By default, as in
+    torchrl, ``beta`` adapts after every call on the minibatch's KL; with
+    ``adapt_beta_each_call=False`` the caller adapts it once per policy update, as in
+    Schulman et al. (2017): ``loss.adapt_beta(loss.measure_kl(batch))`` after the epochs over
+    ``batch`` (what ``PPOTrainer`` does).
 
     Args:
         actor_network: probabilistic actor.
@@ -522,6 +526,8 @@ class KLPENPPOLoss(PPOLoss):
         decrement: factor applied to beta when the KL is too small.
         samples_mc_kl: torchrl's number of samples of a Monte-Carlo KL; here the KL is
             always estimated from the batch's own actions (no extra samples).
+        adapt_beta_each_call: adapt ``beta`` after every call (torchrl); else only through
+            :meth:`adapt_beta`.
         **kwargs: see :class:`PPOLoss`.
     """
 
@@ -537,9 +543,11 @@ class KLPENPPOLoss(PPOLoss):
         increment: float = 2.0,
         decrement: float = 0.5,
         samples_mc_kl: int = 1,
+        adapt_beta_each_call: bool = True,
         **kwargs,
     ) -> None:
         super().__init__(actor_network, critic_network, **kwargs)
+        self.adapt_beta_each_call = adapt_beta_each_call
         if samples_mc_kl < 1:
             raise ValueError(f"samples_mc_kl must be >= 1, got {samples_mc_kl}")
         self.samples_mc_kl = int(samples_mc_kl)
@@ -557,16 +565,31 @@ class KLPENPPOLoss(PPOLoss):
         out: dict = {}
         ratio, log_weight, dist = self._ratio(tensordict, out)
         kl = ((ratio - 1) - log_weight).mean()
-        out["loss_objective"] = -(ratio * adv).mean() + self.beta * kl
+        # the penalty's backward needs this step's beta, not the one adapted below
+        beta = self.beta.clone()
+        out["loss_objective"] = -(ratio * adv).mean() + beta * kl
         out["kl"] = kl.detach()
-        out["beta"] = self.beta.clone()
-        with torch.no_grad():
-            if kl > self.dtarg * 1.5:
-                self.beta.mul_(self.increment)
-            elif kl < self.dtarg / 1.5:
-                self.beta.mul_(self.decrement)
+        out["beta"] = beta
+        if self.adapt_beta_each_call:
+            self.adapt_beta(kl)
         self._entropy(dist, out)
         return self._finish(tensordict, out)
+
+    @torch.no_grad()
+    def measure_kl(self, tensordict: TensorDictBase) -> torch.Tensor:
+        """The mean KL(collecting policy || current policy) over ``tensordict``'s actions."""
+        log_prob, _ = self._log_prob_and_dist(tensordict)
+        log_weight = log_prob - tensordict.get(self.log_prob_key)
+        return (log_weight.exp() - 1 - log_weight).mean()
+
+    @torch.no_grad()
+    def adapt_beta(self, kl: torch.Tensor | float) -> None:
+        """Scale ``beta`` by ``increment`` if ``kl > 1.5 dtarg``, by ``decrement`` if
+        ``kl < dtarg / 1.5``."""
+        if kl > self.dtarg * 1.5:
+            self.beta.mul_(self.increment)
+        elif kl < self.dtarg / 1.5:
+            self.beta.mul_(self.decrement)
 
 
 class A2CLoss(_ActorCriticLoss):

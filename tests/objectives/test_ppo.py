@@ -78,6 +78,34 @@ def test_kl_penalty_adapts_beta():
     assert float(near.beta) == 0.5
 
 
+def test_kl_penalty_backward_uses_the_beta_of_its_own_step():
+    actor = _StubActor(torch.tensor([1.0, -1.0]))
+    loss = KLPENPPOLoss(actor, None, dtarg=0.01, beta=1.0, entropy_bonus=False)
+    out = loss(_batch([1.0, 1.0]))
+    assert float(loss.beta) == 2.0  # adapted inside the call
+    out["loss_objective"].backward()  # raised "modified by an inplace operation" before
+    r = torch.tensor([math.e, 1 / math.e])
+    # d/dlogp of -mean(r * A) + beta * mean((r - 1) - logp), beta = 1 (the step's own)
+    torch.testing.assert_close(actor.new_log_prob.grad, (-r + (r - 1)) / 2)
+
+
+def test_kl_penalty_adapted_by_the_caller_once_per_update():
+    actor = _StubActor(torch.tensor([1.0, -1.0]))
+    loss = KLPENPPOLoss(actor, None, dtarg=0.01, beta=1.0, adapt_beta_each_call=False)
+    for _ in range(3):
+        loss(_batch([1.0, 1.0]))
+    assert float(loss.beta) == 1.0
+    kl = loss.measure_kl(_batch([1.0, 1.0]))
+    r = torch.tensor([math.e, 1 / math.e])
+    torch.testing.assert_close(kl, ((r - 1) - torch.tensor([1.0, -1.0])).mean())
+    loss.adapt_beta(kl)
+    assert float(loss.beta) == 2.0
+    loss.adapt_beta(0.01)  # inside [dtarg / 1.5, 1.5 dtarg]: unchanged
+    assert float(loss.beta) == 2.0
+    loss.adapt_beta(0.0)
+    assert float(loss.beta) == 1.0
+
+
 def test_explained_variance():
     target = torch.tensor([1.0, 2.0, 3.0, 4.0])
     torch.testing.assert_close(

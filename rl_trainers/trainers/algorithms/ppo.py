@@ -1,4 +1,7 @@
-"""PPOTrainer: on-policy PPO with GAE, epochs of shuffled minibatches, clipped objective.
+"""PPOTrainer: on-policy PPO with GAE, epochs of shuffled minibatches.
+
+The objective is the loss's: clipped surrogate (``ClipPPOLoss``), adaptive KL penalty
+(``KLPENPPOLoss``) or the plain surrogate (``PPOLoss``), chosen by ``loss.loss_type``.
 
 Per collected batch (``[num_envs, T]``): GAE advantages and value targets are computed once
 with the current critic (``batch_process``), the batch is flattened, and
@@ -69,7 +72,8 @@ class PPOTrainer(AlgorithmTrainer):
         frames_per_batch: frames in each collected batch.
         num_epochs: passes over each batch.
         minibatch_size: transitions per optimisation step.
-        anneal_clip_epsilon: anneal the clip range linearly to 0 over training.
+        anneal_clip_epsilon: anneal the clip range linearly to 0 over training (losses
+            with a ``clip_epsilon``; the KL-penalty and plain losses have no clip range).
         **kwargs: the :class:`AlgorithmTrainer` arguments (lr_scheduler, eval_env, logger...).
     """
 
@@ -105,9 +109,11 @@ class PPOTrainer(AlgorithmTrainer):
         self.register_op("batch_process", self._advantage)
         self.minibatches.register(self)
         self._clip0: float | None = None
-        if anneal_clip_epsilon:
+        if anneal_clip_epsilon and hasattr(loss_module, "clip_epsilon"):
             self._clip0 = float(loss_module.clip_epsilon)
             self.register_op("post_steps", self._anneal_clip)
+        if hasattr(loss_module, "adapt_beta") and not loss_module.adapt_beta_each_call:
+            self.register_op("post_steps", self._adapt_kl_penalty)
 
     def _advantage(self, batch: TensorDictBase) -> TensorDictBase:
         with torch.no_grad():
@@ -126,6 +132,12 @@ class PPOTrainer(AlgorithmTrainer):
             current.fill_(self._clip0 * remaining)
         else:
             self.loss_module.clip_epsilon = self._clip0 * remaining
+
+    def _adapt_kl_penalty(self) -> None:
+        """Adapt the KL penalty once per policy update, on the KL over the whole batch
+        (Schulman et al., 2017); ``beta`` is a buffer of the loss, so checkpoints keep it."""
+        flat = self.minibatches._flat
+        self.loss_module.adapt_beta(self.loss_module.measure_kl(flat))
 
     def load_state_dict(self, state_dict: dict[str, Any], **kwargs: Any) -> None:
         """Load a checkpoint, then set the annealed clip range from the restored frame count.
