@@ -667,6 +667,8 @@ class Trainer:
         #: The last checkpoint written or loaded.
         self.last_checkpoint: Path | None = None
         self._stop_reason: str | None = None
+        #: Why the last :meth:`train` finished before ``total_frames`` (see :meth:`finish`).
+        self.finished_early: str | None = None
 
         self.collected_frames = 0
         self._optim_count = 0
@@ -819,8 +821,11 @@ class Trainer:
 
         Returns early, after saving a checkpoint, when :meth:`request_stop` was called or a
         SIGTERM/SIGINT arrived (see ``handle_signals``); :attr:`interrupted` then names why.
+        Training that :meth:`finish` ended early is complete, not interrupted:
+        :attr:`finished_early` names why.
         """
         self.interrupted = None
+        self.finished_early = None
         self._stop_reason = None
         with self._signal_handlers():
             self._train()
@@ -829,6 +834,13 @@ class Trainer:
     def request_stop(self, reason: str = "stop requested") -> None:
         """Stop :meth:`train` after the current batch, saving a checkpoint (as SIGTERM does)."""
         self._stop_reason = reason
+
+    def finish(self, reason: str) -> None:
+        """End :meth:`train` after the current batch as if ``total_frames`` were reached
+        (e.g. a target return was reached): a checkpoint is saved and
+        :attr:`finished_early` is ``reason``. Unlike :meth:`request_stop`, the run counts as
+        complete."""
+        self.finished_early = reason
 
     @contextlib.contextmanager
     def _signal_handlers(self) -> Iterable[None]:
@@ -1001,7 +1013,11 @@ class Trainer:
             pbar.update(frames)
         if self.save_trainer_file is not None:
             self.save_trainer()
-        return self.collected_frames >= self.total_frames or self._stop_reason is not None
+        return (
+            self.collected_frames >= self.total_frames
+            or self._stop_reason is not None
+            or self.finished_early is not None
+        )
 
     def optim_steps(self, batch: TensorDictBase) -> None:
         """Run ``pre_optim_steps``, then ``num_epochs`` passes of ``optim_steps_per_batch``

@@ -98,6 +98,23 @@ def test_stops_at_total_frames_when_not_a_multiple(collector, loss_module):
     assert loss_module.calls == 0
 
 
+def test_finish_ends_training_after_the_batch_as_complete(collector, loss_module, tmp_path):
+    ckpt = tmp_path / "trainer.pt"
+    trainer = make_trainer(collector, loss_module, save_trainer_file=ckpt, optim_steps_per_batch=0)
+
+    def finish_on_the_second_batch():
+        if trainer.collected_frames >= 32:
+            trainer.finish("target reached")
+
+    trainer.register_op("post_steps", finish_on_the_second_batch)
+    trainer.train()
+    assert collector.batches_yielded == 2 and trainer.collected_frames == 32
+    assert trainer.finished_early == "target reached" and trainer.interrupted is None
+    restored = make_trainer(collector, loss_module)
+    restored.load_from_file(ckpt)
+    assert restored.collected_frames == 32
+
+
 def test_shutdown_on_keyboard_interrupt(collector, loss_module):
     trainer = make_trainer(collector, loss_module)
 
