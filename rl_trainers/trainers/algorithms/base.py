@@ -30,6 +30,14 @@ from rl_trainers.trainers.algorithms.common import (
     set_num_threads,
 )
 from rl_trainers.trainers.algorithms.errors import ComponentError, ConfigError
+from rl_trainers.trainers.algorithms.eval_video import (
+    EpisodeVideo,
+    check_renders,
+    check_video_config,
+    eval_env_overrides,
+    rendering_setup,
+    video_fps,
+)
 from rl_trainers.trainers.trainer import Trainer
 
 #: Evaluations are seeded with ``cfg.seed + EVAL_SEED_OFFSET``.
@@ -50,6 +58,13 @@ class AlgorithmTrainer(Trainer):
             env and a forked torch RNG with it, so its result depends only on the policy
             (and the copied normaliser statistics): not on earlier evaluations, on whether
             the run was resumed, nor on the training RNG streams (which it leaves untouched).
+        eval_video: every evaluation logs its first episode (sub-env 0's) as a video,
+            ``eval/video`` at the step of the frames collected so far; needs a ``logger``
+            and an ``eval_env`` made with ``render_mode="rgb_array"`` (see
+            :mod:`~rl_trainers.trainers.algorithms.eval_video`).
+        eval_video_fps: the video's frame rate (None: the env's ``render_fps`` over its
+            frame skip, else 30).
+        eval_video_max_frames: the longest video, in frames.
         **trainer_kwargs: the :class:`Trainer` arguments.
     """
 
@@ -63,6 +78,9 @@ class AlgorithmTrainer(Trainer):
         eval_interval: int = 0,
         eval_deterministic: bool = True,
         eval_seed: int | None = None,
+        eval_video: bool = False,
+        eval_video_fps: int | None = None,
+        eval_video_max_frames: int = 1000,
         **trainer_kwargs: Any,
     ) -> None:
         super().__init__(**trainer_kwargs)
@@ -71,6 +89,17 @@ class AlgorithmTrainer(Trainer):
         self.eval_episodes = eval_episodes
         self.eval_deterministic = eval_deterministic
         self.eval_seed = eval_seed
+        self.eval_video = None
+        self._eval_video_step: int | None = None
+        if eval_video:
+            if eval_env is None or self.logger is None:
+                raise ValueError(
+                    "eval_video=True needs an eval_env (made with render_mode='rgb_array') "
+                    "and a logger to send the videos to."
+                )
+            self.eval_video = EpisodeVideo(
+                eval_env, self.logger, fps=eval_video_fps, max_frames=eval_video_max_frames
+            )
         LogEpisodeReturn().register(self)
         if lr_scheduler is not None:
             self.register_module("lr_scheduler", lr_scheduler)
@@ -114,12 +143,21 @@ class AlgorithmTrainer(Trainer):
             return self._run_evaluation()
 
     def _run_evaluation(self) -> list[float]:
-        return evaluate_episodes(
+        step = int(self.collected_frames)
+        # the final evaluation right after a periodic one at the same frame count plays the
+        # same episode with the same weights: one video per step
+        video = self.eval_video if self._eval_video_step != step else None
+        returns = evaluate_episodes(
             self.eval_env,
             self.loss_module.actor_network,
             self.eval_episodes,
             deterministic=self.eval_deterministic,
+            video=video,
         )
+        if video is not None:
+            video.dump(step=step)
+            self._eval_video_step = step
+        return returns
 
 
 def copy_normalizer_stats(source_env, target_env) -> None:
@@ -216,6 +254,7 @@ def prepare_run(cfg: DictConfig, output_dir: Path) -> RunEnvs:
 
     check_output_dir(output_dir, cfg)
     check_network_fits_env(cfg)
+    check_video_config(cfg)
     seed_everything(cfg.seed)
     net = cfg.network
     set_num_threads(cfg.trainer.num_threads, max([*net.policy.num_cells, *net.value.num_cells]))
@@ -223,7 +262,13 @@ def prepare_run(cfg: DictConfig, output_dir: Path) -> RunEnvs:
         keep_freed_memory()
     env = build(cfg, "env")
     env.set_seed(cfg.seed)
-    eval_env = build(cfg, "env", num_envs=cfg.eval.episodes, reward_scale=1.0)
+    video = bool(cfg.eval.get("video", False))
+    with rendering_setup(video):  # only the evaluation env renders, and only for videos
+        eval_env = build(
+            cfg, "env", num_envs=cfg.eval.episodes, reward_scale=1.0, **eval_env_overrides(cfg)
+        )
+        if video:
+            check_renders(eval_env, cfg.env.env_name)
     eval_env.set_seed(evaluation_seed(cfg))
     return RunEnvs(env, eval_env)
 
@@ -275,6 +320,9 @@ def finish_build(
         eval_interval=cfg.eval.interval,
         eval_deterministic=cfg.eval.deterministic,
         eval_seed=evaluation_seed(cfg),
+        eval_video=bool(cfg.eval.get("video", False)),
+        eval_video_fps=video_fps(cfg, envs.eval_env),
+        eval_video_max_frames=cfg.eval.get("video_max_frames", 1000),
         logger=logger,
         clip_grad_norm=loop.clip_grad_norm,
         clip_norm=loop.clip_norm,

@@ -115,6 +115,7 @@ def evaluate_episodes(
     episodes: int,
     deterministic: bool = True,
     max_episode_steps: int = EVAL_MAX_EPISODE_STEPS,
+    video=None,
 ) -> list[float]:
     """Returns of ``episodes`` complete episodes of ``policy`` on the batched ``env``.
 
@@ -123,6 +124,10 @@ def evaluate_episodes(
     env without reward scaling). An episode still running after ``max_episode_steps``
     steps is counted with the return it has so far (with a warning naming
     ``env.max_episode_steps``, the time limit to set for such envs).
+
+    ``video`` (an :class:`~rl_trainers.trainers.algorithms.eval_video.EpisodeVideo`)
+    records sub-env 0's first episode: its ``start()`` is called after the reset, its
+    ``step(ended)`` after every step.
     """
     num_envs = env.batch_size.numel() if len(env.batch_size) else 1
     per_env = -(-episodes // num_envs)
@@ -132,6 +137,8 @@ def evaluate_episodes(
     lengths = torch.zeros(num_envs, dtype=torch.long)
     cut = 0
     td = env.reset()
+    if video is not None:
+        video.start()
     with torch.no_grad(), set_exploration_type(mode):
         while min(len(r) for r in returns) < per_env:
             td = policy(td)
@@ -145,6 +152,8 @@ def evaluate_episodes(
                 returns[i].append(float(running[i]))
                 running[i] = 0.0
                 lengths[i] = 0
+            if video is not None:
+                video.step(ended=bool(done[0] or stuck[0]))
             td = next_td
     if cut:
         warnings.warn(

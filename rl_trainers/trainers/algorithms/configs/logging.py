@@ -21,6 +21,9 @@ class CSVLoggerConfig(LoggerConfig):
 
     _target_: str = "rl_trainers.record.loggers.CSVLogger"
     log_dir: str = config_field("logs", "directory, relative to the run directory")
+    video_format: str = config_field(
+        "gif", "videos (eval.video): gif, mp4 (needs imageio-ffmpeg) or pt (raw uint8, large)"
+    )
 
 
 @dataclass

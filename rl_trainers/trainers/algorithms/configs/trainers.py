@@ -22,11 +22,20 @@ from .optim import LRSchedulerConfig, OptimizerConfig
 
 @dataclass
 class EvalConfig:
-    """Deterministic evaluation episodes on a separate env."""
+    """Deterministic evaluation episodes on a separate env, optionally recorded as videos."""
 
     episodes: int = config_field(10, "episodes per evaluation (and in the final summary)")
     interval: int = config_field(0, "evaluate every this many frames (0: only at the end)")
     deterministic: bool = config_field(True, "act with the policy's mode, not a sample")
+    video: bool = config_field(
+        False, "log each evaluation's first episode as a video (eval/video) to the logger"
+    )
+    video_fps: int | None = config_field(
+        None, "video frame rate (None: the env's render_fps / env.frame_skip, else 30)"
+    )
+    video_max_frames: int = config_field(
+        1000, "longest video in frames (kept in memory: ~0.7 MB each at 400x600)"
+    )
 
 
 @dataclass
