@@ -23,6 +23,7 @@ from rl_trainers.objectives.td3 import DDPGLoss, TD3Loss
 from rl_trainers.objectives.td3_bc import TD3BCLoss
 from rl_trainers.objectives.utils import (
     HardUpdate,
+    IntervalTargetUpdate,
     SoftUpdate,
     TargetNetUpdater,
     group_optimizers,
@@ -71,6 +72,7 @@ __all__ = [
     "OnlineDTLoss",
     "SoftUpdate",
     "HardUpdate",
+    "IntervalTargetUpdate",
     "TargetNetUpdater",
     "group_optimizers",
     "hold_out_net",

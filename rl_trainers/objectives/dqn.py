@@ -12,7 +12,15 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModuleBase, TensorDictSequential
 from torch import nn
 
-from rl_trainers.modules.actors import discrete_kind
+from rl_trainers.modules.actors import QValueActor, discrete_kind
+from rl_trainers.modules.models import (
+    _GLOBAL_HOOKS,
+    MLP,
+    _mlp_forward,
+    fused_mlp_parts,
+    has_hooks,
+    mlp_backward,
+)
 from rl_trainers.objectives.common import (
     OFF_POLICY_KEYS,
     LossModule,
@@ -20,6 +28,7 @@ from rl_trainers.objectives.common import (
     check_torchrl_options,
     current_and_next,
     distance_loss,
+    gradient_buffers,
     one_step_target,
     params_view,
     transition_in_keys,
@@ -191,14 +200,95 @@ class DQNLoss(LossModule):
         weight = td.get("_weight", None)
         if weight is not None:
             loss = loss * weight.reshape(loss.shape)
+        return self._outputs(loss.mean(), chosen.detach(), td_error)
+
+    @staticmethod
+    def _outputs(loss: torch.Tensor, chosen: torch.Tensor, td_error: torch.Tensor) -> TensorDict:
         return TensorDict(
-            {
-                "loss": loss.mean(),
-                "q_mean": chosen.detach().mean(),
-                "td_error": td_error.mean(),
-            },
-            batch_size=[],
+            {"loss": loss, "q_mean": chosen.mean(), "td_error": td_error.mean()}, batch_size=[]
         )
+
+    # -- the autograd-free step (LossModule.loss_and_grads) ------------------------------------
+    def _fused_parts(self, td: TensorDictBase) -> tuple | None:
+        """``(x, acts, biases, params)`` when the Q-network is a :class:`QValueActor` over one
+        fusable :class:`MLP` reading one key of a flat, unweighted batch; else None."""
+        qnet = self.value_network
+        if type(qnet) is not QValueActor or qnet._td_module or len(qnet._net_keys) != 1:
+            return None
+        mlp = qnet.module
+        if not isinstance(mlp, MLP) or has_hooks(self) or has_hooks(qnet) or any(_GLOBAL_HOOKS):
+            return None
+        if td.batch_dims != 1 or "_weight" in td.keys():
+            return None
+        x = td.get(qnet._net_keys[0])
+        parts = fused_mlp_parts(mlp, x) if x.dim() == 2 else None
+        if parts is None or not all(p.requires_grad for p in parts[2]):
+            return None
+        return (x, *parts)
+
+    @torch.no_grad()
+    def _next_value(self, td: TensorDictBase) -> torch.Tensor:
+        """``max_a Q'(s', a)`` (double DQN: ``Q'(s', argmax_a Q(s', a))``), ``[*B, 1]``."""
+        next_td = td.get("next")
+        if self.delay_value:
+            self._ensure_target()
+        target_net = self.target_value_network_params if self.delay_value else self.value_network
+        next_values = target_net.action_values(next_td)
+        if self.double_dqn:
+            index = self.value_network.action_values(next_td).argmax(-1, keepdim=True)
+            return next_values.gather(-1, index)
+        return next_values.max(-1, keepdim=True).values
+
+    def loss_and_grads(self, tensordict: TensorDictBase, loss_keys=None) -> TensorDictBase | None:
+        """See :meth:`LossModule.loss_and_grads`: done for an MLP Q-network (the app's),
+        whose forward and backward run as plain products (:func:`mlp_backward`), the loss's
+        gradient with respect to ``Q(s, a)`` written in closed form. None (then
+        :meth:`forward` and ``backward()``) for other networks, weighted (prioritized)
+        batches, or hooks."""
+        if loss_keys is not None and list(loss_keys) != ["loss"]:
+            return None
+        if not torch.is_grad_enabled():
+            return None
+        td = tensordict
+        parts = self._fused_parts(td)
+        if parts is None:
+            return None
+        x, acts, biases, params = parts
+        with torch.no_grad():
+            saved: list[torch.Tensor] = []
+            values = _mlp_forward(x, acts, biases, params, saved)
+            action = td.get(self.action_key)
+            chosen = self._chosen(values, action)
+            target = one_step_target(td, self.gamma, self._next_value(td), self)
+            diff = chosen - target.reshape(chosen.shape)
+            td_error = diff.abs()
+            if not td.is_locked:
+                td.set(self.priority_key, td_error.reshape(td.batch_size))
+            loss = distance_loss(chosen, target.reshape(chosen.shape), self.loss_function)
+            n = diff.shape[0]
+            if self.loss_function == "l2":
+                grad_chosen = diff * (2.0 / n)
+            elif self.loss_function == "l1":
+                grad_chosen = diff.sign() / n
+            else:  # smooth_l1 (Huber, beta 1)
+                grad_chosen = diff.clamp(-1.0, 1.0) / n
+            if self.action_space == "one_hot":
+                grad = action.to(values.dtype) * grad_chosen
+            else:
+                index = action.long().reshape(chosen.shape)
+                grad = torch.zeros_like(values).scatter_(-1, index, grad_chosen)
+            mlp_backward(
+                grad,
+                x,
+                acts,
+                biases,
+                params,
+                saved,
+                False,
+                [True] * len(params),
+                out=gradient_buffers(params),
+            )
+        return self._outputs(loss.mean(), chosen, td_error)
 
 
 def __getattr__(name: str):

@@ -12,6 +12,7 @@ from rl_trainers.objectives.value import default_value_kwargs
 __all__ = [
     "SoftUpdate",
     "HardUpdate",
+    "IntervalTargetUpdate",
     "TargetNetUpdater",
     "group_optimizers",
     "hold_out_net",
@@ -152,3 +153,34 @@ class HardUpdate(TargetNetUpdater):
 
     def load_state_dict(self, state_dict: dict) -> None:
         self.counter = int(state_dict["counter"])
+
+
+class IntervalTargetUpdate(HardUpdate):
+    """Every ``interval`` steps, ``target <- tau * online + (1 - tau) * target``.
+
+    ``tau = 1`` copies the online network (:class:`HardUpdate`); ``interval = 1`` with a
+    small ``tau`` is Polyak averaging after every update (:class:`SoftUpdate`). The step
+    counter is checkpointed.
+
+    Args:
+        loss_module: the loss holding the target network.
+        interval: steps (gradient updates) between target updates.
+        tau: weight of the online parameters in each target update, in (0, 1].
+    """
+
+    def __init__(self, loss_module, *, interval: int, tau: float = 1.0) -> None:
+        super().__init__(loss_module, value_network_update_interval=interval)
+        if not 0.0 < tau <= 1.0:
+            raise ValueError(f"tau must be in (0, 1], got {tau}")
+        self.tau = float(tau)
+
+    @torch.no_grad()
+    def step(self) -> None:
+        self.counter += 1
+        if self.counter % self.value_network_update_interval:
+            return
+        if self.tau == 1.0:
+            self.init_()
+        else:
+            srcs, tgts = self.loss_module.target_pairs()
+            torch._foreach_lerp_(tgts, srcs, self.tau)

@@ -37,6 +37,20 @@ TINY = {
         "trainer.progress_bar=false",
         "trainer.log_interval=50",
     ],
+    "dqn": [
+        "trainer.total_frames=256",
+        "collector.frames_per_batch=32",
+        "collector.init_random_frames=64",
+        "trainer.learning_starts=64",
+        "trainer.utd_ratio=0.25",
+        "trainer.target_update_interval=4",
+        "replay_buffer.batch_size=16",
+        "replay_buffer.size=1000",
+        "network.value.num_cells=[32,32]",
+        "eval.episodes=2",
+        "trainer.progress_bar=false",
+        "trainer.log_interval=64",
+    ],
 }
 
 #: Training from rendered frames through the ConvNet encoder, added to ``TINY`` (2 envs;
@@ -51,6 +65,13 @@ PIXELS = {
         "trainer.learning_starts=150",
         "replay_buffer.batch_size=8",
         "replay_buffer.size=200",
+    ],
+    "dqn": [
+        "env.from_pixels=true",
+        "network=convnet",
+        "env.max_episode_steps=50",
+        "replay_buffer.batch_size=8",
+        "replay_buffer.size=300",
     ],
 }
 

@@ -43,6 +43,30 @@ def test_help_lists_groups_options_and_fields(algorithm, tmp_path):
     assert "env.env_name" in text and "gymnasium id" in text
 
 
+def test_dqn_help_lists_its_groups_and_fields(tmp_path):
+    proc = train("dqn", "--help", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    assert "dqn_trainer: train DQN" in text and "experiment: dqn_acrobot" in text
+    assert "network: mlp, convnet" in text and "optimizer: adam" in text
+    assert "model/policy" not in text  # DQN acts greedily on its Q-values: no policy group
+    for field in (
+        "model.qvalue",
+        "loss.double_dqn",
+        "loss.loss_function",
+        "replay_buffer.batch_size",
+        "trainer.utd_ratio",
+        "trainer.learning_starts",
+        "trainer.target_update_interval",
+        "trainer.tau",
+        "trainer.eps_init",
+        "trainer.eps_end",
+        "trainer.exploration_fraction",
+    ):
+        assert field in text, field
+    assert "env_name: CartPole-v1" in text and "lr: 0.001" in text
+
+
 def test_cfg_job_prints_the_composed_config(tmp_path):
     proc = train("ppo", "--cfg", "job", "env=pendulum", "optimizer.lr=3e-4", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

@@ -92,6 +92,46 @@ def test_bad_value_is_one_line_with_exit_status_2(algorithm, args, expected, tmp
     assert_user_error(run_bad(algorithm, tmp_path, *args), *expected)
 
 
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (["trainer.eps_init=-0.1"], ["trainer.eps_init=-0.1", "a probability in [0, 1]"]),
+        (["trainer.eps_end=1.5"], ["trainer.eps_end=1.5", "a probability in [0, 1]"]),
+        (
+            ["trainer.eps_init=0.1", "trainer.eps_end=0.5"],
+            ["trainer.eps_end=0.5", "at most trainer.eps_init (0.1)"],
+        ),
+        (["trainer.exploration_fraction=0"], ["trainer.exploration_fraction=0", "(0, 1]"]),
+        (
+            ["trainer.target_update_interval=0"],
+            ["trainer.target_update_interval=0", "a positive number of gradient updates"],
+        ),
+        (["trainer.tau=0"], ["trainer.tau=0", "(0, 1]"]),
+        (["trainer.utd_ratio=0"], ["trainer.utd_ratio=0", "positive"]),
+        (["trainer.learning_starts=300"], ["trainer.learning_starts=300", "less than"]),
+        (["replay_buffer.batch_size=0"], ["replay_buffer.batch_size=0", "positive"]),
+    ],
+)
+def test_bad_dqn_value_names_the_field(tiny_config, overrides, expected):
+    from rl_trainers.trainers.algorithms.validation import validate_config
+
+    with pytest.raises(ConfigError) as err:
+        validate_config(tiny_config("dqn", overrides))
+    for word in expected:
+        assert word in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["env=pendulum"], ["env.env_name='Pendulum-v1'", "discrete actions", "sac_trainer"]),
+        (["trainer.eps_end=0.5", "trainer.eps_init=0.2"], ["trainer.eps_end=0.5", "eps_init"]),
+    ],
+)
+def test_dqn_on_a_continuous_env_or_a_bad_epsilon_is_one_line(args, expected, tmp_path):
+    assert_user_error(run_bad("dqn", tmp_path, *args), *expected)
+
+
 def test_unknown_checkpoint_backend_fails_before_training(tmp_path):
     env = dict(os.environ, CKPT_BACKEND="tourch")
     proc = run_bad("ppo", tmp_path, env=env)

@@ -22,6 +22,7 @@ RUNTIME_ARGS = {
     "actor_network",
     "critic_network",
     "qvalue_network",
+    "value_network",
     "create_env_fn",
     "policy",
     "total_frames",

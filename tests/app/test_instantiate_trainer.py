@@ -75,7 +75,7 @@ def test_a_loop_node_without_its_config_says_what_to_instantiate():
     with pytest.raises(Exception) as info:
         instantiate(PPOLoopConfig())
     assert "builds the trainer from the whole config" in str(info.value)
-    assert "composed ppo_trainer or sac_trainer config" in str(info.value)
+    assert "composed ppo_trainer, sac_trainer or dqn_trainer config" in str(info.value)
 
 
 def test_a_structured_root_config_instantiates_its_trainer(tmp_path, monkeypatch):
@@ -143,15 +143,20 @@ if __name__ == "__main__":
 
 
 @pytest.mark.parametrize(
-    ("algorithm", "cls", "frames"), [("ppo", "PPOTrainer", 256), ("sac", "SACTrainer", 200)]
+    ("algorithm", "cls", "frames", "env"),
+    [
+        ("ppo", "PPOTrainer", 256, "pendulum"),
+        ("sac", "SACTrainer", 200, "pendulum"),
+        ("dqn", "DQNTrainer", 256, "acrobot"),
+    ],
 )
 def test_torchrls_hydra_main_script_trains_in_hydras_run_directory(
-    algorithm, cls, frames, tmp_path
+    algorithm, cls, frames, env, tmp_path
 ):
     shutil.copytree(REPO / "configs", tmp_path / "myconfigs")
     script = tmp_path / "my_train.py"
     script.write_text(textwrap.dedent(USER_SCRIPT.format(name=f"{algorithm}_trainer")))
-    overrides = [*TINY[algorithm], "env=pendulum", "trainer.num_threads=1", "hydra.run.dir=run"]
+    overrides = [*TINY[algorithm], f"env={env}", "trainer.num_threads=1", "hydra.run.dir=run"]
     proc = subprocess.run(
         [sys.executable, str(script), *overrides],
         cwd=tmp_path,
@@ -164,8 +169,9 @@ def test_torchrls_hydra_main_script_trains_in_hydras_run_directory(
     assert f"trained {cls} {frames}" in proc.stdout
     run_dir = tmp_path / "run"
     assert (run_dir / "checkpoints" / f"trainer_{frames}.pt").exists()
-    assert list((run_dir / "logs" / f"{algorithm}_Pendulum-v1" / "scalars").glob("*.csv"))
+    env_name = {"pendulum": "Pendulum-v1", "acrobot": "Acrobot-v1"}[env]
+    assert list((run_dir / "logs" / f"{algorithm}_{env_name}" / "scalars").glob("*.csv"))
     saved = (run_dir / ".hydra" / "config.yaml").read_text()
-    assert "env_name: Pendulum-v1" in saved
+    assert f"env_name: {env_name}" in saved
     assert "_config_: ${rl_trainers.root_config:}" in saved
     assert not Path(tmp_path / "logs").exists()  # nothing outside the run directory

@@ -4,6 +4,8 @@ change to how the app builds networks cannot silently put them back on the op-by
 
 from __future__ import annotations
 
+import pytest
+
 import rl_trainers.objectives.ppo as ppo_module
 from rl_trainers.trainers.algorithms import build_trainer
 
@@ -41,3 +43,22 @@ def test_default_ppo_recipe_computes_its_gradients_without_autograd(
     params = [p for g in trainer.optimizer.param_groups for p in g["params"]]
     assert len({p.untyped_storage().data_ptr() for p in params}) == 1
     assert len({p.grad.untyped_storage().data_ptr() for p in params}) == 1
+
+
+def test_default_dqn_recipe_computes_its_gradients_without_autograd(
+    tiny_config, tmp_path, monkeypatch
+):
+    """Every DQN update goes through ``DQNLoss.loss_and_grads`` (the MLP Q-network's
+    forward and backward as plain products), never through ``forward``."""
+    from rl_trainers.objectives import DQNLoss
+
+    trainer = build_trainer(tiny_config("dqn"), tmp_path)
+    calls = []
+    original = DQNLoss.loss_and_grads
+    monkeypatch.setattr(
+        DQNLoss, "loss_and_grads", lambda self, *a: calls.append(1) or original(self, *a)
+    )
+    monkeypatch.setattr(DQNLoss, "forward", lambda self, td: pytest.fail("forward called"))
+    trainer.train()
+    assert trainer._optim_count > 0
+    assert len(calls) == trainer._optim_count

@@ -14,6 +14,7 @@ from .conftest import DISCRETE_ENV_OPTIONS, ENV_OPTIONS, PIXELS, REPO, TINY
 
 PPO_ENVS = ENV_OPTIONS
 SAC_ENVS = [e for e in ENV_OPTIONS if e not in DISCRETE_ENV_OPTIONS]
+DQN_ENVS = DISCRETE_ENV_OPTIONS
 LOGGERS = ["csv", "tensorboard", "wandb", "mlflow"]
 EXPERIMENTS = sorted(p.stem for p in (REPO / "configs" / "experiment").glob("*.yaml"))
 
@@ -44,6 +45,42 @@ def test_ppo_env_recipe(tiny_config, env, tmp_path):
 def test_sac_env_recipe(tiny_config, env, tmp_path):
     run(tiny_config("sac", [f"env={env}"]), output_dir=tmp_path)
     _check_summary(tmp_path, 200)
+
+
+@pytest.mark.parametrize("env", DQN_ENVS)
+def test_dqn_env_recipe(tiny_config, env, tmp_path):
+    run(tiny_config("dqn", [f"env={env}"]), output_dir=tmp_path)
+    _check_summary(tmp_path, 256)
+
+
+def test_dqn_trainer_explores_updates_and_copies_its_target(tiny_config, tmp_path):
+    """Every frame enters the buffer; updates start at learning_starts; epsilon falls by
+    frames_per_batch / annealing frames per batch; the target is a copy of the online
+    Q-network right after every target_update_interval-th update."""
+    import torch
+
+    from rl_trainers.trainers.algorithms import build_trainer
+    from rl_trainers.trainers.algorithms.common import close_trainer
+
+    trainer = build_trainer(tiny_config("dqn", ["trainer.exploration_fraction=0.5"]), tmp_path)
+    loss = trainer.loss_module
+    eps, copies = [], []
+
+    def check_target() -> None:
+        if trainer._optim_count % 4 == 0:
+            srcs, tgts = loss.target_pairs()
+            copies.append(all(torch.equal(s, t) for s, t in zip(srcs, tgts)))
+
+    trainer.register_op("post_steps", lambda: eps.append(float(trainer.exploration.eps)))
+    trainer.register_op("post_optim", check_target)
+    try:
+        trainer.train()
+    finally:
+        close_trainer(trainer)
+    assert len(trainer.replay_buffer) == trainer.collected_frames == 256
+    assert trainer._optim_count == 6 * 8  # batches 3..8 (64 frames first), 8 updates each
+    assert copies and all(copies)
+    assert eps == pytest.approx([max(0.04, 1 - 0.96 * 32 * k / 128) for k in range(1, 9)])
 
 
 def test_sac_on_disk_buffer(tiny_config, tmp_path):
@@ -79,9 +116,10 @@ def test_sac_trainer_stores_transitions(tiny_config, tmp_path):
         close_trainer(trainer)
 
 
-@pytest.mark.parametrize("algorithm", ["ppo", "sac"])
+@pytest.mark.parametrize("algorithm", ["ppo", "sac", "dqn"])
 def test_pixel_recipe(tiny_config, algorithm, tmp_path):
-    """``env.from_pixels=true network=convnet``: PPO on CartPole, SAC on Pendulum frames."""
+    """``env.from_pixels=true network=convnet``: PPO and DQN on CartPole, SAC on Pendulum
+    frames."""
     run(tiny_config(algorithm, PIXELS[algorithm]), output_dir=tmp_path)
     _check_summary(tmp_path, 200)
 
@@ -122,7 +160,8 @@ def _without(overrides: list[str], group: str) -> list[str]:
         ("ppo", "env", PPO_ENVS, []),
         ("sac", "env", SAC_ENVS, []),
         ("ppo", "logger", LOGGERS, []),
-        *[("ppo" if e.startswith("ppo") else "sac", "experiment", [e], []) for e in EXPERIMENTS],
+        ("dqn", "env", DQN_ENVS, []),
+        *[(e.split("_", 1)[0], "experiment", [e], []) for e in EXPERIMENTS],
         ("ppo", "network", ["convnet"], _without(PIXELS["ppo"], "network")),
         ("sac", "network", ["convnet"], _without(PIXELS["sac"], "network")),
     ],

@@ -75,6 +75,8 @@ def test_silent_config_is_refused(tiny_config, algorithm, overrides, expected):
         ("sac", []),
         ("ppo", ["experiment=ppo_halfcheetah"]),
         ("sac", ["experiment=sac_halfcheetah"]),
+        ("dqn", []),
+        ("dqn", ["experiment=dqn_acrobot"]),
         ("ppo", ["trainer.compile_mode=max-autotune-no-cudagraphs"]),
     ],
 )

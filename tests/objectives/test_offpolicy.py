@@ -291,3 +291,35 @@ def test_dqn_reads_renamed_reward_and_done_keys():
     reference = loss(ended)["loss"]
     loss.set_keys(reward="clipped_reward", done="end-of-life", terminated="end-of-life")
     assert torch.allclose(loss(batch)["loss"], reference)
+
+
+@pytest.mark.parametrize("spec", [OneHot(3), Categorical(3)])
+@pytest.mark.parametrize("loss_function", ["l2", "l1", "smooth_l1"])
+@pytest.mark.parametrize("double_dqn", [False, True])
+def test_dqn_loss_and_grads_equals_forward_and_backward(spec, loss_function, double_dqn):
+    """The autograd-free step of an MLP Q-network gives forward()'s entries and backward()'s
+    gradients, bitwise."""
+    from rl_trainers.modules import MLP
+
+    torch.manual_seed(0)
+    net = MLP(4, 3, num_cells=[16, 16], activation_class=nn.ReLU)
+    actor = QValueActor(net, in_keys=["observation"], spec=spec)
+    loss = DQNLoss(actor, loss_function=loss_function, double_dqn=double_dqn, gamma=0.9)
+    with torch.no_grad():  # online and target networks apart
+        for p in net.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    idx = torch.randint(3, (32,))
+    action = F.one_hot(idx, 3).bool() if isinstance(spec, OneHot) else idx
+    td = _batch(32, obs=4, action=action)
+    td["observation"] = 3 * td["observation"]
+    reference = loss(td.clone())
+    reference["loss"].backward()
+    expected = [p.grad.clone() for p in loss.parameters()]
+    for p in loss.parameters():
+        p.grad = None
+    out = loss.loss_and_grads(td.clone())
+    assert out is not None
+    for key in ("loss", "q_mean", "td_error"):
+        assert torch.equal(out[key], reference[key].detach()), key
+    for p, grad in zip(loss.parameters(), expected, strict=True):
+        assert torch.equal(p.grad, grad)

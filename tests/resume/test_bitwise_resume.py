@@ -17,6 +17,8 @@ CASES = {
         ["env=pendulum", "env.normalize_observations=true", "env.reward_scale=0.1"],
     ),
     "ppo_async_envs": ("ppo", 128, ["env.vectorization=async"]),
+    # the adaptive KL penalty's beta (a buffer of the loss) carries over
+    "ppo_kl_penalty": ("ppo", 128, ["loss.loss_type=kl", "loss.dtarg=1e-4"]),
     "ppo_multi_sync": ("ppo", 128, ["collector=multi_sync", "collector.num_workers=2"]),
     "sac": (
         "sac",
@@ -28,6 +30,8 @@ CASES = {
             "network.value.num_cells=[32,32]",
         ],
     ),
+    # epsilon mid-annealing and target copies on both sides of the stop
+    "dqn": ("dqn", 128, ["trainer.exploration_fraction=1.0", "trainer.target_update_interval=3"]),
 }
 
 
@@ -45,3 +49,16 @@ def test_stop_and_resume_is_bitwise_identical(case, tmp_path):
     )
     a, b = csv_curves(straight), csv_curves(resumed)
     assert a and a == b
+
+
+def test_dqn_checkpoint_holds_epsilon_target_network_and_its_update_count(tmp_path):
+    """What the bitwise DQN case compares: the annealed epsilon, the target network and the
+    target updater's step counter are saved (a resume restarting any of them would differ)."""
+    from rl_trainers.trainers.checkpoint import load_checkpoint
+
+    run(tiny("dqn", *CASES["dqn"][2]), tmp_path)
+    modules = load_checkpoint(tmp_path / "checkpoints" / "trainer.pt")["modules"]
+    # annealed over all 256 frames: 0.52 at the stop of the bitwise case, eps_end at the end
+    assert float(modules["exploration"]["eps"]) == pytest.approx(0.04)
+    assert any(k.startswith("target_value_network_params") for k in modules["loss_module"])
+    assert modules["target_net_updater"]["counter"] == 6 * 8  # updates from frame 64 on

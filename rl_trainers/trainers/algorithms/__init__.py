@@ -10,12 +10,13 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from rl_trainers.trainers.algorithms.dqn import DQNTrainer
 from rl_trainers.trainers.algorithms.errors import ConfigError
 from rl_trainers.trainers.algorithms.ppo import PPOTrainer
 from rl_trainers.trainers.algorithms.sac import SACTrainer
 
 #: algorithm name (``cfg.algorithm``) -> trainer class with a ``from_config`` builder.
-TRAINERS: dict[str, type] = {"ppo": PPOTrainer, "sac": SACTrainer}
+TRAINERS: dict[str, type] = {"ppo": PPOTrainer, "sac": SACTrainer, "dqn": DQNTrainer}
 
 
 def build_trainer(cfg: DictConfig, output_dir: Path):
@@ -31,4 +32,11 @@ def build_trainer(cfg: DictConfig, output_dir: Path):
     return trainer_class.from_config(cfg, Path(output_dir))
 
 
-__all__ = ["TRAINERS", "ConfigError", "PPOTrainer", "SACTrainer", "build_trainer"]
+__all__ = [
+    "TRAINERS",
+    "ConfigError",
+    "DQNTrainer",
+    "PPOTrainer",
+    "SACTrainer",
+    "build_trainer",
+]

@@ -132,10 +132,30 @@ def _field_lines(node: type, prefix: str = "") -> list[str]:
     return lines
 
 
-def _option_field_lines() -> list[str]:
+def _schema_has(schema: type | None, group: str) -> bool:
+    """Whether ``schema`` has the node a group sets (``model/policy``: ``model.policy``)."""
+    node: Any = schema
+    for name in group.split("/"):
+        if not dataclasses.is_dataclass(node):
+            return False
+        hints = typing.get_type_hints(node)
+        if name not in hints:
+            return False
+        node = _node_type(hints[name])
+    return True
+
+
+def _groups_of(schema: type | None) -> dict[str, dict[str, type]]:
+    """The groups registered in code whose node ``schema`` has (DQN has no ``model.policy``)."""
+    if schema is None:
+        return dict(GROUP_OPTIONS)
+    return {g: o for g, o in GROUP_OPTIONS.items() if _schema_has(schema, g)}
+
+
+def _option_field_lines(schema: type | None = None) -> list[str]:
     """Fields an option of a group adds to the group's base node (e.g. ``optimizer.betas``)."""
     lines = []
-    for group, options in GROUP_OPTIONS.items():
+    for group, options in _groups_of(schema).items():
         for option, node in options.items():
             # the group's base node (its fields are listed above): the option's first
             # ancestor, so an option extending another (adamw: adam) lists its fields too
@@ -163,8 +183,10 @@ def group_options(algorithm: str) -> dict[str, list[str]]:
 
     Options registered in code keep their order (the default first); YAML options are sorted.
     """
+    schema = ROOT_SCHEMAS.get(f"{algorithm}_trainer_schema")
     groups: dict[str, list[str]] = {
-        g: [o for o in options if not o.endswith("_schema")] for g, options in GROUP_OPTIONS.items()
+        g: [o for o in options if not o.endswith("_schema")]
+        for g, options in _groups_of(schema).items()
     }
     for path in sorted(Path(CONFIG_DIR).glob("*/*.yaml")):
         options = groups.setdefault(path.parent.name, [])
@@ -200,7 +222,7 @@ def help_template(algorithm: str, schema: type) -> str:
             *_field_lines(schema),
             "",
             "== Fields of group options (set after choosing the option) ==",
-            *_option_field_lines(),
+            *_option_field_lines(schema),
             "",
             "Network input/output sizes and action bounds are never configured:",
             "they are read from the environment's spaces.",

@@ -4,30 +4,24 @@ Every collected frame, warm-up frames included, is written to the replay buffer
 (``batch_process``). Once the buffer holds ``learning_starts`` transitions, each batch is
 followed by ``utd_ratio * frames_per_batch`` updates, each on a fresh sample
 (``process_optim_batch``), and the target critics move toward the online ones after every
-update (``post_optim``).
+update (``post_optim``): the loop of :class:`~.off_policy.OffPolicyTrainer`.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Any
 
-import torch
 from omegaconf import DictConfig
 
-from rl_trainers.trainers.algorithms.base import (
-    AlgorithmTrainer,
-    build_actor_critic,
-    finish_build,
-    prepare_run,
-)
+from rl_trainers.trainers.algorithms.base import build_actor_critic, finish_build, prepare_run
 from rl_trainers.trainers.algorithms.common import build
 from rl_trainers.trainers.algorithms.errors import ConfigError
-from rl_trainers.trainers.hooks import ReplayBufferTrainer, TargetNetUpdaterHook
+from rl_trainers.trainers.algorithms.off_policy import OffPolicyTrainer, check_buffer_fits_memory
+
+__all__ = ["SACTrainer", "check_buffer_fits_memory"]
 
 
-class SACTrainer(AlgorithmTrainer):
+class SACTrainer(OffPolicyTrainer):
     """SAC on the shared :class:`~rl_trainers.trainers.Trainer` loop.
 
     Args:
@@ -43,45 +37,6 @@ class SACTrainer(AlgorithmTrainer):
         **kwargs: the :class:`AlgorithmTrainer` arguments (lr_scheduler, eval_env, logger...).
     """
 
-    def __init__(
-        self,
-        *,
-        collector,
-        total_frames: int,
-        loss_module,
-        optimizer: torch.optim.Optimizer,
-        replay_buffer,
-        target_updater,
-        frames_per_batch: int = 1,
-        utd_ratio: float = 1.0,
-        learning_starts: int = 100,
-        **kwargs: Any,
-    ) -> None:
-        if utd_ratio <= 0:
-            raise ConfigError(
-                "trainer.utd_ratio", utd_ratio, "a positive number of updates per frame"
-            )
-        self.updates_per_batch = max(1, round(utd_ratio * frames_per_batch))
-        super().__init__(
-            collector=collector,
-            total_frames=total_frames,
-            loss_module=loss_module,
-            optimizer=optimizer,
-            frames_per_batch=frames_per_batch,
-            optim_steps_per_batch=0,
-            **kwargs,
-        )
-        self.learning_starts = learning_starts
-        self.replay_buffer = replay_buffer
-        ReplayBufferTrainer(replay_buffer, flatten_tensordicts=True).register(self)
-        self.register_op("pre_optim_steps", self._start_learning)
-        TargetNetUpdaterHook(target_updater).register(self)
-
-    def _start_learning(self) -> None:
-        """No updates until the buffer holds ``learning_starts`` transitions."""
-        ready = len(self.replay_buffer) >= self.learning_starts
-        self.optim_steps_per_batch = self.updates_per_batch if ready else 0
-
     @classmethod
     def from_config(cls, cfg: DictConfig, output_dir: Path) -> SACTrainer:
         """Build every component from a composed ``SACTrainerConfig``, seeding first."""
@@ -93,7 +48,8 @@ class SACTrainer(AlgorithmTrainer):
             raise ConfigError(
                 "env.env_name",
                 cfg.env.env_name,
-                "SAC needs an environment with continuous (Box) actions; use PPO for discrete ones",
+                "SAC needs an environment with continuous (Box) actions; use PPO or DQN for "
+                "discrete ones",
             )
         check_buffer_fits_memory(cfg, envs.env)
         actor, qvalue = build_actor_critic(cfg, envs.env)
@@ -108,30 +64,4 @@ class SACTrainer(AlgorithmTrainer):
             target_updater=SoftUpdate(loss, tau=cfg.trainer.tau),
             utd_ratio=cfg.trainer.utd_ratio,
             learning_starts=cfg.trainer.learning_starts,
-        )
-
-
-def check_buffer_fits_memory(cfg: DictConfig, env) -> None:
-    """A RAM replay buffer of ``replay_buffer.size`` transitions (observation and next
-    observation each) must fit in the machine's memory: pixel observations easily do not."""
-    if cfg.replay_buffer.get("storage") != "lazy_tensor":
-        return
-    per_env = env.observation_spec.shape.numel() or 1
-    obs_bytes = sum(
-        spec.shape.numel() // per_env * spec.dtype.itemsize
-        for spec in env.observation_spec.values(True, True)
-    )
-    needed = 2 * obs_bytes * cfg.replay_buffer.size
-    try:
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return
-    if needed > memory:
-        fits = int(memory // (4 * obs_bytes))
-        raise ConfigError(
-            "replay_buffer.size",
-            cfg.replay_buffer.size,
-            f"its observations alone need {needed / 2**30:.0f} GiB ({2 * obs_bytes / 1024:.0f} "
-            f"KiB per transition) of {memory / 2**30:.0f} GiB of RAM; e.g. "
-            f"replay_buffer.size={fits} or replay_buffer.storage=lazy_memmap",
         )

@@ -96,7 +96,7 @@ def _check_devices(cfg: DictConfig) -> None:
         raise ConfigError(
             "device",
             cfg.device,
-            "the PPO and SAC trainers run on the CPU in this version (device=cpu); their "
+            "the PPO, SAC and DQN trainers run on the CPU in this version (device=cpu); their "
             "networks, losses and buffers are not moved to an accelerator",
         )
 
@@ -338,7 +338,7 @@ def validate_config(cfg: DictConfig) -> None:
                 False,
                 "must be true, PPO's probability ratio needs the log-probability of each collected action",
             )
-    if cfg.algorithm == "sac":
+    if cfg.algorithm in ("sac", "dqn"):
         _positive(cfg, "replay_buffer.size")
         _positive(cfg, "replay_buffer.batch_size")
         size, batch_size = cfg.replay_buffer.size, cfg.replay_buffer.batch_size
@@ -349,10 +349,48 @@ def validate_config(cfg: DictConfig) -> None:
                 f"at most replay_buffer.size ({size})",
             )
         _check_learning_starts(cfg)
+    if cfg.algorithm == "dqn":
+        _check_dqn(cfg)
+
+
+def _check_dqn(cfg: DictConfig) -> None:
+    """DQN's exploration schedule and target-network update."""
+    loop = cfg.trainer
+    for name in ("eps_init", "eps_end"):
+        value = loop[name]
+        if not 0.0 <= value <= 1.0:
+            raise ConfigError(f"trainer.{name}", value, "a probability in [0, 1]")
+    if loop.eps_end > loop.eps_init:
+        raise ConfigError(
+            "trainer.eps_end",
+            loop.eps_end,
+            f"at most trainer.eps_init ({loop.eps_init}): epsilon decays from eps_init to eps_end",
+        )
+    if not 0.0 < loop.exploration_fraction <= 1.0:
+        raise ConfigError(
+            "trainer.exploration_fraction",
+            loop.exploration_fraction,
+            "a fraction of trainer.total_frames in (0, 1], e.g. 0.1",
+        )
+    if loop.target_update_interval is None or loop.target_update_interval < 1:
+        raise ConfigError(
+            "trainer.target_update_interval",
+            loop.target_update_interval,
+            "a positive number of gradient updates (1 with trainer.tau<1: Polyak averaging "
+            "after every update)",
+        )
+    if not 0.0 < loop.tau <= 1.0:
+        raise ConfigError(
+            "trainer.tau", loop.tau, "a number in (0, 1] (1: copy the online network)"
+        )
+    if loop.utd_ratio <= 0:
+        raise ConfigError(
+            "trainer.utd_ratio", loop.utd_ratio, "a positive number of updates per frame"
+        )
 
 
 def _check_learning_starts(cfg: DictConfig) -> None:
-    """SAC updates once its replay buffer holds ``trainer.learning_starts`` transitions: a
+    """SAC and DQN update once its replay buffer holds ``trainer.learning_starts`` transitions: a
     value the buffer never reaches in the run would train nothing, silently."""
     starts, total = cfg.trainer.learning_starts, cfg.trainer.total_frames
     if starts < 0:

@@ -16,6 +16,7 @@ from rl_trainers.trainers.helpers.builders import (
 )
 from rl_trainers.trainers.helpers.components import (
     activation_class,
+    make_dqn_loss_module,
     make_env,
     make_lr_scheduler,
     make_ppo_loss,
@@ -38,6 +39,7 @@ __all__ = [
     "sync_sync_collector",
     "transformed_env_constructor",
     "keep_freed_memory",
+    "make_dqn_loss_module",
     "make_env",
     "make_lr_scheduler",
     "make_ppo_loss",

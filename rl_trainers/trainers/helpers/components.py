@@ -335,6 +335,35 @@ def make_sac_loss(
     return loss
 
 
+def make_dqn_loss_module(
+    value_network,
+    double_dqn: bool = False,
+    loss_function: str = "smooth_l1",
+    gamma: float = 0.99,
+):
+    """A ``DQNLoss`` with a target network (the Hydra ``loss`` node of DQN).
+
+    Unlike torchrl's ``make_dqn_loss(model, cfg)``, which also returns a target updater,
+    this builds the loss alone: the trainer chooses how the target network is updated.
+
+    Args:
+        value_network: the Q-value actor (an exploration wrapper around one is unwrapped).
+        double_dqn: choose next actions with the online network, value them with the target.
+        loss_function: ``smooth_l1`` (Huber), ``l2`` or ``l1``.
+        gamma: discount factor.
+    """
+    from rl_trainers.objectives import DQNLoss
+
+    _check_unit_interval("loss.gamma", gamma)
+    if loss_function not in ("l2", "smooth_l1", "l1"):
+        raise ConfigError("loss.loss_function", loss_function, "'smooth_l1', 'l2' or 'l1'")
+    loss = DQNLoss(
+        value_network, loss_function=loss_function, delay_value=True, double_dqn=double_dqn
+    )
+    loss.make_value_estimator(gamma=gamma)
+    return loss
+
+
 def make_lr_scheduler(optimizer: torch.optim.Optimizer, total_steps: int, kind: str = "constant"):
     """A learning-rate schedule stepped once per collected batch (``total_steps`` batches).
 

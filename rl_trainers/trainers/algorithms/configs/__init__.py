@@ -37,13 +37,14 @@ from .modules import (
     CategoricalModelConfig,
     ConvActorCriticNetworkConfig,
     ConvNetConfig,
+    DQNModelConfig,
     MLPConfig,
     PolicyModelConfig,
     QValueModelConfig,
     TanhNormalModelConfig,
     ValueModelConfig,
 )
-from .objectives import PPOLossConfig, SACLossConfig
+from .objectives import DQNLossConfig, PPOLossConfig, SACLossConfig
 from .optim import (
     AdamConfig,
     AdamWConfig,
@@ -53,6 +54,8 @@ from .optim import (
     SGDConfig,
 )
 from .trainers import (
+    DQNLoopConfig,
+    DQNTrainerConfig,
     EvalConfig,
     LoopConfig,
     PPOLoopConfig,
@@ -95,6 +98,7 @@ GROUP_OPTIONS: dict[str, dict[str, type]] = {
 ROOT_SCHEMAS: dict[str, type] = {
     "ppo_trainer_schema": PPOTrainerConfig,
     "sac_trainer_schema": SACTrainerConfig,
+    "dqn_trainer_schema": DQNTrainerConfig,
 }
 
 
@@ -125,6 +129,10 @@ __all__ = [
     "CategoricalModelConfig",
     "ConvActorCriticNetworkConfig",
     "ConvNetConfig",
+    "DQNLoopConfig",
+    "DQNLossConfig",
+    "DQNModelConfig",
+    "DQNTrainerConfig",
     "AdamConfig",
     "AdamWConfig",
     "CSVLoggerConfig",

@@ -107,3 +107,12 @@ class ActorQValueModelConfig:
 
     policy: PolicyModelConfig = config_field(PolicyModelConfig(), "policy (group model/policy)")
     critic: QValueModelConfig = config_field(QValueModelConfig(), "Q critic Q(s, a)")
+
+
+@dataclass
+class DQNModelConfig:
+    """DQN's model: a Q-value actor, greedy over ``Q(s, .)`` (the ``network.value`` layers)."""
+
+    qvalue: QValueModelConfig = config_field(
+        QValueModelConfig(), "Q-network: one output per discrete action (network.value layers)"
+    )

@@ -32,3 +32,15 @@ class SACLossConfig:
     target_entropy: str = config_field("auto", "'auto' (-action dims) or a number")
     loss_function: str = config_field("l2", "l2 | smooth_l1 | l1 Q loss")
     gamma: float = config_field(0.99, "discount factor")
+
+
+@dataclass
+class DQNLossConfig:
+    """Deep Q-learning on the TD(0) target ``r + gamma * max_a Q_target(s', a)``."""
+
+    _target_: str = "rl_trainers.trainers.helpers.make_dqn_loss_module"
+    double_dqn: bool = config_field(
+        False, "choose next actions with the online network, value them with the target"
+    )
+    loss_function: str = config_field("smooth_l1", "smooth_l1 (Huber, as SB3) | l2 | l1")
+    gamma: float = config_field(0.99, "discount factor")

@@ -14,9 +14,10 @@ from .modules import (
     ActorCriticNetworkConfig,
     ActorQValueModelConfig,
     ActorValueModelConfig,
+    DQNModelConfig,
     MLPConfig,
 )
-from .objectives import PPOLossConfig, SACLossConfig
+from .objectives import DQNLossConfig, PPOLossConfig, SACLossConfig
 from .optim import LRSchedulerConfig, OptimizerConfig
 
 
@@ -143,4 +144,66 @@ class SACTrainerConfig:
     lr_scheduler: LRSchedulerConfig = config_field(LRSchedulerConfig(), "learning-rate schedule")
     logger: LoggerConfig = config_field(LoggerConfig(), "logger (group option)")
     trainer: SACLoopConfig = config_field(SACLoopConfig(), "training loop")
+    eval: EvalConfig = config_field(EvalConfig(), "evaluation")
+
+
+@dataclass
+class DQNLoopConfig(LoopConfig):
+    """DQN's loop: updates from the replay buffer after a warm-up, a periodically refreshed
+    target network and epsilon-greedy exploration annealed over the first frames."""
+
+    total_frames: int = config_field(50_000, "environment frames to train for")
+    clip_norm: float | None = config_field(10.0, "gradient clip value (None: no clipping)")
+    log_interval: int = config_field(1024, "log scalars every this many frames")
+    utd_ratio: float = config_field(
+        0.5, "gradient updates per collected frame (rl-zoo's gradient_steps / train_freq)"
+    )
+    learning_starts: int = config_field(1000, "frames collected before the first update")
+    target_update_interval: int = config_field(
+        128, "gradient updates between target-network updates"
+    )
+    tau: float = config_field(
+        1.0, "target <- tau * online + (1 - tau) * target at each target update (1: copy)"
+    )
+    eps_init: float = config_field(1.0, "exploration epsilon at the start")
+    eps_end: float = config_field(0.04, "exploration epsilon after the annealing")
+    exploration_fraction: float = config_field(
+        0.16, "fraction of total_frames over which epsilon decays linearly to eps_end"
+    )
+    num_threads: int = config_field(
+        1, "torch intra-op threads (1: updates on 64 transitions gain nothing from two)"
+    )
+
+
+@dataclass
+class DQNTrainerConfig:
+    """Everything a DQN run needs: a discrete-action env, the Q-network, its replay buffer."""
+
+    algorithm: str = config_field("dqn", "algorithm trainer to build")
+    seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
+    device: str = config_field("cpu", "device of networks and losses (only cpu for now)")
+    env: GymEnvConfig = config_field(
+        GymEnvConfig(env_name="CartPole-v1", num_envs=1), "training environment (discrete actions)"
+    )
+    network: ActorCriticNetworkConfig = config_field(
+        ActorCriticNetworkConfig(
+            value=MLPConfig([256, 256], "relu"),
+            orthogonal_init=False,
+        ),
+        "hidden layers and encoder (group network); the Q-network uses network.value",
+    )
+    model: DQNModelConfig = config_field(DQNModelConfig(), "Q-value actor")
+    collector: SyncDataCollectorConfig = config_field(
+        SyncDataCollectorConfig(frames_per_batch=256, init_random_frames=1000), "data collector"
+    )
+    replay_buffer: ReplayBufferConfig = config_field(
+        ReplayBufferConfig(size=100_000, batch_size=64), "replay buffer"
+    )
+    loss: DQNLossConfig = config_field(DQNLossConfig(), "DQN loss")
+    optimizer: OptimizerConfig = config_field(OptimizerConfig(lr=1e-3), "optimizer (group option)")
+    lr_scheduler: LRSchedulerConfig = config_field(
+        LRSchedulerConfig(kind="linear"), "learning-rate schedule"
+    )
+    logger: LoggerConfig = config_field(LoggerConfig(), "logger (group option)")
+    trainer: DQNLoopConfig = config_field(DQNLoopConfig(), "training loop")
     eval: EvalConfig = config_field(EvalConfig(), "evaluation")

@@ -1,0 +1,100 @@
+"""DQNTrainer: deep Q-learning from a replay buffer, with epsilon-greedy exploration.
+
+The loop of :class:`~.off_policy.OffPolicyTrainer` (every frame to the buffer; after
+``learning_starts`` transitions, ``utd_ratio * frames_per_batch`` updates per batch, each on
+a fresh sample), plus:
+
+* target network: every ``target_update_interval`` updates,
+  ``target <- tau * online + (1 - tau) * target`` (:class:`~rl_trainers.objectives.IntervalTargetUpdate`;
+  ``tau = 1``, the default, is Mnih et al.'s hard copy);
+* exploration: the collector acts with an :class:`~rl_trainers.modules.EGreedyModule`
+  after the greedy Q-value actor; its epsilon falls linearly from ``eps_init`` to
+  ``eps_end`` over the first ``exploration_fraction * total_frames`` frames, stepped once
+  per batch (``post_steps``) and checkpointed (module ``exploration``);
+* evaluation acts greedily: the epsilon-greedy module does nothing under the
+  deterministic exploration type evaluations run with.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+from tensordict import TensorDictBase
+
+from rl_trainers.trainers.algorithms.base import build_model, finish_build, prepare_run
+from rl_trainers.trainers.algorithms.common import build
+from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.trainers.algorithms.off_policy import OffPolicyTrainer, check_buffer_fits_memory
+
+__all__ = ["DQNTrainer"]
+
+
+class DQNTrainer(OffPolicyTrainer):
+    """DQN on the shared :class:`~rl_trainers.trainers.Trainer` loop.
+
+    Args:
+        exploration: the collector policy's :class:`~rl_trainers.modules.EGreedyModule`;
+            stepped by ``frames_per_batch`` after every batch and checkpointed.
+        **kwargs: the :class:`OffPolicyTrainer` arguments (collector, loss_module, optimizer,
+            replay_buffer, target_updater, utd_ratio, learning_starts...).
+    """
+
+    def __init__(self, *, exploration, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.exploration = exploration
+        self.register_module("exploration", exploration)
+        self.register_op("post_steps", exploration.step, frames=self.frames_per_batch)
+        self.register_op("pre_steps_log", self._log_epsilon)
+
+    def _log_epsilon(self, batch: TensorDictBase) -> dict[str, Any]:
+        return {"train/epsilon": self.exploration.eps}
+
+    @classmethod
+    def from_config(cls, cfg: DictConfig, output_dir: Path) -> DQNTrainer:
+        """Build every component from a composed ``DQNTrainerConfig``, seeding first."""
+        from rl_trainers.modules import EGreedyWrapper, spec_kind
+        from rl_trainers.objectives import IntervalTargetUpdate
+
+        envs = prepare_run(cfg, output_dir)
+        if spec_kind(envs.env.action_spec) not in ("one_hot", "categorical"):
+            raise ConfigError(
+                "env.env_name",
+                cfg.env.env_name,
+                "DQN needs an environment with discrete actions; for continuous ones use "
+                "python sota-implementations/sac_trainer/train.py",
+            )
+        check_buffer_fits_memory(cfg, envs.env)
+        qactor = build_model(cfg, "qvalue", envs.env)
+        loop = cfg.trainer
+        policy = EGreedyWrapper(
+            qactor,
+            eps_init=loop.eps_init,
+            eps_end=loop.eps_end,
+            annealing_num_steps=exploration_frames(cfg),
+            spec=envs.env.action_spec,
+        )
+        loss = build(cfg, "loss", value_network=qactor)
+        # finish_build's collector and the evaluations act with ``loss.actor_network``;
+        # kept out of the loss's submodules, so the Q-network is saved once
+        loss.__dict__["actor_network"] = policy
+        return finish_build(
+            cls,
+            cfg,
+            output_dir,
+            envs,
+            loss,
+            replay_buffer=build(cfg, "replay_buffer"),
+            target_updater=IntervalTargetUpdate(
+                loss, interval=loop.target_update_interval, tau=loop.tau
+            ),
+            utd_ratio=loop.utd_ratio,
+            learning_starts=loop.learning_starts,
+            exploration=policy.explorer,
+        )
+
+
+def exploration_frames(cfg: DictConfig) -> int:
+    """Frames over which epsilon decays: ``exploration_fraction * total_frames`` (at least 1)."""
+    return max(1, round(cfg.trainer.exploration_fraction * cfg.trainer.total_frames))
