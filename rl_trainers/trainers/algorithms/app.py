@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import signal
 import sys
@@ -38,6 +39,10 @@ from omegaconf import DictConfig
 
 from .configs import GROUP_OPTIONS, ROOT_SCHEMAS
 from .errors import ConfigError, report_and_exit
+
+# PyOpenGL, which MuJoCo's renderers import, logs its library probing at INFO: Hydra's
+# console handler would print it in every MuJoCo run
+logging.getLogger("OpenGL").setLevel(logging.WARNING)
 
 #: The directory of the YAML recipes (``configs/`` at the top of the repository).
 CONFIG_DIR = str(Path(__file__).resolve().parents[3] / "configs")
@@ -76,6 +81,8 @@ TORCHRL_OVERRIDES = {
     "networks.value_network.num_cells": "network.value.num_cells",
     "networks.qvalue_network.num_cells": "network.value.num_cells",
     "replay_buffer.storage.max_size": "replay_buffer.size",
+    "loss.entropy_coeff": "loss.entropy_coef",
+    "loss.critic_coeff": "loss.critic_coef",
 }
 
 
@@ -320,6 +327,11 @@ def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> f
         raise SystemExit(128 + int(code) if code is not None else 1)
     wall_time = time.perf_counter() - start
     session_frames = int(trainer.collected_frames) - first_frame
+    if trainer.finished_early is not None:
+        print(
+            f"Training ended at frame {trainer.collected_frames}: {trainer.finished_early}.",
+            file=sys.stderr,
+        )
     returns = trainer.evaluate_final()
     summary = {
         "algorithm": cfg.algorithm,
@@ -333,6 +345,7 @@ def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> f
         "eval_return_mean": float(sum(returns) / len(returns)),
         "eval_return_std": float(_std(returns)),
         "eval_episodes": len(returns),
+        "finished_early": trainer.finished_early,
         "output_dir": str(out),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

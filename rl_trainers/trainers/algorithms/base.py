@@ -65,6 +65,8 @@ class AlgorithmTrainer(Trainer):
         eval_video_fps: the video's frame rate (None: the env's ``render_fps`` over its
             frame skip, else 30).
         eval_video_max_frames: the longest video, in frames.
+        eval_stop_at_return: end training (as complete, :meth:`Trainer.finish`) after the
+            first periodic evaluation whose mean return is at least this.
         **trainer_kwargs: the :class:`Trainer` arguments.
     """
 
@@ -81,6 +83,7 @@ class AlgorithmTrainer(Trainer):
         eval_video: bool = False,
         eval_video_fps: int | None = None,
         eval_video_max_frames: int = 1000,
+        eval_stop_at_return: float | None = None,
         **trainer_kwargs: Any,
     ) -> None:
         super().__init__(**trainer_kwargs)
@@ -89,6 +92,7 @@ class AlgorithmTrainer(Trainer):
         self.eval_episodes = eval_episodes
         self.eval_deterministic = eval_deterministic
         self.eval_seed = eval_seed
+        self.eval_stop_at_return = eval_stop_at_return
         self.eval_video = None
         self._eval_video_step: int | None = None
         if eval_video:
@@ -119,7 +123,11 @@ class AlgorithmTrainer(Trainer):
 
     def _evaluate(self, batch: TensorDictBase) -> dict[str, Any]:
         returns = torch.tensor(self.evaluate_final())
-        return {"eval/return_mean": returns.mean(), "eval/return_std": returns.std(correction=0)}
+        mean = returns.mean()
+        target = self.eval_stop_at_return
+        if target is not None and mean >= target:
+            self.finish(f"evaluation return {mean.item():.2f} >= eval.stop_at_return={target}")
+        return {"eval/return_mean": mean, "eval/return_std": returns.std(correction=0)}
 
     def evaluate_final(self) -> list[float]:
         """Returns of ``eval_episodes`` episodes on the evaluation env.
@@ -323,6 +331,7 @@ def finish_build(
         eval_video=bool(cfg.eval.get("video", False)),
         eval_video_fps=video_fps(cfg, envs.eval_env),
         eval_video_max_frames=cfg.eval.get("video_max_frames", 1000),
+        eval_stop_at_return=cfg.eval.get("stop_at_return"),
         logger=logger,
         clip_grad_norm=loop.clip_grad_norm,
         clip_norm=loop.clip_norm,

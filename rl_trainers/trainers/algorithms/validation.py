@@ -290,6 +290,14 @@ def validate_config(cfg: DictConfig) -> None:
     _check_layer_sizes(cfg)
     if cfg.eval.episodes <= 0:
         raise ConfigError("eval.episodes", cfg.eval.episodes, "a positive number of episodes")
+    stop_at = cfg.eval.get("stop_at_return")
+    if stop_at is not None and not cfg.eval.interval:
+        raise ConfigError(
+            "eval.stop_at_return",
+            stop_at,
+            "only with periodic evaluations: set eval.interval too, e.g. eval.interval="
+            f"{10 * cfg.collector.frames_per_batch}",
+        )
     for path, allowed in (
         ("eval.interval", "0 (only at the end) or a positive number of frames"),
         ("trainer.num_threads", "0 (chosen from the network width) or a positive number"),

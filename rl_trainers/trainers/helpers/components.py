@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import random
+import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -152,6 +154,26 @@ def _missing_dependencies_as_config_error(env_name: str) -> Iterator[None]:
             f"it needs the Python module {module!r}, which is not installed "
             f"(install the package that provides it, often pip install {module})",
         ) from err
+    except (AttributeError, ImportError, OSError) as err:
+        backend = os.environ.get("MUJOCO_GL")
+        if backend is None or not _raised_in(err, ("mujoco", "OpenGL")):
+            raise
+        raise ConfigError(
+            "env.env_name",
+            env_name,
+            f"MuJoCo could not load its OpenGL backend MUJOCO_GL={backend} "
+            f"({type(err).__name__}: {err}); install that backend's system library "
+            "(osmesa: libosmesa6; egl: libegl1) or choose another, e.g. MUJOCO_GL=egl",
+        ) from err
+
+
+def _raised_in(err: BaseException, packages: tuple[str, ...]) -> bool:
+    """Whether a frame of ``err``'s traceback is in a file under one of ``packages``."""
+    return any(
+        f"/{package}/" in frame.f_code.co_filename
+        for frame, _ in traceback.walk_tb(err.__traceback__)
+        for package in packages
+    )
 
 
 def _pixel_transforms(image_size: int, grayscale: bool, frame_stack: int) -> list:
@@ -249,7 +271,13 @@ def make_replay_buffer(
 def make_ppo_loss(
     actor_network,
     critic_network,
+    loss_type: str = "clip",
     clip_epsilon: float = 0.2,
+    dtarg: float = 0.01,
+    beta: float = 1.0,
+    increment: float = 2.0,
+    decrement: float = 0.5,
+    beta_adaptation: str = "update",
     entropy_coef: float = 0.0,
     critic_coef: float = 0.5,
     loss_critic_type: str = "l2",
@@ -257,37 +285,89 @@ def make_ppo_loss(
     gamma: float = 0.99,
     lmbda: float = 0.95,
 ):
-    """A ``ClipPPOLoss`` with a GAE value estimator.
+    """A PPO loss of the family ``loss_type`` names, with a GAE value estimator.
 
     Args:
         actor_network: the policy (shared with the collector).
         critic_network: the state-value network.
-        clip_epsilon: policy ratio clip range.
+        loss_type: ``"clip"`` (``ClipPPOLoss``), ``"kl"`` (``KLPENPPOLoss``: the adaptive
+            KL penalty) or ``"ppo"`` (``PPOLoss``: the unclipped surrogate), as torchrl's
+            ``PPOLossConfig.loss_type``. Each reads only its own fields below.
+        clip_epsilon: policy ratio clip range (``clip``).
+        dtarg: target KL between the collecting and the current policy (``kl``).
+        beta: initial KL penalty coefficient (``kl``; adapted during training and
+            checkpointed with the loss).
+        increment: beta's factor when the KL exceeds ``1.5 * dtarg`` (``kl``).
+        decrement: beta's factor when the KL is below ``dtarg / 1.5`` (``kl``).
+        beta_adaptation: ``"update"``: beta adapts once per collected batch, on the KL over
+            the batch after its epochs (the paper's rule; ``PPOTrainer`` calls
+            ``adapt_beta``); ``"minibatch"``: after every minibatch, on its KL (torchrl's
+            ``KLPENPPOLoss``) (``kl``).
         entropy_coef: weight of the entropy bonus.
         critic_coef: weight of the value loss.
-        loss_critic_type: ``l2`` or ``smooth_l1``.
+        loss_critic_type: ``l2``, ``smooth_l1`` or ``l1``.
         normalize_advantage: normalise advantages per minibatch.
         gamma: discount factor.
         lmbda: GAE lambda.
     """
-    from rl_trainers.objectives import ClipPPOLoss, ValueEstimators
+    from rl_trainers.objectives import ClipPPOLoss, KLPENPPOLoss, PPOLoss, ValueEstimators
 
     _check_unit_interval("loss.gamma", gamma)
     _check_unit_interval("loss.lmbda", lmbda)
     if loss_critic_type not in ("l2", "smooth_l1", "l1"):
         raise ConfigError("loss.loss_critic_type", loss_critic_type, "'l2', 'smooth_l1' or 'l1'")
-    loss = ClipPPOLoss(
-        actor_network,
-        critic_network,
-        clip_epsilon=clip_epsilon,
-        entropy_bonus=entropy_coef > 0,
-        entropy_coef=entropy_coef,
-        critic_coef=critic_coef,
-        loss_critic_type=loss_critic_type,
-        normalize_advantage=normalize_advantage,
-    )
+    common = {
+        "entropy_bonus": entropy_coef > 0,
+        "entropy_coef": entropy_coef,
+        "critic_coef": critic_coef,
+        "loss_critic_type": loss_critic_type,
+        "normalize_advantage": normalize_advantage,
+    }
+    if loss_type == "clip":
+        if not clip_epsilon > 0:
+            raise ConfigError("loss.clip_epsilon", clip_epsilon, "a positive clip range, e.g. 0.2")
+        loss = ClipPPOLoss(actor_network, critic_network, clip_epsilon=clip_epsilon, **common)
+    elif loss_type == "kl":
+        _check_kl_penalty(dtarg, beta, increment, decrement, beta_adaptation)
+        loss = KLPENPPOLoss(
+            actor_network,
+            critic_network,
+            dtarg=dtarg,
+            beta=beta,
+            increment=increment,
+            decrement=decrement,
+            adapt_beta_each_call=beta_adaptation == "minibatch",
+            **common,
+        )
+    elif loss_type == "ppo":
+        loss = PPOLoss(actor_network, critic_network, **common)
+    else:
+        raise ConfigError(
+            "loss.loss_type",
+            loss_type,
+            "'clip' (clipped surrogate), 'kl' (adaptive KL penalty) or 'ppo' (plain surrogate)",
+        )
     loss.make_value_estimator(ValueEstimators.GAE, gamma=gamma, lmbda=lmbda)
     return loss
+
+
+def _check_kl_penalty(
+    dtarg: float, beta: float, increment: float, decrement: float, adaptation: str
+) -> None:
+    if adaptation not in ("update", "minibatch"):
+        raise ConfigError(
+            "loss.beta_adaptation",
+            adaptation,
+            "'update' (once per collected batch) or 'minibatch' (after every gradient step)",
+        )
+    if not dtarg > 0:
+        raise ConfigError("loss.dtarg", dtarg, "a positive target KL, e.g. 0.01")
+    if not beta >= 0:
+        raise ConfigError("loss.beta", beta, "a non-negative penalty coefficient, e.g. 1.0")
+    if not increment >= 1:
+        raise ConfigError("loss.increment", increment, "a factor >= 1, e.g. 2.0")
+    if not 0 < decrement <= 1:
+        raise ConfigError("loss.decrement", decrement, "a factor in (0, 1], e.g. 0.5")
 
 
 def make_sac_loss(

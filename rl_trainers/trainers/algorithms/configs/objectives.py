@@ -9,10 +9,20 @@ from .common import config_field
 
 @dataclass
 class PPOLossConfig:
-    """Clipped-surrogate PPO with GAE advantages."""
+    """PPO with GAE advantages: clipped surrogate, adaptive KL penalty, or plain surrogate."""
 
     _target_: str = "rl_trainers.trainers.helpers.make_ppo_loss"
-    clip_epsilon: float = config_field(0.2, "policy ratio clip range")
+    loss_type: str = config_field(
+        "clip", "clip (clipped surrogate) | kl (adaptive KL penalty) | ppo (plain surrogate)"
+    )
+    clip_epsilon: float = config_field(0.2, "policy ratio clip range (loss_type=clip)")
+    dtarg: float = config_field(0.01, "target KL per update (loss_type=kl)")
+    beta: float = config_field(1.0, "initial KL penalty coefficient (loss_type=kl)")
+    increment: float = config_field(2.0, "beta *= increment when KL > 1.5 dtarg (loss_type=kl)")
+    decrement: float = config_field(0.5, "beta *= decrement when KL < dtarg / 1.5 (loss_type=kl)")
+    beta_adaptation: str = config_field(
+        "update", "update (once per batch, the paper) | minibatch (every step, torchrl)"
+    )
     entropy_coef: float = config_field(0.0, "weight of the entropy bonus")
     critic_coef: float = config_field(0.5, "weight of the value loss")
     loss_critic_type: str = config_field("l2", "l2 | smooth_l1 | l1 value loss")

@@ -37,6 +37,9 @@ class EvalConfig:
     video_max_frames: int = config_field(
         1000, "longest video in frames (kept in memory: ~0.7 MB each at 400x600)"
     )
+    stop_at_return: float | None = config_field(
+        None, "end training once a periodic evaluation's mean return reaches this"
+    )
 
 
 @dataclass
@@ -80,7 +83,9 @@ class PPOLoopConfig(LoopConfig):
 
     num_epochs: int = config_field(20, "passes over each collected batch")
     minibatch_size: int = config_field(256, "transitions per gradient step")
-    anneal_clip_epsilon: bool = config_field(True, "anneal the clip range linearly to 0")
+    anneal_clip_epsilon: bool = config_field(
+        True, "anneal the clip range linearly to 0 (loss.loss_type=clip)"
+    )
 
 
 @dataclass
