@@ -214,7 +214,8 @@ def help_template(algorithm: str, schema: type) -> str:
             f"{algorithm}: train {name.upper()} with rl_trainers.",
             "",
             f"Usage: python sota-implementations/{algorithm}/train.py [group=option] [field=value]",
-            "  e.g. env=pendulum logger=tensorboard optimizer.lr=3e-4 trainer.total_frames=50000",
+            f"  e.g. env={'acrobot' if name == 'dqn' else 'pendulum'} logger=tensorboard "
+            "optimizer.lr=3e-4 trainer.total_frames=50000",
             "  -m seed=0,1,2          sweep (each run in its own directory under multirun/)",
             "  env.env_name=<id>      any gymnasium id, or 'module:Class'",
             "  --cfg job              print the composed config",
