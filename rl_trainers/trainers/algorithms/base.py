@@ -8,6 +8,7 @@ live here once.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,10 +108,24 @@ class AlgorithmTrainer(Trainer):
         LogEpisodeReturn().register(self)
         if lr_scheduler is not None:
             self.register_module("lr_scheduler", lr_scheduler)
-            self.register_op("post_steps", lr_scheduler.step)
+            self.lr_scheduler = lr_scheduler
+            self.register_op("post_steps", self._step_lr_schedule)
         if eval_env is not None and eval_interval > 0:
             every = max(1, eval_interval // frames_per_batch)
             self.register_op("post_steps_log", self._evaluate, every=every)
+
+    def _step_lr_schedule(self) -> None:
+        """Step the learning-rate schedule, once per batch.
+
+        During a warm-up without updates (the random frames of DQN and SAC) the schedule
+        advances before the optimizer's first step. That is intended (the schedule counts
+        batches), so PyTorch's warning about the order is muted here.
+        """
+        with warnings.catch_warnings():
+            warnings.filterwarnings(
+                "ignore", message=r"Detected call of `lr_scheduler\.step\(\)` before"
+            )
+            self.lr_scheduler.step()
 
     def _check_metadata(self, saved: dict[str, Any], source: str) -> None:
         """As :class:`Trainer`'s, with the entries of ``FINGERPRINT_ADDED_LATER`` that an
