@@ -47,6 +47,11 @@ class EpochMinibatches(TrainerHookBase):
         self._flat = flat_batch
         self._cursor = len(flat_batch)  # forces a new permutation on the next sample
 
+    @property
+    def current_batch(self) -> TensorDictBase | None:
+        """The flat batch the minibatches are cut from (None before the first ``extend``)."""
+        return self._flat
+
     def sample(self, batch: TensorDictBase | None = None) -> TensorDictBase:
         n = len(self._flat)
         if self.minibatch_size == n:
@@ -136,8 +141,8 @@ class PPOTrainer(AlgorithmTrainer):
     def _adapt_kl_penalty(self) -> None:
         """Adapt the KL penalty once per policy update, on the KL over the whole batch
         (Schulman et al., 2017); ``beta`` is a buffer of the loss, so checkpoints keep it."""
-        flat = self.minibatches._flat
-        self.loss_module.adapt_beta(self.loss_module.measure_kl(flat))
+        batch = self.minibatches.current_batch
+        self.loss_module.adapt_beta(self.loss_module.measure_kl(batch))
 
     def load_state_dict(self, state_dict: dict[str, Any], **kwargs: Any) -> None:
         """Load a checkpoint, then set the annealed clip range from the restored frame count.
