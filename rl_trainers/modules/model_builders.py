@@ -30,6 +30,7 @@ __all__ = [
     "activation_from_name",
     "make_categorical_model",
     "make_convnet",
+    "make_deterministic_model",
     "make_policy_model",
     "make_qvalue_model",
     "make_tanh_normal_model",
@@ -197,6 +198,25 @@ def make_categorical_model(
         observation_spec,
         action_spec,
         return_log_prob=return_log_prob,
+        **_head(observation_spec, network, "policy"),
+    )
+
+
+def make_deterministic_model(observation_spec, action_spec, network: Any):
+    """A deterministic actor ``mu(s)`` (TD3, DDPG) with the ``policy`` hidden layers, its
+    output squashed by tanh into the spec's bounds when they are finite.
+
+    Args:
+        observation_spec: the env's observation spec.
+        action_spec: the env's action spec (continuous).
+        network: the network description (``policy`` hidden layers, optional ``encoder``).
+    """
+    if _actions(action_spec) == "discrete":
+        raise PolicyKindError("deterministic", "discrete", "a Q-value actor (DQN)")
+    return make_actor(
+        observation_spec,
+        action_spec,
+        deterministic=True,
         **_head(observation_spec, network, "policy"),
     )
 

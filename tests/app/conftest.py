@@ -51,7 +51,21 @@ TINY = {
         "trainer.progress_bar=false",
         "trainer.log_interval=64",
     ],
+    "td3": [
+        "trainer.total_frames=200",
+        "collector.frames_per_batch=10",
+        "collector.init_random_frames=50",
+        "trainer.learning_starts=50",
+        "replay_buffer.batch_size=32",
+        "replay_buffer.size=1000",
+        "network.policy.num_cells=[32,32]",
+        "network.value.num_cells=[32,32]",
+        "eval.episodes=2",
+        "trainer.progress_bar=false",
+        "trainer.log_interval=50",
+    ],
 }
+TINY["ddpg"] = TINY["td3"]
 
 #: Training from rendered frames through the ConvNet encoder, added to ``TINY`` (2 envs;
 #: SAC with short episodes and few small updates, the ConvNet updates dominate its time).

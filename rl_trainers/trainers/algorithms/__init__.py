@@ -10,13 +10,21 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from rl_trainers.trainers.algorithms.ddpg import DDPGTrainer
 from rl_trainers.trainers.algorithms.dqn import DQNTrainer
 from rl_trainers.trainers.algorithms.errors import ConfigError
 from rl_trainers.trainers.algorithms.ppo import PPOTrainer
 from rl_trainers.trainers.algorithms.sac import SACTrainer
+from rl_trainers.trainers.algorithms.td3 import TD3Trainer
 
 #: algorithm name (``cfg.algorithm``) -> trainer class with a ``from_config`` builder.
-TRAINERS: dict[str, type] = {"ppo": PPOTrainer, "sac": SACTrainer, "dqn": DQNTrainer}
+TRAINERS: dict[str, type] = {
+    "ppo": PPOTrainer,
+    "sac": SACTrainer,
+    "dqn": DQNTrainer,
+    "td3": TD3Trainer,
+    "ddpg": DDPGTrainer,
+}
 
 
 def build_trainer(cfg: DictConfig, output_dir: Path):
@@ -35,8 +43,10 @@ def build_trainer(cfg: DictConfig, output_dir: Path):
 __all__ = [
     "TRAINERS",
     "ConfigError",
+    "DDPGTrainer",
     "DQNTrainer",
     "PPOTrainer",
     "SACTrainer",
+    "TD3Trainer",
     "build_trainer",
 ]

@@ -83,6 +83,8 @@ TORCHRL_OVERRIDES = {
     "replay_buffer.storage.max_size": "replay_buffer.size",
     "loss.entropy_coeff": "loss.entropy_coef",
     "loss.critic_coeff": "loss.critic_coef",
+    # torchrl's TD3 recipe (sota-implementations/td3): its optim node holds the delay
+    "optim.policy_update_delay": "trainer.policy_delay",
 }
 
 
@@ -204,6 +206,12 @@ def group_options(algorithm: str) -> dict[str, list[str]]:
     return dict(sorted(groups.items()))
 
 
+def _example_env(algorithm: str) -> str:
+    return {"dqn": "acrobot", "td3": "halfcheetah", "ddpg": "mountaincar_continuous"}.get(
+        algorithm, "pendulum"
+    )
+
+
 def help_template(algorithm: str, schema: type) -> str:
     """The ``--help`` page: groups with their options, every field with its description, and
     the composed config (``$CONFIG``, so overrides given with ``--help`` show there)."""
@@ -214,7 +222,7 @@ def help_template(algorithm: str, schema: type) -> str:
             f"{algorithm}: train {name.upper()} with rl_trainers.",
             "",
             f"Usage: python sota-implementations/{algorithm}/train.py [group=option] [field=value]",
-            f"  e.g. env={'acrobot' if name == 'dqn' else 'pendulum'} logger=tensorboard "
+            f"  e.g. env={_example_env(name)} logger=tensorboard "
             "optimizer.lr=3e-4 trainer.total_frames=50000",
             "  -m seed=0,1,2          sweep (each run in its own directory under multirun/)",
             "  env.env_name=<id>      any gymnasium id, or 'module:Class'",

@@ -68,6 +68,7 @@ class AlgorithmTrainer(Trainer):
         eval_video_max_frames: the longest video, in frames.
         eval_stop_at_return: end training (as complete, :meth:`Trainer.finish`) after the
             first periodic evaluation whose mean return is at least this.
+        eval_policy: the policy evaluations act with (None: ``loss_module.actor_network``).
         **trainer_kwargs: the :class:`Trainer` arguments.
     """
 
@@ -85,9 +86,11 @@ class AlgorithmTrainer(Trainer):
         eval_video_fps: int | None = None,
         eval_video_max_frames: int = 1000,
         eval_stop_at_return: float | None = None,
+        eval_policy=None,
         **trainer_kwargs: Any,
     ) -> None:
         super().__init__(**trainer_kwargs)
+        self.eval_policy = eval_policy
         self.frames_per_batch = frames_per_batch
         self.eval_env = eval_env
         self.eval_episodes = eval_episodes
@@ -172,7 +175,7 @@ class AlgorithmTrainer(Trainer):
         video = self.eval_video if self._eval_video_step != step else None
         returns = evaluate_episodes(
             self.eval_env,
-            self.loss_module.actor_network,
+            self.loss_module.actor_network if self.eval_policy is None else self.eval_policy,
             self.eval_episodes,
             deterministic=self.eval_deterministic,
             video=video,
@@ -301,33 +304,73 @@ def evaluation_seed(cfg: DictConfig) -> int:
     return int(cfg.seed) + EVAL_SEED_OFFSET
 
 
+class SchedulerList:
+    """Several lr schedules stepped together (one per optimizer), checkpointed as one."""
+
+    def __init__(self, schedulers: list) -> None:
+        self.schedulers = list(schedulers)
+
+    def step(self) -> None:
+        for scheduler in self.schedulers:
+            scheduler.step()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"schedulers": [s.state_dict() for s in self.schedulers]}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        for scheduler, state in zip(self.schedulers, state_dict["schedulers"], strict=True):
+            scheduler.load_state_dict(state)
+
+
 def finish_build(
     trainer_class: type[AlgorithmTrainer],
     cfg: DictConfig,
     output_dir: Path,
     envs: RunEnvs,
     loss,
+    *,
+    policy=None,
+    eval_policy=None,
+    param_groups: dict[str, list[torch.nn.Parameter]] | None = None,
     **algorithm_kwargs: Any,
 ) -> AlgorithmTrainer:
-    """The last steps of every build: optimizer, lr schedule, collector, logger, trainer.
+    """The last steps of every build: optimizer(s), lr schedule, collector, logger, trainer.
 
     Args:
         trainer_class: the algorithm trainer to construct.
         cfg: the composed root config.
         output_dir: the run directory (logs and checkpoints go under it).
         envs: from :func:`prepare_run`.
-        loss: the loss module; its ``actor_network`` is the policy the collector acts with.
+        loss: the loss module.
+        policy: the collector's exploration policy (e.g. the actor followed by an
+            epsilon-greedy or noise module); None: ``loss.actor_network``.
+        eval_policy: the policy evaluations act with (deterministically: exploration
+            modules are inactive then); None: ``loss.actor_network``.
+        param_groups: one optimizer per entry (name -> parameters), each built from the
+            ``optimizer`` node and passed to the trainer as ``optimizers`` (a dict; its
+            ``optimizer`` argument is then None), each with its own lr schedule; None: one
+            optimizer over ``loss.parameters()``.
         **algorithm_kwargs: the algorithm's own constructor arguments.
     """
     if cfg.trainer.compile:
         compile_loss(loss, cfg.trainer.compile_mode, cfg.device)
-    optimizer = build(cfg, "optimizer", params=list(loss.parameters()))
     frames_per_batch = cfg.collector.frames_per_batch
     num_batches = -(-cfg.trainer.total_frames // frames_per_batch)
+    if param_groups is None:
+        optimizer = build(cfg, "optimizer", params=list(loss.parameters()))
+        optimizers = {"optimizer": optimizer}
+    else:
+        optimizer = None
+        optimizers = {name: build(cfg, "optimizer", params=list(p)) for name, p in param_groups.items()}
+        algorithm_kwargs["optimizers"] = optimizers
     scheduler = None
     if cfg.lr_scheduler.kind != "constant":
-        scheduler = build(cfg, "lr_scheduler", optimizer=optimizer, total_steps=num_batches)
-    collector = build_collector(cfg, envs.env, loss.actor_network)
+        schedulers = [
+            build(cfg, "lr_scheduler", optimizer=opt, total_steps=num_batches)
+            for opt in optimizers.values()
+        ]
+        scheduler = schedulers[0] if len(schedulers) == 1 else SchedulerList(schedulers)
+    collector = build_collector(cfg, envs.env, loss.actor_network if policy is None else policy)
     logger = resolve_logger(cfg, output_dir)
     logger.log_hparams(plain_config(cfg))
     loop = cfg.trainer
@@ -347,6 +390,7 @@ def finish_build(
         eval_video_fps=video_fps(cfg, envs.eval_env),
         eval_video_max_frames=cfg.eval.get("video_max_frames", 1000),
         eval_stop_at_return=cfg.eval.get("stop_at_return"),
+        eval_policy=eval_policy,
         logger=logger,
         clip_grad_norm=loop.clip_grad_norm,
         clip_norm=loop.clip_norm,

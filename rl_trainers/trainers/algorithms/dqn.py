@@ -76,15 +76,14 @@ class DQNTrainer(OffPolicyTrainer):
             spec=envs.env.action_spec,
         )
         loss = build(cfg, "loss", value_network=qactor)
-        # finish_build's collector and the evaluations act with ``loss.actor_network``;
-        # kept out of the loss's submodules, so the Q-network is saved once
-        loss.__dict__["actor_network"] = policy
         return finish_build(
             cls,
             cfg,
             output_dir,
             envs,
             loss,
+            policy=policy,  # the collector explores with epsilon-greedy actions
+            eval_policy=qactor,  # evaluations act greedily
             replay_buffer=build(cfg, "replay_buffer"),
             target_updater=IntervalTargetUpdate(
                 loss, interval=loop.target_update_interval, tau=loop.tau

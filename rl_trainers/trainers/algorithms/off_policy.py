@@ -29,7 +29,8 @@ class OffPolicyTrainer(AlgorithmTrainer):
         optimizer: optimizer over ``loss_module.parameters()``.
         replay_buffer: the buffer every collected frame is written to.
         target_updater: steps after every update (``SoftUpdate``, ``HardUpdate``...);
-            checkpointed when it has a state dict.
+            checkpointed when it has a state dict. None: the subclass updates its targets
+            itself (TD3, after its delayed actor updates).
         frames_per_batch: frames in each collected batch.
         utd_ratio: updates per collected frame.
         learning_starts: transitions in the buffer before the first update.
@@ -42,7 +43,7 @@ class OffPolicyTrainer(AlgorithmTrainer):
         collector,
         total_frames: int,
         loss_module,
-        optimizer: torch.optim.Optimizer,
+        optimizer: torch.optim.Optimizer | None,
         replay_buffer,
         target_updater,
         frames_per_batch: int = 1,
@@ -68,7 +69,8 @@ class OffPolicyTrainer(AlgorithmTrainer):
         self.replay_buffer = replay_buffer
         ReplayBufferTrainer(replay_buffer, flatten_tensordicts=True).register(self)
         self.register_op("pre_optim_steps", self._start_learning)
-        TargetNetUpdaterHook(target_updater).register(self)
+        if target_updater is not None:
+            TargetNetUpdaterHook(target_updater).register(self)
 
     def _start_learning(self) -> None:
         """No updates until the buffer holds ``learning_starts`` transitions."""

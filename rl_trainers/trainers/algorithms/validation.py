@@ -346,7 +346,7 @@ def validate_config(cfg: DictConfig) -> None:
                 False,
                 "must be true, PPO's probability ratio needs the log-probability of each collected action",
             )
-    if cfg.algorithm in ("sac", "dqn"):
+    if cfg.algorithm in ("sac", "dqn", "td3", "ddpg"):
         _positive(cfg, "replay_buffer.size")
         _positive(cfg, "replay_buffer.batch_size")
         size, batch_size = cfg.replay_buffer.size, cfg.replay_buffer.batch_size
@@ -359,6 +359,57 @@ def validate_config(cfg: DictConfig) -> None:
         _check_learning_starts(cfg)
     if cfg.algorithm == "dqn":
         _check_dqn(cfg)
+    if cfg.algorithm in ("td3", "ddpg"):
+        _check_deterministic_actor_critic(cfg)
+
+
+def _check_deterministic_actor_critic(cfg: DictConfig) -> None:
+    """TD3's and DDPG's exploration noise, target updates and policy delay."""
+    loop = cfg.trainer
+    if loop.exploration_noise not in ("gaussian", "ou"):
+        raise ConfigError(
+            "trainer.exploration_noise",
+            loop.exploration_noise,
+            "gaussian (independent Gaussian noise) or ou (Ornstein-Uhlenbeck)",
+        )
+    if loop.noise_std is None or not loop.noise_std >= 0:
+        raise ConfigError(
+            "trainer.noise_std", loop.noise_std, "a standard deviation >= 0, e.g. 0.1"
+        )
+    end = loop.noise_std_end
+    if end is not None and not 0 <= end <= loop.noise_std:
+        raise ConfigError(
+            "trainer.noise_std_end",
+            end,
+            f"None (constant noise) or a std in [0, trainer.noise_std={loop.noise_std}]",
+        )
+    if not 0.0 < loop.noise_annealing_fraction <= 1.0:
+        raise ConfigError(
+            "trainer.noise_annealing_fraction",
+            loop.noise_annealing_fraction,
+            "a fraction of trainer.total_frames in (0, 1]",
+        )
+    for name in ("ou_theta", "ou_dt"):
+        if not loop[name] > 0:
+            raise ConfigError(f"trainer.{name}", loop[name], "a positive number")
+    if not 0.0 < loop.tau <= 1.0:
+        raise ConfigError("trainer.tau", loop.tau, "a number in (0, 1], e.g. 0.005")
+    if loop.utd_ratio is None or loop.utd_ratio <= 0:
+        raise ConfigError(
+            "trainer.utd_ratio", loop.utd_ratio, "a positive number of updates per frame"
+        )
+    delay = loop.get("policy_delay", 1)
+    if not isinstance(delay, int) or isinstance(delay, bool) or delay < 1:
+        raise ConfigError(
+            "trainer.policy_delay",
+            delay,
+            "a positive integer: critic updates per actor update (TD3: 2; 1 updates both "
+            "at every step)",
+        )
+    for name in ("policy_noise", "noise_clip"):
+        value = cfg.loss.get(name)
+        if value is not None and not value >= 0:
+            raise ConfigError(f"loss.{name}", value, "a number >= 0 (0: no smoothing noise)")
 
 
 def _check_dqn(cfg: DictConfig) -> None:

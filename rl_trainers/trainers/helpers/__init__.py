@@ -16,11 +16,13 @@ from rl_trainers.trainers.helpers.builders import (
 )
 from rl_trainers.trainers.helpers.components import (
     activation_class,
+    make_ddpg_loss,
     make_dqn_loss_module,
     make_env,
     make_lr_scheduler,
     make_ppo_loss,
     make_sac_loss,
+    make_td3_loss,
     seed_everything,
 )
 from rl_trainers.trainers.helpers.malloc import keep_freed_memory
@@ -39,7 +41,9 @@ __all__ = [
     "sync_sync_collector",
     "transformed_env_constructor",
     "keep_freed_memory",
+    "make_ddpg_loss",
     "make_dqn_loss_module",
+    "make_td3_loss",
     "make_env",
     "make_lr_scheduler",
     "make_ppo_loss",

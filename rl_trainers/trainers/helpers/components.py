@@ -444,6 +444,93 @@ def make_dqn_loss_module(
     return loss
 
 
+def make_td3_loss(
+    actor_network,
+    qvalue_network,
+    num_qvalue_nets: int = 2,
+    policy_noise: float = 0.2,
+    noise_clip: float = 0.5,
+    loss_function: str = "l2",
+    delay_actor: bool = True,
+    delay_qvalue: bool = True,
+    gamma: float = 0.99,
+):
+    """A ``TD3Loss`` (target actor and critics, clipped double-Q) with a TD(0) target: the
+    Hydra ``loss`` node of TD3. The trainer chooses when the targets move.
+
+    Args:
+        actor_network: the deterministic actor (the collector explores around it).
+        qvalue_network: one Q network; it is copied ``num_qvalue_nets`` times.
+        num_qvalue_nets: number of critics (the target takes their minimum).
+        policy_noise: std of the target policy smoothing noise.
+        noise_clip: the smoothing noise is clipped to ``[-noise_clip, noise_clip]``.
+        loss_function: ``l2``, ``smooth_l1`` or ``l1``.
+        delay_actor: keep a target actor (else the target action comes from the actor).
+        delay_qvalue: keep target critics (else the target values come from the critics).
+        gamma: discount factor.
+    """
+    from rl_trainers.objectives import TD3Loss
+
+    _check_unit_interval("loss.gamma", gamma)
+    _check_loss_function(loss_function)
+    if num_qvalue_nets < 1:
+        raise ConfigError("loss.num_qvalue_nets", num_qvalue_nets, "at least 1 (TD3: 2)")
+    if policy_noise < 0:
+        raise ConfigError("loss.policy_noise", policy_noise, "a std >= 0 (0: no smoothing)")
+    if noise_clip < 0:
+        raise ConfigError("loss.noise_clip", noise_clip, "a bound >= 0, e.g. 0.5")
+    loss = TD3Loss(
+        actor_network,
+        qvalue_network,
+        num_qvalue_nets=num_qvalue_nets,
+        policy_noise=policy_noise,
+        noise_clip=noise_clip,
+        loss_function=loss_function,
+        delay_actor=delay_actor,
+        delay_qvalue=delay_qvalue,
+        gamma=gamma,
+    )
+    return loss
+
+
+def make_ddpg_loss(
+    actor_network,
+    value_network,
+    loss_function: str = "l2",
+    delay_actor: bool = True,
+    delay_value: bool = True,
+    gamma: float = 0.99,
+):
+    """A ``DDPGLoss`` with a target actor and a target critic: the Hydra ``loss`` node of DDPG.
+
+    Args:
+        actor_network: the deterministic actor (the collector explores around it).
+        value_network: the Q network ``Q(s, a)``.
+        loss_function: ``l2``, ``smooth_l1`` or ``l1``.
+        delay_actor: keep a target actor (torchrl's DDPGLoss default is False; SB3 and the
+            paper keep one).
+        delay_value: keep a target critic.
+        gamma: discount factor.
+    """
+    from rl_trainers.objectives import DDPGLoss
+
+    _check_unit_interval("loss.gamma", gamma)
+    _check_loss_function(loss_function)
+    return DDPGLoss(
+        actor_network,
+        value_network,
+        loss_function=loss_function,
+        delay_actor=delay_actor,
+        delay_value=delay_value,
+        gamma=gamma,
+    )
+
+
+def _check_loss_function(loss_function: str) -> None:
+    if loss_function not in ("l2", "smooth_l1", "l1"):
+        raise ConfigError("loss.loss_function", loss_function, "'l2', 'smooth_l1' or 'l1'")
+
+
 def make_lr_scheduler(optimizer: torch.optim.Optimizer, total_steps: int, kind: str = "constant"):
     """A learning-rate schedule stepped once per collected batch (``total_steps`` batches).
 

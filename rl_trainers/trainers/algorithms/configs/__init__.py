@@ -37,6 +37,8 @@ from .modules import (
     CategoricalModelConfig,
     ConvActorCriticNetworkConfig,
     ConvNetConfig,
+    DeterministicActorQValueModelConfig,
+    DeterministicModelConfig,
     DQNModelConfig,
     MLPConfig,
     PolicyModelConfig,
@@ -44,7 +46,13 @@ from .modules import (
     TanhNormalModelConfig,
     ValueModelConfig,
 )
-from .objectives import DQNLossConfig, PPOLossConfig, SACLossConfig
+from .objectives import (
+    DDPGLossConfig,
+    DQNLossConfig,
+    PPOLossConfig,
+    SACLossConfig,
+    TD3LossConfig,
+)
 from .optim import (
     AdamConfig,
     AdamWConfig,
@@ -54,6 +62,8 @@ from .optim import (
     SGDConfig,
 )
 from .trainers import (
+    DDPGLoopConfig,
+    DDPGTrainerConfig,
     DQNLoopConfig,
     DQNTrainerConfig,
     EvalConfig,
@@ -62,6 +72,8 @@ from .trainers import (
     PPOTrainerConfig,
     SACLoopConfig,
     SACTrainerConfig,
+    TD3LoopConfig,
+    TD3TrainerConfig,
 )
 
 #: Options of each config group that users switch with ``group=option`` on the command line.
@@ -99,6 +111,8 @@ ROOT_SCHEMAS: dict[str, type] = {
     "ppo_trainer_schema": PPOTrainerConfig,
     "sac_trainer_schema": SACTrainerConfig,
     "dqn_trainer_schema": DQNTrainerConfig,
+    "td3_trainer_schema": TD3TrainerConfig,
+    "ddpg_trainer_schema": DDPGTrainerConfig,
 }
 
 
@@ -129,6 +143,11 @@ __all__ = [
     "CategoricalModelConfig",
     "ConvActorCriticNetworkConfig",
     "ConvNetConfig",
+    "DDPGLoopConfig",
+    "DDPGLossConfig",
+    "DDPGTrainerConfig",
+    "DeterministicActorQValueModelConfig",
+    "DeterministicModelConfig",
     "DQNLoopConfig",
     "DQNLossConfig",
     "DQNModelConfig",
@@ -160,6 +179,9 @@ __all__ = [
     "SACLoopConfig",
     "SACLossConfig",
     "SACTrainerConfig",
+    "TD3LoopConfig",
+    "TD3LossConfig",
+    "TD3TrainerConfig",
     "SGDConfig",
     "SyncDataCollectorConfig",
     "TanhNormalModelConfig",

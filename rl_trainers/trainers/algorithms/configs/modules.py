@@ -116,3 +116,24 @@ class DQNModelConfig:
     qvalue: QValueModelConfig = config_field(
         QValueModelConfig(), "Q-network: one output per discrete action (network.value layers)"
     )
+
+
+@dataclass
+class DeterministicModelConfig:
+    """A deterministic actor mu(s) with the ``network.policy`` layers, tanh-squashed into
+    the env's action bounds (TD3, DDPG)."""
+
+    _target_: str = "rl_trainers.modules.make_deterministic_model"
+
+
+@dataclass
+class DeterministicActorQValueModelConfig:
+    """TD3's and DDPG's models: a deterministic actor and a Q critic (TD3's loss copies it
+    into ``loss.num_qvalue_nets`` critics)."""
+
+    actor: DeterministicModelConfig = config_field(
+        DeterministicModelConfig(), "deterministic actor mu(s) (network.policy layers)"
+    )
+    critic: QValueModelConfig = config_field(
+        QValueModelConfig(), "Q critic Q(s, a) (network.value layers)"
+    )

@@ -54,3 +54,32 @@ class DQNLossConfig:
     )
     loss_function: str = config_field("smooth_l1", "smooth_l1 (Huber, as SB3) | l2 | l1")
     gamma: float = config_field(0.99, "discount factor")
+
+
+@dataclass
+class TD3LossConfig:
+    """Twin delayed DDPG: clipped double-Q target with target policy smoothing."""
+
+    _target_: str = "rl_trainers.trainers.helpers.make_td3_loss"
+    num_qvalue_nets: int = config_field(2, "number of critics (the target takes their min)")
+    policy_noise: float = config_field(
+        0.2, "std of the target policy smoothing noise (SB3's target_policy_noise)"
+    )
+    noise_clip: float = config_field(
+        0.5, "the smoothing noise is clipped to [-noise_clip, noise_clip] (target_noise_clip)"
+    )
+    loss_function: str = config_field("l2", "l2 (MSE, as SB3 and the paper) | smooth_l1 | l1")
+    delay_actor: bool = config_field(True, "keep a target actor (false: the online one)")
+    delay_qvalue: bool = config_field(True, "keep target critics (false: the online ones)")
+    gamma: float = config_field(0.98, "discount factor")
+
+
+@dataclass
+class DDPGLossConfig:
+    """DDPG: one critic regressing on ``r + gamma * Q'(s', mu'(s'))``."""
+
+    _target_: str = "rl_trainers.trainers.helpers.make_ddpg_loss"
+    loss_function: str = config_field("l2", "l2 (MSE, as SB3) | smooth_l1 | l1")
+    delay_actor: bool = config_field(True, "keep a target actor (false: the online one)")
+    delay_value: bool = config_field(True, "keep a target critic (false: the online one)")
+    gamma: float = config_field(0.98, "discount factor")

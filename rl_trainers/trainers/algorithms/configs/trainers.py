@@ -14,10 +14,17 @@ from .modules import (
     ActorCriticNetworkConfig,
     ActorQValueModelConfig,
     ActorValueModelConfig,
+    DeterministicActorQValueModelConfig,
     DQNModelConfig,
     MLPConfig,
 )
-from .objectives import DQNLossConfig, PPOLossConfig, SACLossConfig
+from .objectives import (
+    DDPGLossConfig,
+    DQNLossConfig,
+    PPOLossConfig,
+    SACLossConfig,
+    TD3LossConfig,
+)
 from .optim import LRSchedulerConfig, OptimizerConfig
 
 
@@ -211,4 +218,119 @@ class DQNTrainerConfig:
     )
     logger: LoggerConfig = config_field(LoggerConfig(), "logger (group option)")
     trainer: DQNLoopConfig = config_field(DQNLoopConfig(), "training loop")
+    eval: EvalConfig = config_field(EvalConfig(), "evaluation")
+
+
+@dataclass
+class DDPGLoopConfig(LoopConfig):
+    """DDPG's loop: updates from the replay buffer after a warm-up of uniformly random
+    actions; the collector explores with Gaussian or Ornstein-Uhlenbeck action noise."""
+
+    total_frames: int = config_field(20_000, "environment frames to train for")
+    clip_norm: float | None = config_field(None, "gradient clip value (None: no clipping)")
+    log_interval: int = config_field(1000, "log scalars every this many frames")
+    utd_ratio: float = config_field(
+        1.0, "gradient updates per collected frame (rl-zoo's gradient_steps / train_freq)"
+    )
+    learning_starts: int = config_field(10_000, "frames collected before the first update")
+    tau: float = config_field(0.005, "target networks' soft-update rate")
+    exploration_noise: str = config_field(
+        "gaussian", "gaussian (independent N(0, noise_std)) | ou (Ornstein-Uhlenbeck)"
+    )
+    noise_std: float = config_field(0.1, "std of the exploration noise (OU: its sigma)")
+    noise_std_end: float | None = config_field(
+        None, "anneal noise_std linearly to this (None: constant)"
+    )
+    noise_annealing_fraction: float = config_field(
+        1.0, "fraction of total_frames over which noise_std anneals to noise_std_end"
+    )
+    ou_theta: float = config_field(0.15, "OU mean-reversion rate (exploration_noise=ou)")
+    ou_dt: float = config_field(0.01, "OU time step (exploration_noise=ou)")
+
+
+@dataclass
+class TD3LoopConfig(DDPGLoopConfig):
+    """TD3's loop: DDPG's, with the actor and the targets updated every ``policy_delay``
+    critic updates."""
+
+    policy_delay: int = config_field(
+        2, "critic updates per actor and target update (the actor waits in between)"
+    )
+
+
+def _deterministic_network() -> ActorCriticNetworkConfig:
+    return ActorCriticNetworkConfig(
+        policy=MLPConfig([400, 300], "relu"),
+        value=MLPConfig([400, 300], "relu"),
+        orthogonal_init=False,
+    )
+
+
+@dataclass
+class TD3TrainerConfig:
+    """Everything a TD3 run needs: a continuous-action env, actor, twin critics, buffer."""
+
+    algorithm: str = config_field("td3", "algorithm trainer to build")
+    seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
+    device: str = config_field("cpu", "device of networks and losses (only cpu for now)")
+    env: GymEnvConfig = config_field(
+        GymEnvConfig(env_name="Pendulum-v1", num_envs=1),
+        "training environment (continuous actions)",
+    )
+    network: ActorCriticNetworkConfig = config_field(
+        _deterministic_network(),
+        "hidden layers (group network): network.policy for the actor, network.value for critics",
+    )
+    model: DeterministicActorQValueModelConfig = config_field(
+        DeterministicActorQValueModelConfig(), "deterministic actor and Q critic"
+    )
+    collector: SyncDataCollectorConfig = config_field(
+        SyncDataCollectorConfig(frames_per_batch=200, init_random_frames=10_000),
+        "data collector",
+    )
+    replay_buffer: ReplayBufferConfig = config_field(
+        ReplayBufferConfig(size=200_000, batch_size=256), "replay buffer"
+    )
+    loss: TD3LossConfig = config_field(TD3LossConfig(), "TD3 loss")
+    optimizer: OptimizerConfig = config_field(
+        OptimizerConfig(lr=1e-3), "optimizer (group option): one for the actor, one for critics"
+    )
+    lr_scheduler: LRSchedulerConfig = config_field(LRSchedulerConfig(), "learning-rate schedule")
+    logger: LoggerConfig = config_field(LoggerConfig(), "logger (group option)")
+    trainer: TD3LoopConfig = config_field(TD3LoopConfig(), "training loop")
+    eval: EvalConfig = config_field(EvalConfig(), "evaluation")
+
+
+@dataclass
+class DDPGTrainerConfig:
+    """Everything a DDPG run needs: a continuous-action env, actor, critic, buffer."""
+
+    algorithm: str = config_field("ddpg", "algorithm trainer to build")
+    seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
+    device: str = config_field("cpu", "device of networks and losses (only cpu for now)")
+    env: GymEnvConfig = config_field(
+        GymEnvConfig(env_name="Pendulum-v1", num_envs=1),
+        "training environment (continuous actions)",
+    )
+    network: ActorCriticNetworkConfig = config_field(
+        _deterministic_network(),
+        "hidden layers (group network): network.policy for the actor, network.value for critic",
+    )
+    model: DeterministicActorQValueModelConfig = config_field(
+        DeterministicActorQValueModelConfig(), "deterministic actor and Q critic"
+    )
+    collector: SyncDataCollectorConfig = config_field(
+        SyncDataCollectorConfig(frames_per_batch=200, init_random_frames=10_000),
+        "data collector",
+    )
+    replay_buffer: ReplayBufferConfig = config_field(
+        ReplayBufferConfig(size=200_000, batch_size=256), "replay buffer"
+    )
+    loss: DDPGLossConfig = config_field(DDPGLossConfig(), "DDPG loss")
+    optimizer: OptimizerConfig = config_field(
+        OptimizerConfig(lr=1e-3), "optimizer (group option): one for the actor, one for the critic"
+    )
+    lr_scheduler: LRSchedulerConfig = config_field(LRSchedulerConfig(), "learning-rate schedule")
+    logger: LoggerConfig = config_field(LoggerConfig(), "logger (group option)")
+    trainer: DDPGLoopConfig = config_field(DDPGLoopConfig(), "training loop")
     eval: EvalConfig = config_field(EvalConfig(), "evaluation")
