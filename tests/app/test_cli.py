@@ -67,6 +67,46 @@ def test_dqn_help_lists_its_groups_and_fields(tmp_path):
     assert "env_name: CartPole-v1" in text and "lr: 0.001" in text
 
 
+@pytest.mark.parametrize(
+    ("algorithm", "experiment", "fields"),
+    [
+        (
+            "td3",
+            "td3_halfcheetah",
+            ["trainer.policy_delay", "loss.policy_noise", "loss.noise_clip"],
+        ),
+        ("ddpg", "ddpg_mountaincar", ["loss.delay_value"]),
+    ],
+)
+def test_td3_and_ddpg_help_list_their_groups_and_fields(algorithm, experiment, fields, tmp_path):
+    proc = train(algorithm, "--help", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    assert f"{algorithm}_trainer: train {algorithm.upper()}" in text
+    assert f"experiment: {experiment}" in text
+    assert "network: mlp, convnet" in text and "optimizer: adam" in text
+    assert "model/policy" not in text  # a deterministic actor: no stochastic policy group
+    for field in (
+        *fields,
+        "model.actor",
+        "model.critic",
+        "loss.loss_function",
+        "loss.delay_actor",
+        "replay_buffer.batch_size",
+        "trainer.utd_ratio",
+        "trainer.learning_starts",
+        "trainer.tau",
+        "trainer.exploration_noise",
+        "trainer.noise_std",
+        "trainer.noise_std_end",
+        "trainer.ou_theta",
+    ):
+        assert field in text, field
+    assert "env_name: Pendulum-v1" in text and "- 400" in text
+    if algorithm == "ddpg":
+        assert "policy_delay" not in text and "policy_noise" not in text
+
+
 def test_cfg_job_prints_the_composed_config(tmp_path):
     proc = train("ppo", "--cfg", "job", "env=pendulum", "optimizer.lr=3e-4", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

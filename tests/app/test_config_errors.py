@@ -132,6 +132,52 @@ def test_dqn_on_a_continuous_env_or_a_bad_epsilon_is_one_line(args, expected, tm
     assert_user_error(run_bad("dqn", tmp_path, *args), *expected)
 
 
+@pytest.mark.parametrize("algorithm", ["td3", "ddpg"])
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (["trainer.exploration_noise=uniform"], ["trainer.exploration_noise='uniform'", "ou"]),
+        (["trainer.noise_std=-0.1"], ["trainer.noise_std=-0.1", ">= 0"]),
+        (
+            ["trainer.noise_std=0.1", "trainer.noise_std_end=0.2"],
+            ["trainer.noise_std_end=0.2", "[0, trainer.noise_std=0.1]"],
+        ),
+        (["trainer.noise_annealing_fraction=0"], ["noise_annealing_fraction=0", "(0, 1]"]),
+        (["trainer.ou_theta=0"], ["trainer.ou_theta=0", "positive"]),
+        (["trainer.tau=0"], ["trainer.tau=0", "(0, 1]"]),
+        (["trainer.utd_ratio=0"], ["trainer.utd_ratio=0", "positive"]),
+        (["trainer.learning_starts=300"], ["trainer.learning_starts=300", "less than"]),
+        (["replay_buffer.batch_size=0"], ["replay_buffer.batch_size=0", "positive"]),
+    ],
+)
+def test_bad_td3_or_ddpg_value_names_the_field(tiny_config, algorithm, overrides, expected):
+    from rl_trainers.trainers.algorithms.validation import validate_config
+
+    with pytest.raises(ConfigError) as err:
+        validate_config(tiny_config(algorithm, overrides))
+    for word in expected:
+        assert word in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "args", "expected"),
+    [
+        ("td3", ["env=cartpole"], ["env.env_name='CartPole-v1'", "continuous", "PPO", "DQN"]),
+        ("ddpg", ["env=acrobot"], ["env.env_name='Acrobot-v1'", "continuous", "PPO", "DQN"]),
+        ("td3", ["trainer.policy_delay=0"], ["trainer.policy_delay=0", "a positive integer"]),
+        ("td3", ["trainer.policy_delay=1.5"], ["trainer.policy_delay=1.5", "int"]),
+        ("td3", ["trainer.exploration_noise=pink"], ["exploration_noise='pink'", "gaussian"]),
+        ("ddpg", ["trainer.noise_std=-1"], ["trainer.noise_std=-1", ">= 0"]),
+        ("td3", ["loss.policy_noise=-0.2"], ["loss.policy_noise=-0.2", ">= 0"]),
+        ("td3", ["loss.noise_clip=-1"], ["loss.noise_clip=-1", ">= 0"]),
+        ("td3", ["loss.num_qvalue_nets=0"], ["loss.num_qvalue_nets=0", "at least 1"]),
+        ("ddpg", ["loss.loss_function=huber"], ["loss.loss_function='huber'", "smooth_l1"]),
+    ],
+)
+def test_td3_and_ddpg_errors_are_one_line(algorithm, args, expected, tmp_path):
+    assert_user_error(run_bad(algorithm, tmp_path, *args), *expected)
+
+
 def test_unknown_checkpoint_backend_fails_before_training(tmp_path):
     env = dict(os.environ, CKPT_BACKEND="tourch")
     proc = run_bad("ppo", tmp_path, env=env)

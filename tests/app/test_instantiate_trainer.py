@@ -49,6 +49,27 @@ def test_instantiate_from_compose_trains_the_apps_trainer_under_outputs(
     assert all(torch.equal(mine[k], theirs[k]) for k in mine)
 
 
+@pytest.mark.parametrize("algorithm", ["td3", "ddpg"])
+def test_instantiate_builds_td3_and_ddpg_as_the_app_does(
+    tiny_config, algorithm, tmp_path, monkeypatch
+):
+    from rl_trainers.trainers.algorithms import TRAINERS
+
+    monkeypatch.chdir(tmp_path)
+    cfg = tiny_config(algorithm)
+    trainer = instantiate(cfg.trainer)
+    assert type(trainer) is TRAINERS[algorithm]
+    run_dir = trainer.save_trainer_file.parent.parent
+    assert run_dir.parent == tmp_path / "outputs" / algorithm / "Pendulum-v1"
+    trainer.train()
+    assert trainer.collected_frames == 200
+    reference = build_trainer(cfg, tmp_path / "app")
+    reference.train()
+    mine, theirs = _params(trainer), _params(reference)
+    assert mine.keys() == theirs.keys()
+    assert all(torch.equal(mine[k], theirs[k]) for k in mine)
+
+
 def test_instantiate_keyword_arguments_and_overrides_reach_the_trainer(tmp_path):
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
         cfg = compose(
@@ -75,7 +96,9 @@ def test_a_loop_node_without_its_config_says_what_to_instantiate():
     with pytest.raises(Exception) as info:
         instantiate(PPOLoopConfig())
     assert "builds the trainer from the whole config" in str(info.value)
-    assert "composed ppo_trainer, sac_trainer or dqn_trainer config" in str(info.value)
+    assert "composed ppo_trainer, sac_trainer, dqn_trainer, td3_trainer or ddpg_trainer" in str(
+        info.value
+    )
 
 
 def test_a_structured_root_config_instantiates_its_trainer(tmp_path, monkeypatch):
@@ -148,6 +171,8 @@ if __name__ == "__main__":
         ("ppo", "PPOTrainer", 256, "pendulum"),
         ("sac", "SACTrainer", 200, "pendulum"),
         ("dqn", "DQNTrainer", 256, "acrobot"),
+        ("td3", "TD3Trainer", 200, "pendulum"),
+        ("ddpg", "DDPGTrainer", 200, "pendulum"),
     ],
 )
 def test_torchrls_hydra_main_script_trains_in_hydras_run_directory(

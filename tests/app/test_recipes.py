@@ -47,6 +47,13 @@ def test_sac_env_recipe(tiny_config, env, tmp_path):
     _check_summary(tmp_path, 200)
 
 
+@pytest.mark.parametrize("algorithm", ["td3", "ddpg"])
+@pytest.mark.parametrize("noise", ["gaussian", "ou"])
+def test_td3_and_ddpg_recipes(tiny_config, algorithm, noise, tmp_path):
+    run(tiny_config(algorithm, [f"trainer.exploration_noise={noise}"]), output_dir=tmp_path)
+    _check_summary(tmp_path, 200)
+
+
 @pytest.mark.parametrize("env", DQN_ENVS)
 def test_dqn_env_recipe(tiny_config, env, tmp_path):
     run(tiny_config("dqn", [f"env={env}"]), output_dir=tmp_path)
@@ -161,6 +168,8 @@ def _without(overrides: list[str], group: str) -> list[str]:
         ("sac", "env", SAC_ENVS, []),
         ("ppo", "logger", LOGGERS, []),
         ("dqn", "env", DQN_ENVS, []),
+        ("td3", "env", SAC_ENVS, []),  # every continuous env, one override each
+        ("ddpg", "env", SAC_ENVS, []),
         *[(e.split("_", 1)[0], "experiment", [e], []) for e in EXPERIMENTS],
         ("ppo", "network", ["convnet"], _without(PIXELS["ppo"], "network")),
         ("sac", "network", ["convnet"], _without(PIXELS["sac"], "network")),

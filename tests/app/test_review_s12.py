@@ -77,6 +77,10 @@ def test_silent_config_is_refused(tiny_config, algorithm, overrides, expected):
         ("sac", ["experiment=sac_halfcheetah"]),
         ("dqn", []),
         ("dqn", ["experiment=dqn_acrobot"]),
+        ("td3", []),
+        ("td3", ["experiment=td3_halfcheetah"]),
+        ("ddpg", []),
+        ("ddpg", ["experiment=ddpg_mountaincar"]),
         ("ppo", ["trainer.compile_mode=max-autotune-no-cudagraphs"]),
     ],
 )

@@ -59,3 +59,16 @@ def test_dqn_cartpole_reaches_475_within_50k_frames(tmp_path):
     (docs/configuration.md)."""
     mean, summary = train_to("dqn", 50_000, 475, 5120, tmp_path, "seed=0")
     assert mean >= 475, summary
+
+
+def test_td3_pendulum_reaches_minus_200_within_20k_frames(tmp_path):
+    """rl-zoo's recipe (10k random frames, then one update per frame, the actor every
+    second); seed 0 (docs/configuration.md has the measured frames and time)."""
+    mean, summary = train_to("td3", 20_000, -200, 1000, tmp_path, "seed=0")
+    assert mean >= -200, summary
+
+
+def test_ddpg_pendulum_reaches_minus_200_within_20k_frames(tmp_path):
+    """rl-zoo's recipe with one critic and no delay; seed 0."""
+    mean, summary = train_to("ddpg", 20_000, -200, 1000, tmp_path, "seed=0")
+    assert mean >= -200, summary

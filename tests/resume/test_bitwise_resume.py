@@ -32,6 +32,15 @@ CASES = {
     ),
     # epsilon mid-annealing and target copies on both sides of the stop
     "dqn": ("dqn", 128, ["trainer.exploration_fraction=1.0", "trainer.target_update_interval=3"]),
+    # 5 updates per batch, actor every 3rd: the stop falls between two actor updates; the
+    # Gaussian noise anneals across the stop
+    "td3": (
+        "td3",
+        100,
+        ["collector.frames_per_batch=5", "trainer.policy_delay=3", "trainer.noise_std_end=0.05"],
+    ),
+    # the Ornstein-Uhlenbeck state carried by the collector across the stop, mid-episode
+    "ddpg_ou": ("ddpg", 100, ["collector.frames_per_batch=5", "trainer.exploration_noise=ou"]),
 }
 
 
@@ -62,3 +71,21 @@ def test_dqn_checkpoint_holds_epsilon_target_network_and_its_update_count(tmp_pa
     assert float(modules["exploration"]["eps"]) == pytest.approx(0.04)
     assert any(k.startswith("target_value_network_params") for k in modules["loss_module"])
     assert modules["target_net_updater"]["counter"] == 6 * 8  # updates from frame 64 on
+
+
+def test_td3_checkpoint_holds_both_optimizers_the_delay_counter_and_the_noise(tmp_path):
+    """What the bitwise TD3 case compares: the critic and actor optimizers' states, the
+    update counter that decides the next actor step, the annealed noise scale and the
+    target networks are saved."""
+    from rl_trainers.trainers.checkpoint import load_checkpoint
+
+    run(tiny("td3", *CASES["td3"][2]), tmp_path)
+    modules = load_checkpoint(tmp_path / "checkpoints" / "trainer.pt")["modules"]
+    assert modules["policy_delay"]["updates"] == 150  # from frame 50 on, 5 per 5 frames
+    critic = modules["critic_optimizer"]["optimizer"]["state"]
+    actor = modules["actor_optimizer"]["optimizer"]["state"]
+    assert {int(s["step"]) for s in critic.values()} == {150}
+    assert {int(s["step"]) for s in actor.values()} == {50}
+    assert float(modules["exploration"]["sigma"]) == pytest.approx(0.05)
+    assert any(k.startswith("target_actor_network_params") for k in modules["loss_module"])
+    assert any(k.startswith("target_qvalue_network_params") for k in modules["loss_module"])

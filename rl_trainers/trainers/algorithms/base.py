@@ -361,7 +361,9 @@ def finish_build(
         optimizers = {"optimizer": optimizer}
     else:
         optimizer = None
-        optimizers = {name: build(cfg, "optimizer", params=list(p)) for name, p in param_groups.items()}
+        optimizers = {
+            name: build(cfg, "optimizer", params=list(p)) for name, p in param_groups.items()
+        }
         algorithm_kwargs["optimizers"] = optimizers
     scheduler = None
     if cfg.lr_scheduler.kind != "constant":
