@@ -239,18 +239,23 @@ class TD3Loss(LossModule):
         return -q_pi[0].mean(), {"state_action_value_actor": q_pi.detach().mean()}
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Both losses (``loss_actor`` and ``loss_qvalue``) and diagnostics; only the
+        critics' loss and diagnostics when :attr:`actor_in_forward` is False (a trainer
+        computing :meth:`actor_loss` itself, after the critic step, on the updates that
+        step the actor: ``TD3Trainer``)."""
         loss_q, metadata = self.value_loss(tensordict)
-        loss_actor, actor_metadata = self.actor_loss(tensordict)
         out = {
-            "loss_actor": loss_actor,
             "loss_qvalue": loss_q,
             "q_mean": metadata["pred_value"],
             "target_value": metadata["target_value"],
             "td_error": metadata["td_error"].max(0).values.mean(),
         }
-        # a subclass's actor diagnostics named in its out keys (TD3+BC's bc_loss, lmbd)
-        wanted = self._default_out_keys()
-        out.update({k: v for k, v in actor_metadata.items() if k in wanted})
+        if getattr(self, "actor_in_forward", True):
+            loss_actor, actor_metadata = self.actor_loss(tensordict)
+            out = {"loss_actor": loss_actor, **out}
+            # a subclass's actor diagnostics named in its out keys (TD3+BC's bc_loss, lmbd)
+            wanted = self._default_out_keys()
+            out.update({k: v for k, v in actor_metadata.items() if k in wanted})
         return TensorDict(out, batch_size=[])
 
 

@@ -1029,6 +1029,7 @@ class Trainer:
         loss_module = self.loss_module
         log_losses = self._log_now
         sums: dict[Any, torch.Tensor] = {}
+        counts: dict[Any, int] = {}
         n = self.optim_steps_per_batch
         pre_epoch = ops["pre_epoch"]
         post_epoch = ops["post_epoch"]
@@ -1043,15 +1044,17 @@ class Trainer:
                     out = op(batch)
                     if isinstance(out, TensorDictBase):
                         batch = out
-                steps += self._optim_loop(batch, n, log_losses, sums)
+                steps += self._optim_loop(batch, n, log_losses, sums, counts)
                 for op in post_epoch:
                     op()
         finally:
             if wants_diagnostics is not None:
                 loss_module.diagnostics = wants_diagnostics
         if log_losses and steps:
+            # each entry's mean over the steps that wrote it (TD3's actor loss: every
+            # policy_delay-th step)
             logged = {
-                (k if isinstance(k, str) else "/".join(k)): v / steps for k, v in sums.items()
+                (k if isinstance(k, str) else "/".join(k)): v / counts[k] for k, v in sums.items()
             }
             logged["optim_steps"] = self._optim_count
             self._log(logged)
@@ -1059,7 +1062,12 @@ class Trainer:
             self.timings.add("optim_steps", time.perf_counter() - start)
 
     def _optim_loop(
-        self, batch: TensorDictBase, n: int, log_losses: bool, sums: dict[Any, torch.Tensor]
+        self,
+        batch: TensorDictBase,
+        n: int,
+        log_losses: bool,
+        sums: dict[Any, torch.Tensor],
+        counts: dict[Any, int],
     ) -> int:
         """Up to ``n`` optimisation steps on ``batch``; returns the number taken (fewer when
         a ``process_optim_batch`` hook raises StopIteration)."""
@@ -1099,7 +1107,11 @@ class Trainer:
                 for key, value in losses.items(include_nested=True, leaves_only=True):
                     if value.numel() == 1:
                         value = value.detach()
-                        sums[key] = sums[key] + value if key in sums else value
+                        if key in sums:
+                            sums[key] = sums[key] + value
+                            counts[key] += 1
+                        else:
+                            sums[key], counts[key] = value, 1
         return n
 
     def _loss_and_step_op(self) -> Callable | None:

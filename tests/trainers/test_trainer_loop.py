@@ -210,6 +210,28 @@ def test_loss_logged_is_the_mean_over_optim_steps(collector, loss_module, logger
     assert logger.values("loss_a") == [(16, pytest.approx(3.0))]
 
 
+def test_an_entry_written_on_some_steps_is_the_mean_over_those_steps(
+    collector, loss_module, logger
+):
+    """TD3's actor loss exists on every policy_delay-th step only: its logged value is the
+    mean over the steps that wrote it, not diluted by the others."""
+    values = iter([1.0, 2.0, 6.0])
+    step = iter(range(3))
+
+    def loss(td):
+        out = TensorDict(loss_a=torch.tensor(next(values), requires_grad=True))
+        if next(step) != 1:
+            out["extra"] = torch.tensor(4.0)
+        return out
+
+    trainer = make_trainer(
+        collector, loss, total_frames=16, log_interval=16, logger=logger, optim_steps_per_batch=3
+    )
+    trainer.train()
+    assert logger.values("loss_a") == [(16, pytest.approx(3.0))]
+    assert logger.values("extra") == [(16, pytest.approx(4.0))]
+
+
 def test_progress_bar_shows_log_pbar_values(collector, loss_module, capsys):
     trainer = make_trainer(
         collector, loss_module, total_frames=32, optim_steps_per_batch=0, progress_bar=True

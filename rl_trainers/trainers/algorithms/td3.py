@@ -6,8 +6,9 @@ a fresh sample), plus:
 
 * two optimizers, one over the twin critics and one over the actor (both built from the
   ``optimizer`` node). :class:`DelayedPolicyUpdate`, the ``optimizer`` op, steps the critics
-  at every update and, every ``policy_delay``-th update, the actor and then the target
-  networks (Polyak averaging with ``tau``). On the other updates the actor's parameters and
+  at every update and, every ``policy_delay``-th update, then computes the actor's loss
+  with the updated critics, steps the actor and moves the target networks (Polyak
+  averaging with ``tau``). On the other updates the actor's parameters and
   its optimizer state (Adam moments, step count) are not touched at all, which one optimizer
   over every parameter could not promise (a zero gradient still moves Adam's moments and
   applies weight decay);
@@ -31,7 +32,7 @@ from typing import Any
 
 import torch
 from omegaconf import DictConfig, open_dict
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 
 from rl_trainers.trainers.algorithms.base import build_model, finish_build, prepare_run
 from rl_trainers.trainers.algorithms.common import build
@@ -45,55 +46,67 @@ INIT_TRACKER = "rl_trainers.envs.InitTracker"
 
 
 class DelayedPolicyUpdate(TrainerHookBase):
-    """The ``optimizer`` op of TD3 and DDPG: critic step at every update; actor step and
-    target-network update at every ``policy_delay``-th (the 2nd, 4th... for 2, as SB3).
+    """The ``optimizer`` op of TD3 and DDPG: a critic step at every update; at every
+    ``policy_delay``-th (the 2nd, 4th... for 2, as SB3) then the actor's loss, computed
+    with the critics just updated, the actor's step and the target networks' update.
 
-    On a delayed update the actor steps first: its loss was computed with the critics'
-    current weights, which the critic step then changes in place (both losses come from the
-    same forward pass, so both steps see the parameters from before this update, as a
-    summed loss would). The counter of updates is checkpointed (module ``policy_delay``),
-    and so are both optimizers (``critic_optimizer``, ``actor_optimizer``).
+    As in the paper and SB3, the actor loss is computed only on the updates that step the
+    actor, after the critic step: the loss module's forward computes the critics' loss
+    alone (``loss.actor_in_forward = False``), the sub-batch reaches this op through
+    ``post_loss``, and ``loss_actor`` (and ``grad_norm_actor``) join the step's losses
+    (logged as their mean over the updates that had them). On the other updates the
+    actor, its optimizer state and the targets are not touched. The counter of updates is
+    checkpointed (module ``policy_delay``), and so are both optimizers
+    (``critic_optimizer``, ``actor_optimizer``) and the target updater.
 
     Args:
+        loss: a ``TD3Loss`` or ``DDPGLoss`` (its ``actor_loss`` is called here).
         critic_optimizer: over the critics' parameters.
         actor_optimizer: over the actor's parameters.
         target_updater: stepped after each actor step (e.g. ``SoftUpdate``).
         policy_delay: critic updates per actor update.
         critic_loss: the loss entry of the critics (``loss_qvalue``; DDPG's ``loss_value``).
-        actor_loss: the loss entry of the actor.
     """
 
     def __init__(
         self,
+        loss,
         critic_optimizer: torch.optim.Optimizer,
         actor_optimizer: torch.optim.Optimizer,
         target_updater,
         policy_delay: int = 2,
         *,
         critic_loss: str = "loss_qvalue",
-        actor_loss: str = "loss_actor",
     ) -> None:
         if int(policy_delay) != policy_delay or policy_delay < 1:
             raise ValueError(f"policy_delay must be a positive integer, got {policy_delay!r}")
+        self.loss = loss
         self.critic = OptimizerHook(critic_optimizer, [critic_loss])
-        self.actor = OptimizerHook(actor_optimizer, [actor_loss])
+        self.actor = OptimizerHook(actor_optimizer, ["loss_actor"])
         self.target_updater = target_updater
         self.policy_delay = int(policy_delay)
         self.updates = 0
+        self._batch: TensorDictBase | None = None
 
     def register(self, trainer, name: str = "policy_delay") -> None:
-        """Place at ``"optimizer"``; checkpoint the counter, both optimizers and the updater."""
+        """Place at ``"post_loss"`` and ``"optimizer"``; checkpoint the counter, both
+        optimizers and the target updater."""
         for hook, part in ((self.critic, "critic"), (self.actor, "actor")):
             hook.clip_norm = trainer.clip_norm
             hook.clip_grad_norm = trainer.clip_grad_norm
             hook._trainer = trainer
             hook._grad_norm_key = f"grad_norm_{part}"
             trainer.register_module(f"{part}_optimizer", hook)
+        self.loss.actor_in_forward = False
+        trainer.register_op("post_loss", self._keep_batch)
         trainer.register_op("optimizer", self)
         trainer.register_module(name, self)
         updater = self.target_updater
         if hasattr(updater, "state_dict") and hasattr(updater, "load_state_dict"):
             trainer.register_module("target_net_updater", updater)
+
+    def _keep_batch(self, sub_batch: TensorDictBase) -> None:
+        self._batch = sub_batch
 
     @property
     def actor_updates_next(self) -> bool:
@@ -109,11 +122,17 @@ class DelayedPolicyUpdate(TrainerHookBase):
     ) -> TensorDictBase:
         delayed = self.actor_updates_next
         self.updates += 1
-        if delayed:
-            self.actor(losses, clip_grad_norm, clip_norm)
         self.critic(losses, clip_grad_norm, clip_norm)
         if delayed:
+            if self._batch is None:
+                raise RuntimeError("DelayedPolicyUpdate needs its post_loss op (register())")
+            loss_actor, _ = self.loss.actor_loss(self._batch)
+            actor_losses = TensorDict({"loss_actor": loss_actor}, batch_size=[])
+            self.actor(actor_losses, clip_grad_norm, clip_norm)
             self.target_updater.step()
+            for key, value in actor_losses.items():
+                losses.set(key, value.detach())
+        self._batch = None
         return losses
 
     def state_dict(self) -> dict[str, Any]:
@@ -151,6 +170,7 @@ class TD3Trainer(OffPolicyTrainer):
     ) -> None:
         super().__init__(target_updater=None, **kwargs)
         self.policy_update = DelayedPolicyUpdate(
+            self.loss_module,
             optimizers["critic"],
             optimizers["actor"],
             target_updater,
