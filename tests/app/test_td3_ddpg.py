@@ -170,3 +170,12 @@ def test_torchrl_loss_fields_reach_the_loss(tiny_config, tmp_path):
     trainer = build_trainer(tiny_config("ddpg", ["loss.delay_value=false"]), tmp_path / "d")
     close_trainer(trainer)
     assert trainer.loss_module.delay_actor and not trainer.loss_module.delay_qvalue
+
+
+def test_torchrls_policy_update_delay_sets_policy_delay_through_train_py(tmp_path):
+    """torchrl's TD3 recipe names the delay optim.policy_update_delay; train.py renames it."""
+    from .test_cli import train
+
+    proc = train("td3", "--cfg", "job", "optim.policy_update_delay=3", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "policy_delay: 3" in proc.stdout
