@@ -16,6 +16,7 @@ from rl_trainers.modules import (
     encoded_size,
     make_categorical_model,
     make_convnet,
+    make_deterministic_model,
     make_policy_model,
     make_qvalue_model,
     make_tanh_normal_model,
@@ -109,3 +110,15 @@ def test_encoder_without_pixels_and_unknown_activation_are_clear_errors():
         make_policy_model(STATE_OBS, BOX, CONV_NET)
     with pytest.raises(ValueError, match="unknown activation 'swish'"):
         activation_from_name("swish")
+
+
+def test_deterministic_model_acts_within_the_bounds_with_the_policy_layers():
+    actor = make_deterministic_model(STATE_OBS, BOX, MLP_NET)
+    linears = [m for m in actor.modules() if isinstance(m, torch.nn.Linear)]
+    assert [(m.in_features, m.out_features) for m in linears] == [(3, 16), (16, 1)]
+    td = TensorDict(observation=torch.randn(5, 3) * 100, batch_size=[5])
+    action = actor(td)["action"]
+    assert action.shape == (5, 1) and action.abs().max() <= 2.0
+    assert torch.equal(actor(td.clone())["action"], action)  # deterministic
+    with pytest.raises(PolicyKindError, match="discrete actions"):
+        make_deterministic_model(STATE_OBS, DISCRETE, MLP_NET)
