@@ -179,3 +179,14 @@ def test_torchrls_policy_update_delay_sets_policy_delay_through_train_py(tmp_pat
     proc = train("td3", "--cfg", "job", "optim.policy_update_delay=3", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "policy_delay: 3" in proc.stdout
+
+
+def test_an_lr_schedule_steps_both_optimizers(tiny_config, tmp_path):
+    trainer = build_trainer(tiny_config("ddpg", ["lr_scheduler.kind=linear"]), tmp_path)
+    try:
+        trainer.train()
+    finally:
+        close_trainer(trainer)
+    update = trainer.policy_update
+    for hook in (update.actor, update.critic):
+        assert hook.optimizer.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
