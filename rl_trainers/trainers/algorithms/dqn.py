@@ -83,7 +83,9 @@ class DQNTrainer(OffPolicyTrainer):
             envs,
             loss,
             policy=policy,  # the collector explores with epsilon-greedy actions
-            eval_policy=qactor,  # evaluations act greedily
+            # evaluations too: greedy under their deterministic interaction type (the
+            # module does nothing then), epsilon-greedy with eval.deterministic=false
+            eval_policy=policy,
             replay_buffer=build(cfg, "replay_buffer"),
             target_updater=IntervalTargetUpdate(
                 loss, interval=loop.target_update_interval, tau=loop.tau
