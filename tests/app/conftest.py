@@ -88,6 +88,7 @@ PIXELS = {
         "replay_buffer.size=300",
     ],
 }
+PIXELS["td3"] = PIXELS["ddpg"] = PIXELS["sac"]
 
 
 def compose_config(algorithm: str, overrides: list[str] = ()):

@@ -123,10 +123,10 @@ def test_sac_trainer_stores_transitions(tiny_config, tmp_path):
         close_trainer(trainer)
 
 
-@pytest.mark.parametrize("algorithm", ["ppo", "sac", "dqn"])
+@pytest.mark.parametrize("algorithm", ["ppo", "sac", "dqn", "td3", "ddpg"])
 def test_pixel_recipe(tiny_config, algorithm, tmp_path):
-    """``env.from_pixels=true network=convnet``: PPO and DQN on CartPole, SAC on Pendulum
-    frames."""
+    """``env.from_pixels=true network=convnet``: PPO and DQN on CartPole, SAC, TD3 and DDPG
+    on Pendulum frames."""
     run(tiny_config(algorithm, PIXELS[algorithm]), output_dir=tmp_path)
     _check_summary(tmp_path, 200)
 
