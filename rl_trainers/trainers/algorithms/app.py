@@ -229,7 +229,7 @@ def help_template(algorithm: str, schema: type) -> str:
             "  --cfg job              print the composed config",
             "  torchrl's names work too: training_env.create_env_fn.base_env.env_name,",
             "  training_env.num_workers, networks.{policy,value,qvalue}_network.num_cells,",
-            "  replay_buffer.storage.max_size",
+            "  replay_buffer.storage.max_size, optim.policy_update_delay (TD3)",
             "",
             "== Config groups (group=option) ==",
             *groups,
