@@ -75,7 +75,7 @@ def test_a_loop_node_without_its_config_says_what_to_instantiate():
     with pytest.raises(Exception) as info:
         instantiate(PPOLoopConfig())
     assert "builds the trainer from the whole config" in str(info.value)
-    assert "composed ppo_trainer, sac_trainer or dqn_trainer config" in str(info.value)
+    assert "composed ppo_trainer, sac_trainer, dqn_trainer, a2c_trainer or pg_trainer config" in str(info.value)
 
 
 def test_a_structured_root_config_instantiates_its_trainer(tmp_path, monkeypatch):

@@ -10,13 +10,22 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from rl_trainers.trainers.algorithms.a2c import A2CTrainer
 from rl_trainers.trainers.algorithms.dqn import DQNTrainer
 from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.trainers.algorithms.on_policy import OnPolicyTrainer
+from rl_trainers.trainers.algorithms.pg import PGTrainer
 from rl_trainers.trainers.algorithms.ppo import PPOTrainer
 from rl_trainers.trainers.algorithms.sac import SACTrainer
 
 #: algorithm name (``cfg.algorithm``) -> trainer class with a ``from_config`` builder.
-TRAINERS: dict[str, type] = {"ppo": PPOTrainer, "sac": SACTrainer, "dqn": DQNTrainer}
+TRAINERS: dict[str, type] = {
+    "ppo": PPOTrainer,
+    "sac": SACTrainer,
+    "dqn": DQNTrainer,
+    "a2c": A2CTrainer,
+    "pg": PGTrainer,
+}
 
 
 def build_trainer(cfg: DictConfig, output_dir: Path):
@@ -34,6 +43,9 @@ def build_trainer(cfg: DictConfig, output_dir: Path):
 
 __all__ = [
     "TRAINERS",
+    "A2CTrainer",
+    "OnPolicyTrainer",
+    "PGTrainer",
     "ConfigError",
     "DQNTrainer",
     "PPOTrainer",

@@ -83,6 +83,9 @@ TORCHRL_OVERRIDES = {
     "replay_buffer.storage.max_size": "replay_buffer.size",
     "loss.entropy_coeff": "loss.entropy_coef",
     "loss.critic_coeff": "loss.critic_coef",
+    # torchrl's on-policy trainer nodes (A2CTrainerConfig...) hold the GAE discount and lambda
+    "trainer.gamma": "loss.gamma",
+    "trainer.lmbda": "loss.lmbda",
 }
 
 

@@ -16,10 +16,12 @@ from rl_trainers.trainers.helpers.builders import (
 )
 from rl_trainers.trainers.helpers.components import (
     activation_class,
+    make_a2c_loss,
     make_dqn_loss_module,
     make_env,
     make_lr_scheduler,
     make_ppo_loss,
+    make_reinforce_loss,
     make_sac_loss,
     seed_everything,
 )
@@ -39,10 +41,12 @@ __all__ = [
     "sync_sync_collector",
     "transformed_env_constructor",
     "keep_freed_memory",
+    "make_a2c_loss",
     "make_dqn_loss_module",
     "make_env",
     "make_lr_scheduler",
     "make_ppo_loss",
+    "make_reinforce_loss",
     "make_replay_buffer",
     "make_sac_loss",
     "seed_everything",

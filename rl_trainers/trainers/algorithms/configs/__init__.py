@@ -44,7 +44,7 @@ from .modules import (
     TanhNormalModelConfig,
     ValueModelConfig,
 )
-from .objectives import DQNLossConfig, PPOLossConfig, SACLossConfig
+from .objectives import A2CLossConfig, DQNLossConfig, PGLossConfig, PPOLossConfig, SACLossConfig
 from .optim import (
     AdamConfig,
     AdamWConfig,
@@ -54,10 +54,14 @@ from .optim import (
     SGDConfig,
 )
 from .trainers import (
+    A2CLoopConfig,
+    A2CTrainerConfig,
     DQNLoopConfig,
     DQNTrainerConfig,
     EvalConfig,
     LoopConfig,
+    PGLoopConfig,
+    PGTrainerConfig,
     PPOLoopConfig,
     PPOTrainerConfig,
     SACLoopConfig,
@@ -99,6 +103,8 @@ ROOT_SCHEMAS: dict[str, type] = {
     "ppo_trainer_schema": PPOTrainerConfig,
     "sac_trainer_schema": SACTrainerConfig,
     "dqn_trainer_schema": DQNTrainerConfig,
+    "a2c_trainer_schema": A2CTrainerConfig,
+    "pg_trainer_schema": PGTrainerConfig,
 }
 
 
@@ -123,6 +129,12 @@ register_configs()
 from .. import app as _app  # noqa: E402, F401
 
 __all__ = [
+    "A2CLoopConfig",
+    "A2CLossConfig",
+    "A2CTrainerConfig",
+    "PGLoopConfig",
+    "PGLossConfig",
+    "PGTrainerConfig",
     "ActorCriticNetworkConfig",
     "ActorQValueModelConfig",
     "ActorValueModelConfig",
