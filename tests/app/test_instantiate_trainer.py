@@ -75,7 +75,10 @@ def test_a_loop_node_without_its_config_says_what_to_instantiate():
     with pytest.raises(Exception) as info:
         instantiate(PPOLoopConfig())
     assert "builds the trainer from the whole config" in str(info.value)
-    assert "composed ppo_trainer, sac_trainer, dqn_trainer, a2c_trainer or pg_trainer config" in str(info.value)
+    assert (
+        "composed ppo_trainer, sac_trainer, dqn_trainer, a2c_trainer or pg_trainer config"
+        in str(info.value)
+    )
 
 
 def test_a_structured_root_config_instantiates_its_trainer(tmp_path, monkeypatch):
@@ -148,6 +151,8 @@ if __name__ == "__main__":
         ("ppo", "PPOTrainer", 256, "pendulum"),
         ("sac", "SACTrainer", 200, "pendulum"),
         ("dqn", "DQNTrainer", 256, "acrobot"),
+        ("a2c", "A2CTrainer", 256, "pendulum"),
+        ("pg", "PGTrainer", 256, "pendulum"),
     ],
 )
 def test_torchrls_hydra_main_script_trains_in_hydras_run_directory(

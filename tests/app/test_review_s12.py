@@ -77,6 +77,9 @@ def test_silent_config_is_refused(tiny_config, algorithm, overrides, expected):
         ("sac", ["experiment=sac_halfcheetah"]),
         ("dqn", []),
         ("dqn", ["experiment=dqn_acrobot"]),
+        ("a2c", []),
+        ("a2c", ["experiment=a2c_pendulum"]),
+        ("pg", []),
         ("ppo", ["trainer.compile_mode=max-autotune-no-cudagraphs"]),
     ],
 )

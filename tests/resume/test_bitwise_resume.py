@@ -32,6 +32,12 @@ CASES = {
     ),
     # epsilon mid-annealing and target copies on both sides of the stop
     "dqn": ("dqn", 128, ["trainer.exploration_fraction=1.0", "trainer.target_update_interval=3"]),
+    # RMSprop's square averages carry over (one step per batch: 4 before the stop, 4 after)
+    "a2c": ("a2c", 128, []),
+    # the observation normaliser's statistics and the linear lr schedule carry over
+    "a2c_pendulum": ("a2c", 128, ["experiment=a2c_pendulum"]),
+    "pg": ("pg", 128, []),
+    "pg_no_baseline": ("pg", 128, ["loss.baseline=false"]),
 }
 
 
