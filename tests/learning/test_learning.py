@@ -69,8 +69,9 @@ def test_a2c_cartpole_reaches_475_within_100k_frames(tmp_path):
     assert mean >= 475, summary
 
 
-def test_pg_cartpole_reaches_475_within_150k_frames(tmp_path):
-    """REINFORCE with a learned baseline, seed 0. By hand, evaluations every 8192 frames
-    first reached 475 at 82k / 90k / 98k frames for seeds 0 / 1 / 2 (docs/configuration.md)."""
-    mean, summary = train_to("pg", 150_000, 475, 8192, tmp_path, "seed=0")
+def test_pg_cartpole_reaches_475_within_300k_frames(tmp_path):
+    """REINFORCE with a learned baseline, seed 0, at the recipe's 300k frames (its lr decays
+    linearly over them). By hand, evaluations every 16k frames first reached 475 at 82k / 98k
+    / 98k frames for seeds 0 / 1 / 2 (docs/configuration.md); the run stops there."""
+    mean, summary = train_to("pg", 300_000, 475, 8192, tmp_path, "seed=0")
     assert mean >= 475, summary

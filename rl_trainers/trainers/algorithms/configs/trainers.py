@@ -287,7 +287,9 @@ class PGTrainerConfig:
     )
     loss: PGLossConfig = config_field(PGLossConfig(), "REINFORCE loss")
     optimizer: OptimizerConfig = config_field(OptimizerConfig(lr=1e-3), "optimizer (group option)")
-    lr_scheduler: LRSchedulerConfig = config_field(LRSchedulerConfig(), "learning-rate schedule")
+    lr_scheduler: LRSchedulerConfig = config_field(
+        LRSchedulerConfig(kind="linear"), "learning-rate schedule"
+    )
     logger: LoggerConfig = config_field(LoggerConfig(), "logger (group option)")
     trainer: PGLoopConfig = config_field(PGLoopConfig(), "training loop")
     eval: EvalConfig = config_field(EvalConfig(), "evaluation")
