@@ -3,11 +3,12 @@
 The objective is the loss's: clipped surrogate (``ClipPPOLoss``), adaptive KL penalty
 (``KLPENPPOLoss``) or the plain surrogate (``PPOLoss``), chosen by ``loss.loss_type``.
 
-Per collected batch (``[num_envs, T]``): GAE advantages and value targets are computed once
-with the current critic (``batch_process``), the batch is flattened, and
-``num_epochs * (frames_per_batch // minibatch_size)`` optimisation steps each draw the next
-minibatch of a fresh permutation per epoch (``process_optim_batch``). The learning-rate
-schedule and the clip-range annealing step once per batch (``post_steps``).
+The loop of :class:`~.on_policy.OnPolicyTrainer`: per collected batch (``[num_envs, T]``),
+GAE advantages and value targets are computed once with the current critic
+(``batch_process``), the batch is flattened, and ``num_epochs * (frames_per_batch //
+minibatch_size)`` optimisation steps each draw the next minibatch of a fresh permutation per
+epoch (``process_optim_batch``). PPO adds, once per batch (``post_steps``), the clip-range
+annealing and the adaptation of the KL penalty; the learning-rate schedule steps there too.
 """
 
 from __future__ import annotations
