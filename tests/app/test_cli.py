@@ -94,6 +94,8 @@ def test_a2c_and_pg_help_list_their_groups_and_fields(algorithm, fields, values,
     assert "replay_buffer.batch_size" not in text  # on-policy: no replay buffer
     if algorithm == "a2c":
         assert "experiment: a2c_pendulum" in text
+    else:  # no preset: no empty experiment line
+        assert "REINFORCE" in text.splitlines()[0] and "  experiment:" not in text
     for field in fields:
         assert field in text, field
     for value in values:

@@ -204,7 +204,13 @@ def group_options(algorithm: str) -> dict[str, list[str]]:
             options.append(path.stem)
     if "experiment" in groups:
         groups["experiment"] = [e for e in groups["experiment"] if e.startswith(f"{algorithm}_")]
+        if not groups["experiment"]:  # no preset for this algorithm (pg)
+            del groups["experiment"]
     return dict(sorted(groups.items()))
+
+
+#: How ``--help`` names an algorithm whose upper-cased name says too little.
+_TITLES = {"pg": "PG (REINFORCE, the vanilla policy gradient)"}
 
 
 def help_template(algorithm: str, schema: type) -> str:
@@ -214,7 +220,7 @@ def help_template(algorithm: str, schema: type) -> str:
     groups = [f"  {g}: {', '.join(o)}" for g, o in group_options(name).items()]
     text = "\n".join(
         [
-            f"{algorithm}: train {name.upper()} with rl_trainers.",
+            f"{algorithm}: train {_TITLES.get(name, name.upper())} with rl_trainers.",
             "",
             f"Usage: python sota-implementations/{algorithm}/train.py [group=option] [field=value]",
             f"  e.g. env={'acrobot' if name == 'dqn' else 'pendulum'} logger=tensorboard "
