@@ -64,6 +64,22 @@ TINY = {
         "trainer.progress_bar=false",
         "trainer.log_interval=50",
     ],
+    "a2c": [
+        "trainer.total_frames=256",
+        "collector.frames_per_batch=32",
+        "env.num_envs=4",
+        "eval.episodes=2",
+        "trainer.progress_bar=false",
+        "trainer.log_interval=64",
+    ],
+    "pg": [
+        "trainer.total_frames=256",
+        "collector.frames_per_batch=64",
+        "env.num_envs=4",
+        "eval.episodes=2",
+        "trainer.progress_bar=false",
+        "trainer.log_interval=64",
+    ],
 }
 TINY["ddpg"] = TINY["td3"]
 
@@ -71,6 +87,7 @@ TINY["ddpg"] = TINY["td3"]
 #: SAC with short episodes and few small updates, the ConvNet updates dominate its time).
 PIXELS = {
     "ppo": ["env.from_pixels=true", "network=convnet", "env.num_envs=2"],
+    "a2c": ["env.from_pixels=true", "network=convnet", "env.num_envs=2"],
     "sac": [
         "env.from_pixels=true",
         "network=convnet",

@@ -107,6 +107,42 @@ def test_td3_and_ddpg_help_list_their_groups_and_fields(algorithm, experiment, f
         assert "policy_delay" not in text and "policy_noise" not in text
 
 
+@pytest.mark.parametrize(
+    ("algorithm", "fields", "values"),
+    [
+        (
+            "a2c",
+            ["loss.critic_coef", "loss.entropy_coef", "loss.lmbda", "loss.loss_critic_type"],
+            ["lr: 0.0007", "eps: 1.0e-05", "frames_per_batch: 40"],
+        ),
+        (
+            "pg",
+            ["loss.baseline", "loss.normalize_advantage", "loss.lmbda", "loss.critic_coef"],
+            ["lr: 0.001", "frames_per_batch: 1024", "baseline: true"],
+        ),
+    ],
+)
+def test_a2c_and_pg_help_list_their_groups_and_fields(algorithm, fields, values, tmp_path):
+    proc = train(algorithm, "--help", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    assert f"{algorithm}_trainer: train {algorithm.upper()}" in text
+    assert "model/policy: auto, tanh_normal, categorical" in text
+    assert "network: mlp, convnet" in text and "rmsprop_sb3" in text
+    assert "env: acrobot" in text and "halfcheetah" in text
+    assert "model.critic" in text and "trainer.clip_norm" in text
+    assert "replay_buffer.batch_size" not in text  # on-policy: no replay buffer
+    if algorithm == "a2c":
+        assert "experiment: a2c_pendulum" in text
+    else:  # no preset: no empty experiment line
+        assert "REINFORCE" in text.splitlines()[0] and "  experiment:" not in text
+    for field in fields:
+        assert field in text, field
+    for value in values:
+        assert value in text, value
+    assert "env_name: CartPole-v1" in text
+
+
 def test_cfg_job_prints_the_composed_config(tmp_path):
     proc = train("ppo", "--cfg", "job", "env=pendulum", "optimizer.lr=3e-4", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

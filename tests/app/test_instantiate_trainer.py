@@ -96,8 +96,9 @@ def test_a_loop_node_without_its_config_says_what_to_instantiate():
     with pytest.raises(Exception) as info:
         instantiate(PPOLoopConfig())
     assert "builds the trainer from the whole config" in str(info.value)
-    assert "composed ppo_trainer, sac_trainer, dqn_trainer, td3_trainer or ddpg_trainer" in str(
-        info.value
+    assert (
+        "composed ppo_trainer, sac_trainer, dqn_trainer, td3_trainer, ddpg_trainer, a2c_trainer "
+        "or pg_trainer config" in str(info.value)
     )
 
 
@@ -173,6 +174,8 @@ if __name__ == "__main__":
         ("dqn", "DQNTrainer", 256, "acrobot"),
         ("td3", "TD3Trainer", 200, "pendulum"),
         ("ddpg", "DDPGTrainer", 200, "pendulum"),
+        ("a2c", "A2CTrainer", 256, "pendulum"),
+        ("pg", "PGTrainer", 256, "pendulum"),
     ],
 )
 def test_torchrls_hydra_main_script_trains_in_hydras_run_directory(

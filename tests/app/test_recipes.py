@@ -15,6 +15,8 @@ from .conftest import DISCRETE_ENV_OPTIONS, ENV_OPTIONS, PIXELS, REPO, TINY
 PPO_ENVS = ENV_OPTIONS
 SAC_ENVS = [e for e in ENV_OPTIONS if e not in DISCRETE_ENV_OPTIONS]
 DQN_ENVS = DISCRETE_ENV_OPTIONS
+A2C_ENVS = ENV_OPTIONS
+PG_ENVS = ENV_OPTIONS
 LOGGERS = ["csv", "tensorboard", "wandb", "mlflow"]
 EXPERIMENTS = sorted(p.stem for p in (REPO / "configs" / "experiment").glob("*.yaml"))
 
@@ -57,6 +59,24 @@ def test_td3_and_ddpg_recipes(tiny_config, algorithm, noise, tmp_path):
 @pytest.mark.parametrize("env", DQN_ENVS)
 def test_dqn_env_recipe(tiny_config, env, tmp_path):
     run(tiny_config("dqn", [f"env={env}"]), output_dir=tmp_path)
+    _check_summary(tmp_path, 256)
+
+
+@pytest.mark.parametrize("env", A2C_ENVS)
+def test_a2c_env_recipe(tiny_config, env, tmp_path):
+    run(tiny_config("a2c", [f"env={env}"]), output_dir=tmp_path)
+    _check_summary(tmp_path, 256)
+
+
+@pytest.mark.parametrize("env", PG_ENVS)
+def test_pg_env_recipe(tiny_config, env, tmp_path):
+    run(tiny_config("pg", [f"env={env}"]), output_dir=tmp_path)
+    _check_summary(tmp_path, 256)
+
+
+@pytest.mark.parametrize("env", ["cartpole", "pendulum"])
+def test_pg_without_a_baseline(tiny_config, env, tmp_path):
+    run(tiny_config("pg", [f"env={env}", "loss.baseline=false"]), output_dir=tmp_path)
     _check_summary(tmp_path, 256)
 
 
@@ -123,10 +143,10 @@ def test_sac_trainer_stores_transitions(tiny_config, tmp_path):
         close_trainer(trainer)
 
 
-@pytest.mark.parametrize("algorithm", ["ppo", "sac", "dqn", "td3", "ddpg"])
+@pytest.mark.parametrize("algorithm", ["ppo", "sac", "dqn", "a2c", "td3", "ddpg"])
 def test_pixel_recipe(tiny_config, algorithm, tmp_path):
-    """``env.from_pixels=true network=convnet``: PPO and DQN on CartPole, SAC, TD3 and DDPG
-    on Pendulum frames."""
+    """``env.from_pixels=true network=convnet``: PPO, DQN and A2C on CartPole, SAC, TD3 and
+    DDPG on Pendulum frames."""
     run(tiny_config(algorithm, PIXELS[algorithm]), output_dir=tmp_path)
     _check_summary(tmp_path, 200)
 
@@ -170,6 +190,8 @@ def _without(overrides: list[str], group: str) -> list[str]:
         ("dqn", "env", DQN_ENVS, []),
         ("td3", "env", SAC_ENVS, []),  # every continuous env, one override each
         ("ddpg", "env", SAC_ENVS, []),
+        ("a2c", "env", A2C_ENVS, []),
+        ("pg", "env", PG_ENVS, []),
         *[(e.split("_", 1)[0], "experiment", [e], []) for e in EXPERIMENTS],
         ("ppo", "network", ["convnet"], _without(PIXELS["ppo"], "network")),
         ("sac", "network", ["convnet"], _without(PIXELS["sac"], "network")),

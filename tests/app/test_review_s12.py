@@ -81,6 +81,9 @@ def test_silent_config_is_refused(tiny_config, algorithm, overrides, expected):
         ("td3", ["experiment=td3_halfcheetah"]),
         ("ddpg", []),
         ("ddpg", ["experiment=ddpg_mountaincar"]),
+        ("a2c", []),
+        ("a2c", ["experiment=a2c_pendulum"]),
+        ("pg", []),
         ("ppo", ["trainer.compile_mode=max-autotune-no-cudagraphs"]),
     ],
 )

@@ -41,6 +41,12 @@ CASES = {
     ),
     # the Ornstein-Uhlenbeck state carried by the collector across the stop, mid-episode
     "ddpg_ou": ("ddpg", 100, ["collector.frames_per_batch=5", "trainer.exploration_noise=ou"]),
+    # RMSprop's square averages carry over (one step per batch: 4 before the stop, 4 after)
+    "a2c": ("a2c", 128, []),
+    # the observation normaliser's statistics and the linear lr schedule carry over
+    "a2c_pendulum": ("a2c", 128, ["experiment=a2c_pendulum"]),
+    "pg": ("pg", 128, []),
+    "pg_no_baseline": ("pg", 128, ["loss.baseline=false"]),
 }
 
 

@@ -10,9 +10,12 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from rl_trainers.trainers.algorithms.a2c import A2CTrainer
 from rl_trainers.trainers.algorithms.ddpg import DDPGTrainer
 from rl_trainers.trainers.algorithms.dqn import DQNTrainer
 from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.trainers.algorithms.on_policy import OnPolicyTrainer
+from rl_trainers.trainers.algorithms.pg import PGTrainer
 from rl_trainers.trainers.algorithms.ppo import PPOTrainer
 from rl_trainers.trainers.algorithms.sac import SACTrainer
 from rl_trainers.trainers.algorithms.td3 import TD3Trainer
@@ -24,6 +27,8 @@ TRAINERS: dict[str, type] = {
     "dqn": DQNTrainer,
     "td3": TD3Trainer,
     "ddpg": DDPGTrainer,
+    "a2c": A2CTrainer,
+    "pg": PGTrainer,
 }
 
 
@@ -42,6 +47,9 @@ def build_trainer(cfg: DictConfig, output_dir: Path):
 
 __all__ = [
     "TRAINERS",
+    "A2CTrainer",
+    "OnPolicyTrainer",
+    "PGTrainer",
     "ConfigError",
     "DDPGTrainer",
     "DQNTrainer",

@@ -85,6 +85,9 @@ TORCHRL_OVERRIDES = {
     "loss.critic_coeff": "loss.critic_coef",
     # torchrl's TD3 recipe (sota-implementations/td3): its optim node holds the delay
     "optim.policy_update_delay": "trainer.policy_delay",
+    # torchrl's on-policy trainer nodes (A2CTrainerConfig...) hold the GAE discount and lambda
+    "trainer.gamma": "loss.gamma",
+    "trainer.lmbda": "loss.lmbda",
 }
 
 
@@ -203,6 +206,8 @@ def group_options(algorithm: str) -> dict[str, list[str]]:
             options.append(path.stem)
     if "experiment" in groups:
         groups["experiment"] = [e for e in groups["experiment"] if e.startswith(f"{algorithm}_")]
+        if not groups["experiment"]:  # no preset for this algorithm (pg)
+            del groups["experiment"]
     return dict(sorted(groups.items()))
 
 
@@ -212,6 +217,10 @@ def _example_env(algorithm: str) -> str:
     )
 
 
+#: How ``--help`` names an algorithm whose upper-cased name says too little.
+_TITLES = {"pg": "PG (REINFORCE, the vanilla policy gradient)"}
+
+
 def help_template(algorithm: str, schema: type) -> str:
     """The ``--help`` page: groups with their options, every field with its description, and
     the composed config (``$CONFIG``, so overrides given with ``--help`` show there)."""
@@ -219,7 +228,7 @@ def help_template(algorithm: str, schema: type) -> str:
     groups = [f"  {g}: {', '.join(o)}" for g, o in group_options(name).items()]
     text = "\n".join(
         [
-            f"{algorithm}: train {name.upper()} with rl_trainers.",
+            f"{algorithm}: train {_TITLES.get(name, name.upper())} with rl_trainers.",
             "",
             f"Usage: python sota-implementations/{algorithm}/train.py [group=option] [field=value]",
             f"  e.g. env={_example_env(name)} logger=tensorboard "

@@ -63,7 +63,8 @@ def trainer_from_config(_config_: ComposedConfig | None = None, **loop: Any):
         raise ValueError(
             "instantiate(cfg.trainer) builds the trainer from the whole config the trainer "
             "node belongs to, and this node has none: instantiate the trainer node of a "
-            "composed ppo_trainer, sac_trainer, dqn_trainer, td3_trainer or ddpg_trainer config "
+            "composed ppo_trainer, sac_trainer, dqn_trainer, td3_trainer, ddpg_trainer, "
+            "a2c_trainer or pg_trainer config "
             "(or of OmegaConf.structured("
             f"PPOTrainerConfig)), whose _config_ is {ROOT_CONFIG_INTERPOLATION}"
         )

@@ -3,11 +3,12 @@
 The objective is the loss's: clipped surrogate (``ClipPPOLoss``), adaptive KL penalty
 (``KLPENPPOLoss``) or the plain surrogate (``PPOLoss``), chosen by ``loss.loss_type``.
 
-Per collected batch (``[num_envs, T]``): GAE advantages and value targets are computed once
-with the current critic (``batch_process``), the batch is flattened, and
-``num_epochs * (frames_per_batch // minibatch_size)`` optimisation steps each draw the next
-minibatch of a fresh permutation per epoch (``process_optim_batch``). The learning-rate
-schedule and the clip-range annealing step once per batch (``post_steps``).
+The loop of :class:`~.on_policy.OnPolicyTrainer`: per collected batch (``[num_envs, T]``),
+GAE advantages and value targets are computed once with the current critic
+(``batch_process``), the batch is flattened, and ``num_epochs * (frames_per_batch //
+minibatch_size)`` optimisation steps each draw the next minibatch of a fresh permutation per
+epoch (``process_optim_batch``). PPO adds, once per batch (``post_steps``), the clip-range
+annealing and the adaptation of the KL penalty; the learning-rate schedule steps there too.
 """
 
 from __future__ import annotations
@@ -17,56 +18,15 @@ from typing import Any
 
 import torch
 from omegaconf import DictConfig
-from tensordict import TensorDictBase
 
-from rl_trainers.trainers.algorithms.base import (
-    AlgorithmTrainer,
-    build_actor_critic,
-    finish_build,
-    prepare_run,
-)
+from rl_trainers.trainers.algorithms.base import build_actor_critic, finish_build, prepare_run
 from rl_trainers.trainers.algorithms.common import build
-from rl_trainers.trainers.algorithms.errors import ConfigError
-from rl_trainers.trainers.trainer import TrainerHookBase
+from rl_trainers.trainers.algorithms.on_policy import EpochMinibatches, OnPolicyTrainer
+
+__all__ = ["EpochMinibatches", "PPOTrainer"]
 
 
-class EpochMinibatches(TrainerHookBase):
-    """Serves shuffled minibatches of the current batch, a new permutation every epoch."""
-
-    def __init__(self, minibatch_size: int) -> None:
-        self.minibatch_size = minibatch_size
-        self._flat: TensorDictBase | None = None
-        self._order = torch.empty(0, dtype=torch.long)
-        self._cursor = 0
-
-    def register(self, trainer, name: str = "epoch_minibatches") -> None:
-        trainer.register_op("process_optim_batch", self.sample)
-
-    def extend(self, flat_batch: TensorDictBase) -> None:
-        """Use ``flat_batch`` (one batch dimension) for the next epochs."""
-        self._flat = flat_batch
-        self._cursor = len(flat_batch)  # forces a new permutation on the next sample
-
-    @property
-    def current_batch(self) -> TensorDictBase | None:
-        """The flat batch the minibatches are cut from (None before the first ``extend``)."""
-        return self._flat
-
-    def sample(self, batch: TensorDictBase | None = None) -> TensorDictBase:
-        n = len(self._flat)
-        if self.minibatch_size == n:
-            # one minibatch per epoch: every permutation holds the same transitions and the
-            # loss is a mean over them, so skip the shuffle and the copy
-            return self._flat
-        if self._cursor + self.minibatch_size > n:
-            self._order = torch.randperm(n)
-            self._cursor = 0
-        idx = self._order[self._cursor : self._cursor + self.minibatch_size]
-        self._cursor += self.minibatch_size
-        return self._flat[idx]
-
-
-class PPOTrainer(AlgorithmTrainer):
+class PPOTrainer(OnPolicyTrainer):
     """PPO on the shared :class:`~rl_trainers.trainers.Trainer` loop.
 
     Args:
@@ -95,39 +55,22 @@ class PPOTrainer(AlgorithmTrainer):
         anneal_clip_epsilon: bool = False,
         **kwargs: Any,
     ) -> None:
-        if minibatch_size > frames_per_batch:
-            raise ConfigError(
-                "trainer.minibatch_size",
-                minibatch_size,
-                f"at most collector.frames_per_batch ({frames_per_batch})",
-            )
         super().__init__(
             collector=collector,
             total_frames=total_frames,
             loss_module=loss_module,
             optimizer=optimizer,
             frames_per_batch=frames_per_batch,
-            optim_steps_per_batch=num_epochs * (frames_per_batch // minibatch_size),
+            num_epochs=num_epochs,
+            minibatch_size=minibatch_size,
             **kwargs,
         )
-        self.minibatches = EpochMinibatches(minibatch_size)
-        self.register_op("batch_process", self._advantage)
-        self.minibatches.register(self)
         self._clip0: float | None = None
         if anneal_clip_epsilon and hasattr(loss_module, "clip_epsilon"):
             self._clip0 = float(loss_module.clip_epsilon)
             self.register_op("post_steps", self._anneal_clip)
         if hasattr(loss_module, "adapt_beta") and not loss_module.adapt_beta_each_call:
             self.register_op("post_steps", self._adapt_kl_penalty)
-
-    def _advantage(self, batch: TensorDictBase) -> TensorDictBase:
-        with torch.no_grad():
-            self.loss_module.value_estimator(batch)
-        keys = getattr(self.loss_module, "in_keys", None)
-        # minibatches carry only what the loss reads (indexing copies every entry)
-        flat = batch.select(*keys, strict=False) if keys else batch
-        self.minibatches.extend(flat.reshape(-1))
-        return batch
 
     def _anneal_clip(self) -> None:
         """Set the clip range for the next batch: ``clip0 * (1 - frames / total_frames)``."""

@@ -96,7 +96,7 @@ def _check_devices(cfg: DictConfig) -> None:
         raise ConfigError(
             "device",
             cfg.device,
-            "the PPO, SAC and DQN trainers run on the CPU in this version (device=cpu); their "
+            "the algorithm trainers run on the CPU in this version (device=cpu); their "
             "networks, losses and buffers are not moved to an accelerator",
         )
 
@@ -346,6 +346,8 @@ def validate_config(cfg: DictConfig) -> None:
                 False,
                 "must be true, PPO's probability ratio needs the log-probability of each collected action",
             )
+    if cfg.algorithm in ("a2c", "pg"):
+        _check_one_step_on_policy(cfg)
     if cfg.algorithm in ("sac", "dqn", "td3", "ddpg"):
         _positive(cfg, "replay_buffer.size")
         _positive(cfg, "replay_buffer.batch_size")
@@ -410,6 +412,19 @@ def _check_deterministic_actor_critic(cfg: DictConfig) -> None:
         value = cfg.loss.get(name)
         if value is not None and not value >= 0:
             raise ConfigError(f"loss.{name}", value, "a number >= 0 (0: no smoothing noise)")
+
+
+def _check_one_step_on_policy(cfg: DictConfig) -> None:
+    """A2C and the vanilla policy gradient learn from the current policy's actions only."""
+    name = {"a2c": "A2C", "pg": "the policy gradient"}[cfg.algorithm]
+    random_frames = cfg.collector.get("init_random_frames", 0)
+    if random_frames:
+        raise ConfigError(
+            "collector.init_random_frames",
+            random_frames,
+            f"0 for {name}: its gradient is estimated from the current policy's own actions, "
+            "which random warm-up actions are not (warm-up is for SAC and DQN)",
+        )
 
 
 def _check_dqn(cfg: DictConfig) -> None:

@@ -351,6 +351,109 @@ def make_ppo_loss(
     return loss
 
 
+def _check_actor_critic_fields(critic_coef: float, entropy_coef: float, loss_critic_type: str):
+    if loss_critic_type not in ("l2", "smooth_l1", "l1"):
+        raise ConfigError("loss.loss_critic_type", loss_critic_type, "'l2', 'smooth_l1' or 'l1'")
+    if not critic_coef >= 0:
+        raise ConfigError("loss.critic_coef", critic_coef, "a non-negative weight, e.g. 0.5")
+    if not entropy_coef >= 0:
+        raise ConfigError("loss.entropy_coef", entropy_coef, "a non-negative weight, e.g. 0.01")
+
+
+def make_a2c_loss(
+    actor_network,
+    critic_network,
+    entropy_coef: float = 0.0,
+    critic_coef: float = 0.5,
+    loss_critic_type: str = "l2",
+    normalize_advantage: bool = False,
+    gamma: float = 0.99,
+    lmbda: float = 1.0,
+):
+    """An ``A2CLoss`` with a GAE value estimator (the Hydra ``loss`` node of A2C).
+
+    ``lmbda=1`` (SB3's ``gae_lambda`` default) makes the advantage the discounted return of
+    the rest of the batch, bootstrapped with the critic, minus the critic's value.
+
+    Args:
+        actor_network: the policy (shared with the collector).
+        critic_network: the state-value network.
+        entropy_coef: weight of the entropy bonus (0: none).
+        critic_coef: weight of the value loss (SB3's ``vf_coef``).
+        loss_critic_type: ``l2`` (SB3's mean squared error), ``smooth_l1`` or ``l1``.
+        normalize_advantage: standardise the advantages of each batch.
+        gamma: discount factor.
+        lmbda: GAE lambda.
+    """
+    from rl_trainers.objectives import A2CLoss, ValueEstimators
+
+    _check_unit_interval("loss.gamma", gamma)
+    _check_unit_interval("loss.lmbda", lmbda)
+    _check_actor_critic_fields(critic_coef, entropy_coef, loss_critic_type)
+    loss = A2CLoss(
+        actor_network,
+        critic_network,
+        entropy_bonus=entropy_coef > 0,
+        entropy_coef=entropy_coef,
+        critic_coef=critic_coef,
+        loss_critic_type=loss_critic_type,
+        normalize_advantage=normalize_advantage,
+    )
+    loss.make_value_estimator(ValueEstimators.GAE, gamma=gamma, lmbda=lmbda)
+    return loss
+
+
+def make_reinforce_loss(
+    actor_network,
+    critic_network=None,
+    baseline: bool = True,
+    entropy_coef: float = 0.0,
+    critic_coef: float = 0.5,
+    loss_critic_type: str = "l2",
+    normalize_advantage: bool = True,
+    gamma: float = 0.99,
+    lmbda: float = 1.0,
+):
+    """A ``ReinforceLoss`` (the Hydra ``loss`` node of the vanilla policy gradient).
+
+    With a baseline, a GAE value estimator writes the advantages (``lmbda=1``: the
+    discounted return-to-go minus the learned value ``V(s)``, bootstrapped with ``V`` where
+    the batch cuts a trajectory); without one (``baseline=false``, ``critic_network=None``)
+    the trainer writes the discounted returns-to-go themselves (``PGTrainer``).
+
+    Args:
+        actor_network: the policy (shared with the collector).
+        critic_network: the state-value baseline (None when ``baseline`` is false).
+        baseline: learn a state-value baseline.
+        entropy_coef: weight of the entropy bonus (0: none).
+        critic_coef: weight of the baseline's value loss.
+        loss_critic_type: ``l2``, ``smooth_l1`` or ``l1``.
+        normalize_advantage: standardise the advantages of each batch.
+        gamma: discount factor.
+        lmbda: GAE lambda (with a baseline).
+    """
+    from rl_trainers.objectives import ReinforceLoss, ValueEstimators
+
+    _check_unit_interval("loss.gamma", gamma)
+    _check_unit_interval("loss.lmbda", lmbda)
+    _check_actor_critic_fields(critic_coef, entropy_coef, loss_critic_type)
+    if baseline and critic_network is None:
+        raise ValueError("make_reinforce_loss(baseline=True) needs a critic_network")
+    loss = ReinforceLoss(
+        actor_network,
+        critic_network if baseline else None,
+        entropy_bonus=entropy_coef > 0,
+        entropy_coef=entropy_coef,
+        critic_coef=critic_coef,
+        loss_critic_type=loss_critic_type,
+        normalize_advantage=normalize_advantage,
+        gamma=gamma,
+    )
+    if baseline:
+        loss.make_value_estimator(ValueEstimators.GAE, gamma=gamma, lmbda=lmbda)
+    return loss
+
+
 def _check_kl_penalty(
     dtarg: float, beta: float, increment: float, decrement: float, adaptation: str
 ) -> None:

@@ -47,8 +47,10 @@ from .modules import (
     ValueModelConfig,
 )
 from .objectives import (
+    A2CLossConfig,
     DDPGLossConfig,
     DQNLossConfig,
+    PGLossConfig,
     PPOLossConfig,
     SACLossConfig,
     TD3LossConfig,
@@ -62,12 +64,16 @@ from .optim import (
     SGDConfig,
 )
 from .trainers import (
+    A2CLoopConfig,
+    A2CTrainerConfig,
     DDPGLoopConfig,
     DDPGTrainerConfig,
     DQNLoopConfig,
     DQNTrainerConfig,
     EvalConfig,
     LoopConfig,
+    PGLoopConfig,
+    PGTrainerConfig,
     PPOLoopConfig,
     PPOTrainerConfig,
     SACLoopConfig,
@@ -113,6 +119,8 @@ ROOT_SCHEMAS: dict[str, type] = {
     "dqn_trainer_schema": DQNTrainerConfig,
     "td3_trainer_schema": TD3TrainerConfig,
     "ddpg_trainer_schema": DDPGTrainerConfig,
+    "a2c_trainer_schema": A2CTrainerConfig,
+    "pg_trainer_schema": PGTrainerConfig,
 }
 
 
@@ -137,6 +145,12 @@ register_configs()
 from .. import app as _app  # noqa: E402, F401
 
 __all__ = [
+    "A2CLoopConfig",
+    "A2CLossConfig",
+    "A2CTrainerConfig",
+    "PGLoopConfig",
+    "PGLossConfig",
+    "PGTrainerConfig",
     "ActorCriticNetworkConfig",
     "ActorQValueModelConfig",
     "ActorValueModelConfig",

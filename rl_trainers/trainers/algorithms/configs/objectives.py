@@ -83,3 +83,38 @@ class DDPGLossConfig:
     delay_actor: bool = config_field(True, "keep a target actor (false: the online one)")
     delay_value: bool = config_field(True, "keep a target critic (false: the online one)")
     gamma: float = config_field(0.98, "discount factor")
+
+
+@dataclass
+class A2CLossConfig:
+    """Advantage actor-critic: ``-mean(log_prob * A)`` with GAE advantages, a value loss and
+    an optional entropy bonus (SB3's A2C defaults)."""
+
+    _target_: str = "rl_trainers.trainers.helpers.make_a2c_loss"
+    entropy_coef: float = config_field(0.0, "weight of the entropy bonus (SB3's ent_coef)")
+    critic_coef: float = config_field(0.5, "weight of the value loss (SB3's vf_coef)")
+    loss_critic_type: str = config_field("l2", "l2 (SB3's mse) | smooth_l1 | l1 value loss")
+    normalize_advantage: bool = config_field(False, "standardise the advantages of each batch")
+    gamma: float = config_field(0.99, "discount factor")
+    lmbda: float = config_field(
+        1.0, "GAE lambda (SB3's gae_lambda; 1: return of the batch bootstrapped with V)"
+    )
+
+
+@dataclass
+class PGLossConfig:
+    """REINFORCE: ``-mean(log_prob * A)`` with ``A`` the discounted return-to-go, minus a
+    learned state-value baseline unless ``baseline=false``."""
+
+    _target_: str = "rl_trainers.trainers.helpers.make_reinforce_loss"
+    baseline: bool = config_field(
+        True, "learn a state-value baseline V(s) (false: advantages are the returns-to-go)"
+    )
+    entropy_coef: float = config_field(0.0, "weight of the entropy bonus")
+    critic_coef: float = config_field(0.5, "weight of the baseline's value loss")
+    loss_critic_type: str = config_field("l2", "l2 | smooth_l1 | l1 value loss (baseline)")
+    normalize_advantage: bool = config_field(True, "standardise the advantages of each batch")
+    gamma: float = config_field(0.99, "discount factor of the returns-to-go")
+    lmbda: float = config_field(
+        1.0, "GAE lambda with a baseline (1: return-to-go minus V; lower trades bias for variance)"
+    )

@@ -19,8 +19,10 @@ from .modules import (
     MLPConfig,
 )
 from .objectives import (
+    A2CLossConfig,
     DDPGLossConfig,
     DQNLossConfig,
+    PGLossConfig,
     PPOLossConfig,
     SACLossConfig,
     TD3LossConfig,
@@ -333,4 +335,85 @@ class DDPGTrainerConfig:
     lr_scheduler: LRSchedulerConfig = config_field(LRSchedulerConfig(), "learning-rate schedule")
     logger: LoggerConfig = config_field(LoggerConfig(), "logger (group option)")
     trainer: DDPGLoopConfig = config_field(DDPGLoopConfig(), "training loop")
+    eval: EvalConfig = config_field(EvalConfig(), "evaluation")
+
+
+@dataclass
+class A2CLoopConfig(LoopConfig):
+    """A2C's loop: one gradient step on each whole collected batch."""
+
+    total_frames: int = config_field(500_000, "environment frames to train for")
+    clip_norm: float | None = config_field(
+        0.5, "gradient clip value (SB3's max_grad_norm; None: no clipping)"
+    )
+    log_interval: int = config_field(4000, "log scalars every this many frames")
+    num_threads: int = config_field(
+        1, "torch intra-op threads (1: one step on a small batch gains nothing from two)"
+    )
+
+
+@dataclass
+class A2CTrainerConfig:
+    """Everything an A2C run needs: env, policy and critic, collector, loss, optimizer, loop."""
+
+    algorithm: str = config_field("a2c", "algorithm trainer to build")
+    seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
+    device: str = config_field("cpu", "device of networks and losses (only cpu for now)")
+    env: GymEnvConfig = config_field(GymEnvConfig(), "training environment")
+    network: ActorCriticNetworkConfig = config_field(
+        ActorCriticNetworkConfig(), "hidden layers and encoder (group network)"
+    )
+    model: ActorValueModelConfig = config_field(ActorValueModelConfig(), "policy and critic")
+    collector: SyncDataCollectorConfig = config_field(
+        SyncDataCollectorConfig(frames_per_batch=40), "data collector (num_envs * n_steps)"
+    )
+    loss: A2CLossConfig = config_field(A2CLossConfig(), "A2C loss")
+    optimizer: OptimizerConfig = config_field(
+        # the base node, so that any option merges into it (a2c_trainer.yaml picks rmsprop)
+        OptimizerConfig(_target_="torch.optim.RMSprop", lr=7e-4),
+        "optimizer (group option)",
+    )
+    lr_scheduler: LRSchedulerConfig = config_field(LRSchedulerConfig(), "learning-rate schedule")
+    logger: LoggerConfig = config_field(LoggerConfig(), "logger (group option)")
+    trainer: A2CLoopConfig = config_field(A2CLoopConfig(), "training loop")
+    eval: EvalConfig = config_field(EvalConfig(), "evaluation")
+
+
+@dataclass
+class PGLoopConfig(LoopConfig):
+    """The vanilla policy gradient's loop: one gradient step on each whole collected batch."""
+
+    total_frames: int = config_field(300_000, "environment frames to train for")
+    clip_norm: float | None = config_field(0.5, "gradient clip value (None: no clipping)")
+    log_interval: int = config_field(4096, "log scalars every this many frames")
+    num_threads: int = config_field(
+        1, "torch intra-op threads (1: one step on a small batch gains nothing from two)"
+    )
+
+
+@dataclass
+class PGTrainerConfig:
+    """Everything a REINFORCE run needs: env, policy (and baseline), collector, loss, loop."""
+
+    algorithm: str = config_field("pg", "algorithm trainer to build")
+    seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
+    device: str = config_field("cpu", "device of networks and losses (only cpu for now)")
+    env: GymEnvConfig = config_field(GymEnvConfig(), "training environment")
+    network: ActorCriticNetworkConfig = config_field(
+        ActorCriticNetworkConfig(),
+        "hidden layers and encoder (group network); network.value is the baseline's",
+    )
+    model: ActorValueModelConfig = config_field(
+        ActorValueModelConfig(), "policy and baseline critic (unused with loss.baseline=false)"
+    )
+    collector: SyncDataCollectorConfig = config_field(
+        SyncDataCollectorConfig(frames_per_batch=1024), "data collector"
+    )
+    loss: PGLossConfig = config_field(PGLossConfig(), "REINFORCE loss")
+    optimizer: OptimizerConfig = config_field(OptimizerConfig(lr=1e-3), "optimizer (group option)")
+    lr_scheduler: LRSchedulerConfig = config_field(
+        LRSchedulerConfig(kind="linear"), "learning-rate schedule"
+    )
+    logger: LoggerConfig = config_field(LoggerConfig(), "logger (group option)")
+    trainer: PGLoopConfig = config_field(PGLoopConfig(), "training loop")
     eval: EvalConfig = config_field(EvalConfig(), "evaluation")

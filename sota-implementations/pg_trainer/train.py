@@ -1,0 +1,20 @@
+"""Train the vanilla policy gradient (REINFORCE) with rl_trainers: `python sota-implementations/pg_trainer/train.py --help`."""
+
+import sys
+
+import hydra
+
+from rl_trainers.trainers.algorithms.app import run, translate_torchrl_overrides, user_errors
+from rl_trainers.trainers.algorithms.compose_errors import composition_errors
+
+
+@hydra.main(config_path="../../configs", config_name="pg_trainer", version_base=None)
+def main(cfg) -> float:
+    with user_errors():
+        return run(cfg)
+
+
+if __name__ == "__main__":
+    sys.argv = translate_torchrl_overrides(sys.argv)  # torchrl's override names
+    with composition_errors():  # unknown fields, options or presets: one line, exit 2
+        main()
