@@ -146,10 +146,15 @@ def test_a_single_process_checkpoint_refuses_two_ranks(tmp_path):
 
 
 def test_sac_ranks_keep_their_own_buffers_and_identical_networks(tmp_path):
-    checked(launch("sac", [*SAC, f"hydra.run.dir={tmp_path}"]))
+    overrides = [*SAC, "env.normalize_observations=true", f"hydra.run.dir={tmp_path}"]
+    checked(launch("sac", overrides))
     rank0, rank1 = _ranks(tmp_path)
     for name in ("loss_module", "optimizer", "target_net_updater"):
         _assert_tree_equal(rank0["modules"][name], rank1["modules"][name], name)
+    # VecNorm statistics: averaged over the ranks after every batch
+    stats = rank0["collector"]["env"]
+    assert any(key.endswith("sum_0") for key in stats)
+    _assert_tree_equal(stats, rank1["collector"]["env"], "VecNorm")
     buffers = [s["modules"]["replay_buffer"]["replay_buffer"] for s in (rank0, rank1)]
     # 240 frames: 120 transitions in each rank's own buffer, not the same ones
     assert [b["storage"]["len"] for b in buffers] == [120, 120]
@@ -176,3 +181,31 @@ def test_single_process_runs_stay_as_they_were(tmp_path):
     with pytest.raises(CheckpointError, match="2 process"):
         bad = dict(state, distributed={"world_size": 2, "rank": 0})
         trainer.load_state_dict(bad)
+
+
+def test_dqn_stop_at_return_on_rank_zero_stops_every_rank(tmp_path):
+    overrides = [
+        "trainer.total_frames=2048",
+        "collector.frames_per_batch=32",
+        "collector.init_random_frames=64",
+        "trainer.learning_starts=64",
+        "trainer.utd_ratio=0.25",
+        "replay_buffer.batch_size=16",
+        "replay_buffer.size=1000",
+        "network.value.num_cells=[32,32]",
+        "eval.episodes=2",
+        "eval.interval=128",  # every 2 batches of 2 x 32 frames
+        "eval.stop_at_return=0",  # any CartPole episode reaches it
+        "trainer.progress_bar=false",
+        "trainer.num_threads=1",
+        f"hydra.run.dir={tmp_path}",
+    ]
+    done = checked(launch("dqn", overrides))
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["frames"] == 128 and "eval.stop_at_return=0" in summary["finished_early"]
+    assert done.stderr.count("Training ended at frame 128") == 1
+    rank0, rank1 = _ranks(tmp_path)
+    assert rank0["counters"]["collected_frames"] == rank1["counters"]["collected_frames"] == 128
+    _assert_tree_equal(rank0["modules"]["loss_module"], rank1["modules"]["loss_module"], "loss")
+    # epsilon anneals over the frames of both ranks, so it is the same on each
+    _assert_tree_equal(rank0["modules"]["exploration"], rank1["modules"]["exploration"], "eps")
