@@ -39,23 +39,23 @@ SAC = [
 ]
 
 
-def launch(algorithm: str, overrides: list[str], nproc: int = 2) -> subprocess.CompletedProcess:
+def command(algorithm: str, overrides: list[str], nproc: int = 2) -> tuple[list[str], dict]:
     """``python -m torch.distributed.run --standalone --nproc_per_node=<nproc>`` (torchrun)
-    of ``sota-implementations/<algorithm>_trainer/train.py``; ``nproc=0``: plain python."""
+    of ``sota-implementations/<algorithm>_trainer/train.py`` (``nproc=0``: plain python),
+    and its environment."""
     script = str(REPO / "sota-implementations" / f"{algorithm}_trainer" / "train.py")
     launcher = [sys.executable]
     if nproc:
         launcher += ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
     env.pop("HYDRA_FULL_ERROR", None)
-    return subprocess.run(
-        [*launcher, script, *overrides],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    return [*launcher, script, *overrides], env
+
+
+def launch(algorithm: str, overrides: list[str], nproc: int = 2) -> subprocess.CompletedProcess:
+    """Run :func:`command` to its end."""
+    args, env = command(algorithm, overrides, nproc)
+    return subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
 
 
 def checked(done: subprocess.CompletedProcess) -> subprocess.CompletedProcess:

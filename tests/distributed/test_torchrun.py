@@ -8,6 +8,10 @@ What each rank holds is read from its own checkpoint (rank 0: ``checkpoints/``, 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import time
 
 import pytest
 import torch
@@ -18,7 +22,7 @@ from rl_trainers.trainers.algorithms.app import run
 from rl_trainers.trainers.algorithms.common import close_trainer
 from rl_trainers.trainers.checkpoint import CheckpointError, load_checkpoint
 
-from .conftest import PPO, SAC, checked, launch
+from .conftest import PPO, REPO, SAC, checked, command, launch
 
 
 def _assert_tree_equal(a, b, where=""):
@@ -209,3 +213,43 @@ def test_dqn_stop_at_return_on_rank_zero_stops_every_rank(tmp_path):
     _assert_tree_equal(rank0["modules"]["loss_module"], rank1["modules"]["loss_module"], "loss")
     # epsilon anneals over the frames of both ranks, so it is the same on each
     _assert_tree_equal(rank0["modules"]["exploration"], rank1["modules"]["exploration"], "eps")
+
+
+def test_sigterm_to_torchrun_stops_every_rank_after_the_same_batch(tmp_path):
+    overrides = [
+        *PPO,
+        "trainer.total_frames=10000000",
+        "trainer.save_trainer_interval=256",
+        f"hydra.run.dir={tmp_path}",
+    ]
+    args, env = command("ppo", overrides)
+    proc = subprocess.Popen(
+        args,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not list((tmp_path / "checkpoints" / "rank1").glob("trainer_*.pt")):
+            assert proc.poll() is None and time.monotonic() < deadline, "no checkpoint"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)  # to torchrun, which forwards it to the ranks
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode != 0
+    stopped = [line for line in stderr.splitlines() if line.startswith("Stopped by SIGTERM")]
+    assert len(stopped) == 1, stderr[-3000:]  # rank 0's line
+    assert "Continue with: torchrun --nproc_per_node=2 " in stopped[0]
+    rank0, rank1 = _ranks(tmp_path)
+    frames = rank0["counters"]["collected_frames"]
+    assert f"at frame {frames};" in stopped[0]
+    assert rank1["counters"]["collected_frames"] == frames
+    assert frames % 128 == 0 and frames < 10000000
+    _assert_tree_equal(rank0["modules"]["loss_module"], rank1["modules"]["loss_module"], "loss")
