@@ -959,6 +959,12 @@ class Trainer:
         if callable(update_weights):
             update_weights()  # collector workers act with the broadcast weights
 
+    @property
+    def data_parallel(self) -> DataParallel | None:
+        """The collectives of data-parallel training (``average_gradients``, ``average_``,
+        ``mean``...), or None in a single process."""
+        return self._data_parallel
+
     def mean_over_ranks(self, value: torch.Tensor) -> torch.Tensor:
         """``value`` averaged over the ranks of data-parallel training (``value`` itself in a
         single process); for statistics every rank must agree on, e.g. a measured KL."""
