@@ -31,7 +31,7 @@ from tensordict import TensorDictBase
 from torch import nn
 
 from rl_trainers.trainers import checkpoint as _ckpt
-from rl_trainers.trainers.distributed import DataParallel, is_distributed
+from rl_trainers.trainers.distributed import DataParallel, is_distributed, rank_checkpoint_path
 from rl_trainers.trainers.flat_params import FlatParameters
 from rl_trainers.trainers.optimizer_step import optimizer_step
 
@@ -578,8 +578,9 @@ class Trainer:
             clipping and stepping, ``total_frames`` counts the frames of all ranks, every
             rank stops after the same batch (a stop or :meth:`finish` on any rank stops
             all), only rank 0 shows the progress bar, and checkpoints record the world
-            size. None (default): on when ``torch.distributed`` is initialised with more
-            than one process.
+            size; rank ``r > 0`` saves to ``<dir>/rank<r>/<name>`` of ``save_trainer_file``.
+            None (default): on when ``torch.distributed`` is initialised with more than one
+            process.
 
     Resume: :meth:`load_from_file` restores counters, registered modules (loss, optimizers,
     schedulers, buffers, logger...), the collector (env state, current observation) and the
@@ -662,6 +663,8 @@ class Trainer:
         #: this process's rank and the number of processes (0 and 1 in a single process)
         self.rank = self._data_parallel.rank if distributed else 0
         self.world_size = self._data_parallel.world_size if distributed else 1
+        if save_trainer_file is not None and self.rank > 0:  # <dir>/rank<r>/<name>
+            save_trainer_file = rank_checkpoint_path(save_trainer_file, self.rank)
         if async_collection and not callable(getattr(collector, "start", None)):
             raise ValueError(
                 "async_collection=True needs a collector with a start() method that collects "

@@ -42,7 +42,6 @@ from rl_trainers.trainers.algorithms.eval_video import (
 from rl_trainers.trainers.distributed import (
     get_rank,
     get_world_size,
-    rank_checkpoint_path,
     rank_seed,
 )
 from rl_trainers.trainers.trainer import Trainer
@@ -387,7 +386,7 @@ def finish_build(
         log_interval=loop.log_interval,
         save_trainer_interval=loop.save_trainer_interval or loop.total_frames,
         # data-parallel: every rank saves its own state, rank r > 0 under checkpoints/rank<r>/
-        save_trainer_file=rank_checkpoint_path(output_dir / "checkpoints" / "trainer.pt", rank),
+        save_trainer_file=output_dir / "checkpoints" / "trainer.pt",
         keep_checkpoints=loop.keep_checkpoints,
         **algorithm_kwargs,
     )
