@@ -175,7 +175,7 @@ def test_single_process_runs_stay_as_they_were(tmp_path):
     cfg = tiny("ppo", "trainer.total_frames=128")
     trainer = build_trainer(cfg, tmp_path)
     close_trainer(trainer)
-    assert trainer.world_size == 1 and trainer.rank == 0 and trainer._data_parallel is None
+    assert trainer.world_size == 1 and trainer.rank == 0 and trainer.data_parallel is None
     run(cfg, tmp_path / "app")
     summary = json.loads((tmp_path / "app" / "summary.json").read_text())
     assert "world_size" not in summary
