@@ -148,28 +148,20 @@ class DataParallel:
         the gradients are copied into one buffer per dtype and device, reduced and copied
         back. Parameters without a gradient are skipped (every rank must skip the same).
         """
-        dist = _dist()
         if flat is not None:
-            buffers = [flat.grad]
-        else:
-            grads = [p.grad for p in params if p.grad is not None]
-            if any(g.is_sparse for g in grads):
-                raise NotImplementedError("data-parallel training does not average sparse grads")
-            buffers = []
-            for group in _by_dtype_and_device(grads):
-                buffers.append((torch._utils._flatten_dense_tensors(group), group))
-        for item in buffers:
-            buffer = item if flat is not None else item[0]
-            on_device = buffer.to(self.device)
-            dist.all_reduce(on_device)
-            on_device.div_(self.world_size)
-            if flat is None:
-                group = item[1]
-                reduced = torch._utils._unflatten_dense_tensors(on_device, group)
-                for grad, new in zip(group, reduced):
-                    grad.copy_(new)
-            elif on_device is not buffer:
-                buffer.copy_(on_device)
+            self._average_in_place(flat.grad)
+            return
+        grads = [p.grad for p in params if p.grad is not None]
+        if any(g.is_sparse for g in grads):
+            raise NotImplementedError("data-parallel training does not average sparse grads")
+        self.average_(grads)
+
+    def _average_in_place(self, buffer: torch.Tensor) -> None:
+        on_device = buffer.to(self.device)  # the buffer itself unless NCCL needs a copy
+        _dist().all_reduce(on_device)
+        on_device.div_(self.world_size)
+        if on_device is not buffer:
+            buffer.copy_(on_device)
 
     # ------------------------------------------------------------------ tensors
     @torch.no_grad()
@@ -188,13 +180,15 @@ class DataParallel:
 
     @torch.no_grad()
     def average_(self, tensors: Iterable[torch.Tensor]) -> None:
-        """Replace floating-point ``tensors`` in place by their mean over the ranks."""
-        dist = _dist()
+        """Replace floating-point ``tensors`` in place by their mean over the ranks (one
+        message per dtype and device)."""
         floats = [t for t in _unique(tensors) if t.is_floating_point()]
         for group in _by_dtype_and_device(floats):
-            buffer = torch._utils._flatten_dense_tensors(group).to(self.device)
-            dist.all_reduce(buffer)
-            buffer.div_(self.world_size)
+            if len(group) == 1 and group[0].is_contiguous():
+                self._average_in_place(group[0])
+                continue
+            buffer = torch._utils._flatten_dense_tensors(group)
+            self._average_in_place(buffer)
             for tensor, new in zip(group, torch._utils._unflatten_dense_tensors(buffer, group)):
                 tensor.copy_(new)
 
