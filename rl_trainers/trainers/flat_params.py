@@ -18,6 +18,9 @@ Gradients land in the buffer only when they are written in place: by
 ``backward()`` after ``.grad = None`` makes new tensors instead). Anything that replaces a
 parameter's storage (``module.to(...)``, ``p.data = ...``) is noticed by :meth:`matches`, and
 the trainer's hook then builds a new instance.
+
+In data-parallel training (docs/distributed.md) the hook all-reduces :attr:`grad` in place, one
+message per step, before clipping and the fused step.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from tensordict import TensorDictBase
 from torch import nn
 
 from rl_trainers.trainers import checkpoint as _ckpt
+from rl_trainers.trainers.distributed import DataParallel, is_distributed, rank_checkpoint_path
 from rl_trainers.trainers.flat_params import FlatParameters
 from rl_trainers.trainers.optimizer_step import optimizer_step
 
@@ -71,6 +72,7 @@ class HookPoint(str, Enum):
 
         for batch in collector:                      # outer loop: one collected batch
             frames = batch.numel() * frame_skip       # valid frames if ("collector", "mask")
+                                                      # (summed over the ranks if data-parallel)
             batch = [batch_process](batch)            # each hook may return a new batch
             collected_frames += frames                # opens the log gate every log_interval
             [pre_steps_log](batch)                    # logging hooks -> dict | None
@@ -196,6 +198,11 @@ class OptimizerHook(TrainerHookBase):
         self._grad_norm_key = "grad_norm"
         self._trainer: Trainer | None = None
         self._flat: FlatParameters | None = None  # built by the first loss_and_step
+        #: averages the gradients over the ranks before clipping (a data-parallel trainer's)
+        self._data_parallel: DataParallel | None = None
+
+    def _bind(self, trainer: Trainer) -> None:
+        self._data_parallel = trainer._data_parallel
 
     def register(self, trainer: Trainer, name: str | None = None) -> None:
         """Register at ``"optimizer"`` and as a module (default name ``optimizer[_i]``)."""
@@ -321,6 +328,8 @@ class OptimizerHook(TrainerHookBase):
         clip_norm: float | None,
         index: int | None,
     ) -> None:
+        if self._data_parallel is not None:  # the mean gradient of all ranks, then clip it
+            self._data_parallel.average_gradients(params, flat)
         if clip_grad_norm is None and clip_norm is None:
             clip_grad_norm, clip_norm = self.clip_grad_norm, self.clip_norm
         if clip_norm is not None:
@@ -562,6 +571,16 @@ class Trainer:
         log_timings: time the loop's phases and every hook (:attr:`timings`) and register
             a ``LogTiming`` hook that logs them as ``time/<name>`` (seconds per call, e.g.
             ``time/hook/UpdateWeights``, ``time/collect``, ``time/optim_steps``).
+        distributed: data-parallel training across the processes of ``torch.distributed``
+            (see :mod:`rl_trainers.trainers.distributed` and docs/distributed.md): the loss
+            module's state is broadcast from rank 0 when :meth:`train` starts, the
+            gradients of every :class:`OptimizerHook` are averaged over the ranks before
+            clipping and stepping, ``total_frames`` counts the frames of all ranks, every
+            rank stops after the same batch (a stop or :meth:`finish` on any rank stops
+            all), only rank 0 shows the progress bar, and checkpoints record the world
+            size; rank ``r > 0`` saves to ``<dir>/rank<r>/<name>`` of ``save_trainer_file``.
+            None (default): on when ``torch.distributed`` is initialised with more than one
+            process.
 
     Resume: :meth:`load_from_file` restores counters, registered modules (loss, optimizers,
     schedulers, buffers, logger...), the collector (env state, current observation) and the
@@ -597,6 +616,7 @@ class Trainer:
         handle_signals: bool = True,
         num_epochs: int = 1,
         log_timings: bool = False,
+        distributed: bool | None = None,
     ) -> None:
         if optim_steps_per_batch is None:
             optim_steps_per_batch = getattr(collector, "num_workers", None) or 1
@@ -628,6 +648,23 @@ class Trainer:
             )
         if clip_norm is not None and not clip_norm > 0:
             raise ValueError(f"clip_norm must be None or a positive number, got {clip_norm!r}.")
+        if distributed is None:
+            distributed = is_distributed()
+        elif distributed and not is_distributed():
+            raise ValueError(
+                "distributed=True needs torch.distributed initialised with more than one "
+                "process (launch with torchrun and call "
+                "rl_trainers.trainers.distributed.init_distributed())."
+            )
+        if distributed and async_collection:
+            raise ValueError("async_collection=True does not support data-parallel training.")
+        #: the collectives of data-parallel training (None in a single process)
+        self._data_parallel = DataParallel() if distributed else None
+        #: this process's rank and the number of processes (0 and 1 in a single process)
+        self.rank = self._data_parallel.rank if distributed else 0
+        self.world_size = self._data_parallel.world_size if distributed else 1
+        if save_trainer_file is not None and self.rank > 0:  # <dir>/rank<r>/<name>
+            save_trainer_file = rank_checkpoint_path(save_trainer_file, self.rank)
         if async_collection and not callable(getattr(collector, "start", None)):
             raise ValueError(
                 "async_collection=True needs a collector with a start() method that collects "
@@ -875,7 +912,9 @@ class Trainer:
                 signal.signal(sig, handler)
 
     def _train(self) -> None:
-        if self.progress_bar:
+        if self._data_parallel is not None:
+            self._start_data_parallel()
+        if self.progress_bar and self.rank == 0:
             try:
                 from tqdm.auto import tqdm
 
@@ -907,6 +946,48 @@ class Trainer:
                 self._pbar.close()
                 self._pbar = None
 
+    def _start_data_parallel(self) -> None:
+        """Check that every rank starts from the same frame count, and give every rank rank
+        0's loss-module state (the initial parameters; after a resume they are equal)."""
+        dp = self._data_parallel
+        low, high = dp.min_max(self.collected_frames)
+        if low != high:
+            raise _ckpt.CheckpointError(
+                f"the ranks start from different frame counts ({low} to {high}): resume every "
+                "rank from checkpoints of the same save."
+            )
+        if isinstance(self.loss_module, nn.Module):
+            dp.broadcast_module_(self.loss_module)
+        update_weights = getattr(self.collector, "update_policy_weights_", None)
+        if callable(update_weights):
+            update_weights()  # collector workers act with the broadcast weights
+
+    @property
+    def data_parallel(self) -> DataParallel | None:
+        """The collectives of data-parallel training (``average_gradients``, ``average_``,
+        ``mean``...), or None in a single process."""
+        return self._data_parallel
+
+    def mean_over_ranks(self, value: torch.Tensor) -> torch.Tensor:
+        """``value`` averaged over the ranks of data-parallel training (``value`` itself in a
+        single process); for statistics every rank must agree on, e.g. a measured KL."""
+        if self._data_parallel is None:
+            return value
+        return self._data_parallel.mean(value)
+
+    def _sync_stop(self) -> None:
+        """Data-parallel: a stop (signal, :meth:`request_stop`) or :meth:`finish` on any
+        rank applies to every rank, with the reason of the first rank that has one."""
+        dp = self._data_parallel
+        stop, finished = dp.sum_ints(self._stop_reason is not None, self.finished_early is not None)
+        if not (stop or finished):
+            return
+        reasons = dp.gather_objects((self._stop_reason, self.finished_early))
+        if stop and self._stop_reason is None:
+            self._stop_reason = next(r for r, _ in reasons if r is not None)
+        if finished and self.finished_early is None:
+            self.finished_early = next(f for _, f in reasons if f is not None)
+
     def shutdown(self) -> None:
         """Shut the collector down (``collector.shutdown()``, if it has one); ``train()``
         already does this when it ends."""
@@ -932,6 +1013,8 @@ class Trainer:
                 frames = int(mask.sum()) * self.frame_skip
             else:
                 frames = batch.numel() * self.frame_skip
+            if self._data_parallel is not None:  # total_frames counts every rank's frames
+                (frames,) = self._data_parallel.sum_ints(frames)
             for op in batch_process:
                 out = op(batch)
                 if isinstance(out, TensorDictBase):  # e.g. rb.extend returns indices
@@ -1004,6 +1087,8 @@ class Trainer:
 
     def _end_iteration(self, frames: int) -> bool:
         self.iteration += 1
+        if self._data_parallel is not None:
+            self._sync_stop()
         pbar = self._pbar
         if pbar is not None:
             if self._pbar_values:
@@ -1152,6 +1237,12 @@ class Trainer:
             "modules": {name: module.state_dict() for name, module in self._modules.items()},
             "collector": collector_sd() if callable(collector_sd) else None,
             "rng": _ckpt.get_rng_state(),
+            # data-parallel runs only, so single-process checkpoints are unchanged
+            **(
+                {"distributed": {"world_size": self.world_size, "rank": self.rank}}
+                if self._data_parallel is not None
+                else {}
+            ),
         }
 
     def load_state_dict(self, state_dict: dict[str, Any], *, source: str = "state dict") -> None:
@@ -1167,6 +1258,7 @@ class Trainer:
             raise _ckpt.CheckpointError(
                 f"{source} is missing the entries {missing_top} of a trainer checkpoint."
             )
+        self._check_world_size(state_dict.get("distributed") or {}, source)
         self._check_metadata(state_dict.get("meta") or {}, source)
         saved = state_dict["modules"]
         missing = sorted(set(self._modules) - set(saved))
@@ -1217,6 +1309,21 @@ class Trainer:
         self._log_windows = {str(k): int(v) for k, v in (counters.get("log_windows") or {}).items()}
         self._logged_steps = {}  # steps after the restored count are logged again
         _ckpt.set_rng_state(state_dict["rng"])
+
+    def _check_world_size(self, saved: dict[str, Any], source: str) -> None:
+        """Refuse (in one line) a checkpoint of another number of processes or rank."""
+        world_size = int(saved.get("world_size", 1))
+        if world_size != self.world_size:
+            raise _ckpt.CheckpointError(
+                f"{source} was saved by a run of {world_size} process(es) and this run has "
+                f"{self.world_size}: resume it with the same number (torchrun "
+                f"--nproc_per_node={world_size}{' or plain python' if world_size == 1 else ''})."
+            )
+        rank = int(saved.get("rank", 0))
+        if rank != self.rank:
+            raise _ckpt.CheckpointError(
+                f"{source} holds the state of rank {rank}, not of this rank ({self.rank})."
+            )
 
     def _every_ops(self) -> dict[str, list[_Every]]:
         return {

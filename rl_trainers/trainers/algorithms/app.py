@@ -16,6 +16,10 @@
 
 ``run`` validates the config, builds the algorithm trainer (seeding first), trains,
 evaluates, and writes ``summary.json`` next to the resolved config in Hydra's run directory.
+
+Under ``torchrun --nproc_per_node=N`` (``WORLD_SIZE > 1``) ``run`` first initialises
+``torch.distributed`` and trains data-parallel (docs/distributed.md): every rank uses rank 0's
+run directory; only rank 0 logs, evaluates, prints and writes ``summary.json``.
 """
 
 from __future__ import annotations
@@ -294,17 +298,41 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
 
     Returns the mean evaluation return (what a Hydra sweeper optimises).
     """
+    from rl_trainers.trainers.distributed import init_distributed
+
     from . import build_trainer
     from .common import close_trainer
 
-    out = Path(output_dir) if output_dir is not None else output_dir_of_run()
     start = time.perf_counter()
+    distributed = init_distributed(str(cfg.get("device") or "cpu"))
+    out = Path(output_dir) if output_dir is not None else output_dir_of_run()
+    if distributed:
+        out = shared_run_dir(out)
     check_fresh_run_dir(cfg, out)
     trainer = build_trainer(cfg, out)
     try:
         return _train_and_summarise(cfg, trainer, out, start)
     finally:
         close_trainer(trainer)
+
+
+def shared_run_dir(out: Path) -> Path:
+    """Data-parallel: rank 0's run directory, for every rank.
+
+    Each process composes its own Hydra config, so a ``${now:...}`` run directory can differ
+    by a second between ranks; another rank's own directory is then removed if it holds
+    only what Hydra wrote at startup (``.hydra/`` and ``*.log``).
+    """
+    import shutil
+
+    from rl_trainers.trainers.distributed import DataParallel
+
+    shared = Path(DataParallel().broadcast_object(str(out)))
+    if shared.resolve() != out.resolve() and out.is_dir():
+        entries = list(out.iterdir())
+        if all(e.name == ".hydra" or (e.is_file() and e.suffix == ".log") for e in entries):
+            shutil.rmtree(out, ignore_errors=True)
+    return shared
 
 
 def check_fresh_run_dir(cfg: DictConfig, out: Path) -> None:
@@ -326,25 +354,32 @@ def check_fresh_run_dir(cfg: DictConfig, out: Path) -> None:
 def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> float:
     from .common import resume_checkpoint
 
+    lead = trainer.rank == 0  # data-parallel: only rank 0 prints, evaluates and summarises
     ckpt = resume_checkpoint(cfg, out)
     if ckpt is not None:
         trainer.load_from_file(ckpt)
-        print(f"Resumed from {ckpt} at frame {trainer.collected_frames}.", file=sys.stderr)
+        if lead:
+            print(f"Resumed from {ckpt} at frame {trainer.collected_frames}.", file=sys.stderr)
     # fps is this session's throughput: frames collected by this process (not those of the
     # sessions before a resume) over this process's building, loading and training time
     first_frame = int(trainer.collected_frames)
     trainer.train()
+    if trainer.world_size > 1:
+        check_ranks_in_sync(trainer)
     if trainer.interrupted is not None:
         where = trainer.last_checkpoint or "(no checkpoint: saving is disabled)"
-        print(
-            f"Stopped by {trainer.interrupted} at frame {trainer.collected_frames}; "
-            f"checkpoint: {where}. Continue with: {resume_command(out)}",
-            file=sys.stderr,
-        )
+        if lead:
+            print(
+                f"Stopped by {trainer.interrupted} at frame {trainer.collected_frames}; "
+                f"checkpoint: {where}. Continue with: {resume_command(out)}",
+                file=sys.stderr,
+            )
         code = getattr(signal.Signals, trainer.interrupted, None)
         raise SystemExit(128 + int(code) if code is not None else 1)
     wall_time = time.perf_counter() - start
     session_frames = int(trainer.collected_frames) - first_frame
+    if not lead:
+        return float("nan")
     if trainer.finished_early is not None:
         print(
             f"Training ended at frame {trainer.collected_frames}: {trainer.finished_early}.",
@@ -366,9 +401,26 @@ def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> f
         "finished_early": trainer.finished_early,
         "output_dir": str(out),
     }
+    if trainer.world_size > 1:  # data-parallel: frames and fps count every rank's frames
+        summary["world_size"] = trainer.world_size
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(json.dumps(summary, indent=2))
     return summary["eval_return_mean"]
+
+
+def check_ranks_in_sync(trainer) -> None:
+    """Data-parallel: raise if the ranks' loss modules (parameters and buffers) differ; rank
+    0 prints the common SHA-256 to stderr (``parameters sha256 <hex> on all N ranks``)."""
+    from rl_trainers.trainers.distributed import parameters_digest
+
+    digests = trainer._data_parallel.gather_objects(parameters_digest(trainer.loss_module))
+    if len(set(digests)) != 1:
+        raise RuntimeError(
+            "data-parallel ranks ended with different parameters: "
+            + ", ".join(f"rank {r}: {d[:12]}" for r, d in enumerate(digests))
+        )
+    if trainer.rank == 0:
+        print(f"parameters sha256 {digests[0]} on all {len(digests)} ranks", file=sys.stderr)
 
 
 def resume_command(out: Path) -> str:
@@ -384,6 +436,11 @@ def resume_command(out: Path) -> str:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
+    from rl_trainers.trainers.distributed import get_world_size
+
+    world = get_world_size()
+    launcher = ["python"] if world == 1 else ["torchrun", f"--nproc_per_node={world}"]
+
     words = ["trainer.resume=true", f"hydra.run.dir={out}"]
     if not HydraConfig.initialized():
         return " ".join(shlex.quote(w) for w in words)
@@ -396,7 +453,7 @@ def resume_command(out: Path) -> str:
             for a in sys.argv[1:]
             if a not in ("-m", "--multirun") and a.lstrip("+~").partition("=")[0] not in skip
         ]
-        words = ["python", sys.argv[0], "-m", *own, "trainer.resume=true"]
+        words = [*launcher, sys.argv[0], "-m", *own, "trainer.resume=true"]
         words.append(f"hydra.sweep.dir={sweep_dir}")
         return " ".join(shlex.quote(w) for w in words)
     own = [
@@ -404,7 +461,7 @@ def resume_command(out: Path) -> str:
         for o in hydra_cfg.overrides.task
         if o.lstrip("+~").partition("=")[0] not in ("trainer.resume", "trainer.resume_from")
     ]
-    words = ["python", sys.argv[0], *own, *words]
+    words = [*launcher, sys.argv[0], *own, *words]
     return " ".join(shlex.quote(w) for w in words)
 
 

@@ -39,6 +39,11 @@ from rl_trainers.trainers.algorithms.eval_video import (
     rendering_setup,
     video_fps,
 )
+from rl_trainers.trainers.distributed import (
+    get_rank,
+    get_world_size,
+    rank_seed,
+)
 from rl_trainers.trainers.trainer import Trainer
 
 #: Evaluations are seeded with ``cfg.seed + EVAL_SEED_OFFSET``.
@@ -114,8 +119,19 @@ class AlgorithmTrainer(Trainer):
             self.lr_scheduler = lr_scheduler
             self.register_op("post_steps", self._step_lr_schedule)
         if eval_env is not None and eval_interval > 0:
-            every = max(1, eval_interval // frames_per_batch)
+            # frames of all ranks per batch (data-parallel: only rank 0 has an eval_env)
+            every = max(1, eval_interval // (frames_per_batch * self.world_size))
             self.register_op("post_steps_log", self._evaluate, every=every)
+        if self._data_parallel is not None:
+            norms = _vecnorms(getattr(self.collector, "env", None))
+            if norms:
+                self._vecnorms = norms
+                self.register_op("post_steps", self._average_normalizer_stats)
+
+    def _average_normalizer_stats(self) -> None:
+        """Data-parallel: give every rank's observation normalisers (``VecNorm``) the mean of
+        the ranks' decayed sums, so every rank normalises the next batch alike."""
+        self._data_parallel.average_(b for t in self._vecnorms for b in t.buffers())
 
     def _step_lr_schedule(self) -> None:
         """Step the learning-rate schedule, once per batch.
@@ -197,6 +213,12 @@ def copy_normalizer_stats(source_env, target_env) -> None:
         dst.freeze()
 
 
+def _vecnorms(env) -> list:
+    from rl_trainers.envs import VecNorm
+
+    return [t for t in _transforms(env) if isinstance(t, VecNorm)]
+
+
 def _transforms(env) -> list:
     transform = getattr(env, "transform", None)
     if transform is None:
@@ -274,20 +296,25 @@ def prepare_run(cfg: DictConfig, output_dir: Path) -> RunEnvs:
     """The first steps of every build: check the run directory, seed, set threads and the
     allocator, make envs.
 
-    Seeding happens here, before any network is built.
+    Seeding happens here, before any network is built. In data-parallel training rank ``r``
+    seeds with ``seed + r * RANK_SEED_OFFSET`` (rank 0 as a single process; the others'
+    initial weights are replaced by rank 0's) and only rank 0 builds the evaluation env.
     """
     from rl_trainers.trainers.helpers import keep_freed_memory, seed_everything
 
     check_output_dir(output_dir, cfg)
     check_network_fits_env(cfg)
     check_video_config(cfg)
-    seed_everything(cfg.seed)
+    seed = rank_seed(cfg.seed)
+    seed_everything(seed)
     net = cfg.network
     set_num_threads(cfg.trainer.num_threads, max([*net.policy.num_cells, *net.value.num_cells]))
     if cfg.trainer.keep_freed_memory:
         keep_freed_memory()
     env = build(cfg, "env")
-    env.set_seed(cfg.seed)
+    env.set_seed(seed)
+    if get_rank() != 0:  # only rank 0 evaluates
+        return RunEnvs(env, None)
     video = bool(cfg.eval.get("video", False))
     with rendering_setup(video):  # only the evaluation env renders, and only for videos
         eval_env = build(
@@ -355,7 +382,9 @@ def finish_build(
     if cfg.trainer.compile:
         compile_loss(loss, cfg.trainer.compile_mode, cfg.device)
     frames_per_batch = cfg.collector.frames_per_batch
-    num_batches = -(-cfg.trainer.total_frames // frames_per_batch)
+    rank, world_size = get_rank(), get_world_size()
+    # batches of each rank: total_frames counts the frames of every rank
+    num_batches = -(-cfg.trainer.total_frames // (frames_per_batch * world_size))
     if param_groups is None:
         optimizer = build(cfg, "optimizer", params=list(loss.parameters()))
         optimizers = {"optimizer": optimizer}
@@ -373,8 +402,11 @@ def finish_build(
         ]
         scheduler = schedulers[0] if len(schedulers) == 1 else SchedulerList(schedulers)
     collector = build_collector(cfg, envs.env, loss.actor_network if policy is None else policy)
-    logger = resolve_logger(cfg, output_dir)
-    logger.log_hparams(plain_config(cfg))
+    logger = None
+    if rank == 0:  # data-parallel: rank 0 logs
+        logger = resolve_logger(cfg, output_dir)
+        logger.log_hparams(plain_config(cfg))
+    has_eval_env = envs.eval_env is not None
     loop = cfg.trainer
     trainer = trainer_class(
         collector=collector,
@@ -388,8 +420,8 @@ def finish_build(
         eval_interval=cfg.eval.interval,
         eval_deterministic=cfg.eval.deterministic,
         eval_seed=evaluation_seed(cfg),
-        eval_video=bool(cfg.eval.get("video", False)),
-        eval_video_fps=video_fps(cfg, envs.eval_env),
+        eval_video=has_eval_env and bool(cfg.eval.get("video", False)),
+        eval_video_fps=video_fps(cfg, envs.eval_env) if has_eval_env else None,
         eval_video_max_frames=cfg.eval.get("video_max_frames", 1000),
         eval_stop_at_return=cfg.eval.get("stop_at_return"),
         eval_policy=eval_policy,
@@ -399,6 +431,7 @@ def finish_build(
         progress_bar=loop.progress_bar,
         log_interval=loop.log_interval,
         save_trainer_interval=loop.save_trainer_interval or loop.total_frames,
+        # data-parallel: every rank saves its own state, rank r > 0 under checkpoints/rank<r>/
         save_trainer_file=output_dir / "checkpoints" / "trainer.pt",
         keep_checkpoints=loop.keep_checkpoints,
         **algorithm_kwargs,

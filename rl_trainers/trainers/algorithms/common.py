@@ -61,8 +61,10 @@ def build_collector(cfg: DictConfig, env, policy):
     factory each worker calls (``env`` is then closed: it served only to read the specs).
 
     Multi-process collectors are seeded with ``cfg.seed`` (worker ``i`` continues the seeds
-    of worker ``i - 1``).
+    of worker ``i - 1``; in data-parallel training with the rank's seed, ``rank_seed``).
     """
+    from rl_trainers.trainers.distributed import rank_seed
+
     total = cfg.trainer.total_frames
     target = str(cfg.collector.get("_target_", ""))
     if target.rsplit(".", 1)[-1] in _MULTI_COLLECTORS:
@@ -73,7 +75,7 @@ def build_collector(cfg: DictConfig, env, policy):
             policy=policy,
             total_frames=total,
         )
-        collector.set_seed(cfg.seed)
+        collector.set_seed(rank_seed(cfg.seed))
         env.close()
         return collector
     return build(cfg, "collector", create_env_fn=env, policy=policy, total_frames=total)
@@ -289,7 +291,19 @@ def resume_checkpoint(cfg: DictConfig, output_dir: Path) -> Path | None:
     working directory or the run directory; ``resume=true`` takes the latest checkpoint
     in ``<run dir>/checkpoints`` and starts from scratch if there is none yet (so a requeued
     cluster job can always pass it).
+
+    In data-parallel training every rank gets its own file (``rank_checkpoint_path``): for
+    ``resume_from`` the counterpart of the given (rank 0) file, for ``resume=true`` the
+    latest save that every rank holds.
     """
+    from rl_trainers.trainers.distributed import is_distributed
+
+    if is_distributed():
+        return _rank_resume_checkpoint(cfg, output_dir)
+    return _resume_checkpoint(cfg, output_dir)
+
+
+def _resume_checkpoint(cfg: DictConfig, output_dir: Path) -> Path | None:
     from rl_trainers.trainers.checkpoint import latest_checkpoint
 
     loop = cfg.trainer
@@ -313,6 +327,47 @@ def resume_checkpoint(cfg: DictConfig, output_dir: Path) -> Path | None:
             )
         return found
     return None
+
+
+def _rank_resume_checkpoint(cfg: DictConfig, output_dir: Path) -> Path | None:
+    """:func:`resume_checkpoint` for one rank of a data-parallel run."""
+    from rl_trainers.trainers.checkpoint import CheckpointError, list_checkpoints
+    from rl_trainers.trainers.distributed import DataParallel, rank_checkpoint_path
+
+    dp = DataParallel()
+    rank, world = dp.rank, dp.world_size
+    loop = cfg.trainer
+    how = "resume it with torchrun --nproc_per_node=<the number of processes that saved it>"
+    if loop.get("resume_from"):
+        path = rank_checkpoint_path(_resume_checkpoint(cfg, output_dir), rank)
+        exists = dp.gather_objects(path.exists())
+        if not all(exists):
+            missing = [r for r, ok in enumerate(exists) if not ok]
+            raise CheckpointError(
+                f"trainer.resume_from={loop.resume_from} has no file for rank(s) {missing} of "
+                f"this {world}-process run (rank r > 0 reads <dir>/rank<r>/<name>): {how}."
+            )
+        return path
+    if not loop.get("resume"):
+        return None
+    alias = rank_checkpoint_path(output_dir / "checkpoints" / "trainer.pt", rank)
+    saved = dp.gather_objects([frames for frames, _ in list_checkpoints(alias)])
+    if not saved[0]:  # rank 0 has none: a new run (as without data-parallel training)
+        if rank == 0:
+            print(
+                f"trainer.resume=true: no checkpoint in {output_dir / 'checkpoints'} yet, "
+                "starting a new run.",
+                file=sys.stderr,
+            )
+        return None
+    common = set.intersection(*(set(frames) for frames in saved))
+    if not common:
+        raise CheckpointError(
+            f"{output_dir / 'checkpoints'} holds no save that all {world} ranks of this run "
+            f"have (checkpoints per rank: {[len(f) for f in saved]}): {how}."
+        )
+    frames = max(common)
+    return dict((n, p) for n, p in list_checkpoints(alias))[frames]
 
 
 def _launch_dir() -> Path:

@@ -45,7 +45,9 @@ class DQNTrainer(OffPolicyTrainer):
         super().__init__(**kwargs)
         self.exploration = exploration
         self.register_module("exploration", exploration)
-        self.register_op("post_steps", exploration.step, frames=self.frames_per_batch)
+        # epsilon anneals over frames of all ranks (data-parallel: world_size batches each)
+        frames = self.frames_per_batch * self.world_size
+        self.register_op("post_steps", exploration.step, frames=frames)
         self.register_op("pre_steps_log", self._log_epsilon)
 
     def _log_epsilon(self, batch: TensorDictBase) -> dict[str, Any]:

@@ -71,6 +71,9 @@ class PPOTrainer(OnPolicyTrainer):
             self.register_op("post_steps", self._anneal_clip)
         if hasattr(loss_module, "adapt_beta") and not loss_module.adapt_beta_each_call:
             self.register_op("post_steps", self._adapt_kl_penalty)
+        elif hasattr(loss_module, "adapt_beta") and self._data_parallel is not None:
+            # beta adapted on each rank's own minibatches: the ranks' mean after every batch
+            self.register_op("post_steps", self._data_parallel.average_, tensors=[loss_module.beta])
 
     def _anneal_clip(self) -> None:
         """Set the clip range for the next batch: ``clip0 * (1 - frames / total_frames)``."""
@@ -85,7 +88,9 @@ class PPOTrainer(OnPolicyTrainer):
         """Adapt the KL penalty once per policy update, on the KL over the whole batch
         (Schulman et al., 2017); ``beta`` is a buffer of the loss, so checkpoints keep it."""
         batch = self.minibatches.current_batch
-        self.loss_module.adapt_beta(self.loss_module.measure_kl(batch))
+        # data-parallel: the KL of all ranks' batches, so beta stays equal on every rank
+        kl = self.mean_over_ranks(self.loss_module.measure_kl(batch))
+        self.loss_module.adapt_beta(kl)
 
     def load_state_dict(self, state_dict: dict[str, Any], **kwargs: Any) -> None:
         """Load a checkpoint, then set the annealed clip range from the restored frame count.
