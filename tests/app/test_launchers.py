@@ -281,6 +281,43 @@ def test_study_stops_when_every_trial_of_a_batch_fails(tmp_path):
     assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == ["0", "1"]  # one batch
 
 
+def test_study_in_a_database_resumes_or_is_refused_in_one_line(tmp_path):
+    """``hydra.sweeper.storage=sqlite:///<file>`` keeps the study: a second command with the
+    same study name adds its trials to it. Optuna 2 (the sweeper's pin) cannot use a
+    database with SQLAlchemy 2: then the app says so before the sweep starts."""
+    from importlib.metadata import version
+
+    def study(*args: str):
+        return train(
+            "ppo",
+            "-m",
+            "+hparams_search=ppo_cartpole",
+            "hydra.sweeper.n_trials=1",
+            "hydra.sweeper.storage=sqlite:///study.db",
+            *TINY["ppo"],
+            "trainer.num_threads=1",
+            *args,
+            cwd=tmp_path,
+        )
+
+    if int(version("sqlalchemy").split(".")[0]) >= 2:
+        proc = study()
+        assert proc.returncode == 2, proc.stderr[-3000:]
+        assert "Error: hydra.sweeper.storage='sqlite:///study.db' is invalid" in proc.stderr
+        assert "sqlalchemy<2" in proc.stderr and "Traceback" not in proc.stderr
+        assert not (tmp_path / "study.db").exists()
+        return
+    import optuna
+
+    for sweep in ("first", "second"):
+        proc = study(f"hydra.sweep.dir={tmp_path}/{sweep}")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    kept = optuna.load_study(study_name="ppo_cartpole", storage=f"sqlite:///{tmp_path}/study.db")
+    assert len(kept.trials) == 2
+    results = yaml.safe_load((tmp_path / "second" / "optimization_results.yaml").read_text())
+    assert results["best_value"] == kept.best_value
+
+
 @pytest.mark.parametrize(
     ("algorithm", "args", "expected"),
     [

@@ -206,7 +206,9 @@ def composition_errors() -> Iterator[None]:
             for group in PRESET_GROUPS:
                 for preset in _chosen(group, overrides):
                     check_experiment(algorithm, preset, _presets(group), group)
-            return original(self, config_name, overrides, *args, **kwargs)
+            cfg = original(self, config_name, overrides, *args, **kwargs)
+            check_sweeper_storage(cfg)
+            return cfg
         except ConfigError as err:
             report_and_exit(str(err))
         except Exception as exc:
@@ -226,6 +228,31 @@ def composition_errors() -> Iterator[None]:
         raise
     finally:
         ConfigLoaderImpl.load_configuration = original
+
+
+def check_sweeper_storage(cfg: Any) -> None:
+    """Raise :class:`ConfigError` for an Optuna study kept in a database that the installed
+    Optuna cannot use: hydra-optuna-sweeper pins Optuna 2, whose SQL storage fails on
+    SQLAlchemy 2 (an assertion deep in Optuna, after the sweep has started)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from omegaconf import OmegaConf
+
+    storage = OmegaConf.select(cfg, "hydra.sweeper.storage", default=None)
+    if not isinstance(storage, str) or "://" not in storage:
+        return
+    try:
+        optuna, sqlalchemy = version("optuna"), version("sqlalchemy")
+    except PackageNotFoundError:
+        return
+    if int(optuna.split(".")[0]) < 3 and int(sqlalchemy.split(".")[0]) >= 2:
+        raise ConfigError(
+            "hydra.sweeper.storage",
+            storage,
+            f"a database Optuna {optuna} can open, and it cannot with SQLAlchemy {sqlalchemy}: "
+            "pip install 'sqlalchemy<2' 'alembic<1.14' in the environment of the study, or "
+            "leave the storage null (in memory; docs/scaling.md)",
+        )
 
 
 def _options_with_field(full_key: str) -> list[str]:
