@@ -324,6 +324,16 @@ def test_study_in_a_database_resumes_or_is_refused_in_one_line(tmp_path):
         ("sac", ["+hparams_search=ppo_cartpole"], ["PPO preset", "+hparams_search=ppo_cartpole"]),
         ("ppo", ["hparams_search=ppo_cartpole"], ["use +hparams_search=ppo_cartpole"]),
         ("ppo", ["+hparams_search=ppo_cartpol"], ["did you mean hparams_search=ppo_cartpole?"]),
+        (  # composed in joblib's worker processes, not in train.py's
+            "ppo",
+            [
+                "+hparams_search=ppo_cartpole",
+                "hydra/launcher=joblib",
+                "hydra.sweeper.n_trials=2",
+                "optimizer.lrr=interval(0.1,0.2)",
+            ],
+            ["optimizer.lrr is not a field: did you mean optimizer.lr?"],
+        ),
     ],
 )
 def test_hparams_search_mistakes_are_one_line(algorithm, args, expected, tmp_path):

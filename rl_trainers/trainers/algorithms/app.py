@@ -288,6 +288,26 @@ def register_help() -> None:
 register_help()
 
 
+def _report_composition_errors_in_workers() -> contextlib.AbstractContextManager | None:
+    """joblib's workers (loky processes, which import this module to run ``main``) compose
+    each job's config themselves, outside the ``composition_errors`` block of ``train.py``:
+    enter it for the worker's lifetime, so a mistake in a job's overrides (an Optuna search
+    space naming an unknown field) is one ``Error:`` line there too."""
+    import multiprocessing
+
+    if not multiprocessing.current_process().name.startswith("LokyProcess"):
+        return None
+    from .compose_errors import composition_errors
+
+    block = composition_errors()
+    block.__enter__()
+    return block
+
+
+# kept: the block ends (and Hydra's loader is restored) when it is garbage-collected
+_WORKER_COMPOSITION_ERRORS = _report_composition_errors_in_workers()
+
+
 # ----------------------------------------------------------------------------- running
 
 

@@ -249,9 +249,9 @@ def check_sweeper_storage(cfg: Any) -> None:
         raise ConfigError(
             "hydra.sweeper.storage",
             storage,
-            f"a database Optuna {optuna} can open, and it cannot with SQLAlchemy {sqlalchemy}: "
-            "pip install 'sqlalchemy<2' 'alembic<1.14' in the environment of the study, or "
-            "leave the storage null (in memory; docs/scaling.md)",
+            f"null (in memory) here: Optuna {optuna} (hydra-optuna-sweeper's pin) cannot "
+            f"open a database with SQLAlchemy {sqlalchemy}; for one, pip install "
+            "'sqlalchemy<2' 'alembic<1.14' (docs/scaling.md)",
         )
 
 
