@@ -367,3 +367,26 @@ def test_cpu_budget_follows_the_launchers_settings(monkeypatch):
     assert cpu_budget() == _cores()
     monkeypatch.setenv("SUBMITIT_EXECUTOR", "local")
     assert cpu_budget() == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "plugin"),
+    [
+        (["hydra/launcher=joblib", "seed=0,1"], "hydra-joblib-launcher"),
+        (["hydra/launcher=slurm", "seed=0"], "hydra-submitit-launcher"),
+        (["+hparams_search=ppo_cartpole"], "hydra-optuna-sweeper"),
+    ],
+)
+def test_a_missing_plugin_says_what_to_install(args, plugin, tmp_path):
+    """Without the sweep extra (its plugins hidden behind a plain ``hydra_plugins``
+    package), choosing a launcher or the Optuna recipe names the plugin to install."""
+    hide = tmp_path / "hide" / "hydra_plugins"
+    hide.mkdir(parents=True)
+    (hide / "__init__.py").write_text("")
+    path = os.pathsep.join(p for p in (str(hide.parent), os.environ.get("PYTHONPATH")) if p)
+    proc = train("ppo", "-m", *args, cwd=tmp_path, env=dict(os.environ, PYTHONPATH=path))
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("Error: ")]
+    assert len(lines) == 1, proc.stderr
+    assert f"the {plugin} plugin, which is not installed" in lines[0]
+    assert "pip install -e '.[sweep]'" in lines[0]

@@ -42,6 +42,14 @@ def _preset_algorithm(preset: str) -> str | None:
     return prefix if prefix in algorithms() else None
 
 
+#: Hydra's options that plugins of the ``sweep`` extra provide, and the plugin of each.
+PLUGINS = {
+    "hydra/launcher=joblib": "hydra-joblib-launcher",
+    "hydra/launcher=submitit_local": "hydra-submitit-launcher",
+    "hydra/launcher=submitit_slurm": "hydra-submitit-launcher",
+    "hydra/sweeper=optuna": "hydra-optuna-sweeper",
+}
+
 #: The groups whose options belong to one algorithm, named by prefix (``ppo_acrobot``).
 PRESET_GROUPS = ("experiment", "hparams_search")
 
@@ -144,6 +152,16 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
         )
     if isinstance(exc, MissingConfigException) and exc.missing_cfg_file:
         group, _, option = exc.missing_cfg_file.rpartition("/")
+        plugin = PLUGINS.get(f"{group}={option}")
+        if plugin is not None:
+            return str(
+                ConfigError(
+                    group,
+                    option,
+                    f"an option of the {plugin} plugin, which is not installed: "
+                    "pip install -e '.[sweep]' (docs/scaling.md)",
+                )
+            )
         # the dataclass nodes YAML options extend (``logger/csv_schema``) are not options
         options = [o for o in exc.options or [] if not o.endswith("_schema")]
         if group in PRESET_GROUPS:
