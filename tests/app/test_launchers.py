@@ -101,6 +101,24 @@ def test_joblib_job_error_is_one_line_and_the_other_jobs_finish(tmp_path):
     assert sorted(_summaries(tmp_path / "sweep")) == ["0"]  # the good job was not killed
 
 
+def test_basic_sweep_runs_the_jobs_after_a_failed_one(tmp_path):
+    """The default launcher, one job after another: the first job's Error: line does not
+    keep the second from running; the sweep still ends with status 2."""
+    proc = train(
+        "ppo",
+        "-m",
+        *_tiny("ppo", "trainer.total_frames"),
+        "trainer.total_frames=-5,256",
+        f"hydra.sweep.dir={tmp_path}/sweep",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("Error: ")]
+    assert errors == ["Error: trainer.total_frames=-5 is invalid: a positive number"] * 2
+    assert sorted(_summaries(tmp_path / "sweep")) == ["1"]
+
+
 # ----------------------------------------------------------------------------- submitit
 
 
