@@ -42,11 +42,14 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
 
 from .configs import GROUP_OPTIONS, ROOT_SCHEMAS
-from .errors import ConfigError, report_and_exit
+from .errors import ConfigError, JobFailed, report_and_exit
 
 # PyOpenGL, which MuJoCo's renderers import, logs its library probing at INFO: Hydra's
 # console handler would print it in every MuJoCo run
 logging.getLogger("OpenGL").setLevel(logging.WARNING)
+# alembic (imported by Optuna's storages) logs each of its plugins at INFO when the Optuna
+# sweeper starts: a screenful of "setup plugin" lines before the first trial
+logging.getLogger("alembic").setLevel(logging.WARNING)
 
 #: The directory of the YAML recipes (``configs/`` at the top of the repository).
 CONFIG_DIR = str(Path(__file__).resolve().parents[3] / "configs")
@@ -63,6 +66,11 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
 def user_errors() -> Iterator[None]:
     """Turn a :class:`ConfigError` (or a bad checkpoint) into a short message and exit status 2.
 
+    In a job of a sweep (``-m``) the job prints its ``Error:`` line and fails with
+    :class:`JobFailed` instead of ending the process: the sweep's other jobs run on (those
+    a launcher runs in parallel too), an Optuna study records a failed trial, and the sweep
+    ends with that line and status 2 (or, with the Optuna sweeper, goes on while fewer than
+    ``hydra.sweeper.max_failure_rate`` of a batch failed).
     With ``HYDRA_FULL_ERROR=1`` the exception propagates with its full traceback.
     """
     try:
@@ -70,7 +78,19 @@ def user_errors() -> Iterator[None]:
     except _user_error_types() as err:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
+        if _in_sweep():
+            # on the job's own stderr: the terminal, or the job's log file with submitit
+            print(f"Error: {err}", file=sys.stderr, flush=True)
+            raise JobFailed(f"Error: {err}") from None
         report_and_exit(str(err))
+
+
+def _in_sweep() -> bool:
+    """Whether this runs as a job of a Hydra sweep (``-m``)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
 
 
 # ----------------------------------------------------------------------------- torchrl names
@@ -208,10 +228,11 @@ def group_options(algorithm: str) -> dict[str, list[str]]:
         options = groups.setdefault(path.parent.name, [])
         if path.stem not in options:
             options.append(path.stem)
-    if "experiment" in groups:
-        groups["experiment"] = [e for e in groups["experiment"] if e.startswith(f"{algorithm}_")]
-        if not groups["experiment"]:  # no preset for this algorithm (pg)
-            del groups["experiment"]
+    for group in ("experiment", "hparams_search"):  # presets named after their algorithm
+        if group in groups:
+            groups[group] = [e for e in groups[group] if e.startswith(f"{algorithm}_")]
+            if not groups[group]:  # no preset for this algorithm (pg has no experiment)
+                del groups[group]
     return dict(sorted(groups.items()))
 
 
@@ -229,7 +250,11 @@ def help_template(algorithm: str, schema: type) -> str:
     """The ``--help`` page: groups with their options, every field with its description, and
     the composed config (``$CONFIG``, so overrides given with ``--help`` show there)."""
     name = algorithm.removesuffix("_trainer")
-    groups = [f"  {g}: {', '.join(o)}" for g, o in group_options(name).items()]
+    groups = [
+        f"  {'+' if g == 'hparams_search' else ''}{g}: {', '.join(o)}"
+        for g, o in group_options(name).items()
+        if o or g != "hparams_search"
+    ]
     text = "\n".join(
         [
             f"{algorithm}: train {_TITLES.get(name, name.upper())} with rl_trainers.",
@@ -238,6 +263,9 @@ def help_template(algorithm: str, schema: type) -> str:
             f"  e.g. env={_example_env(name)} logger=tensorboard "
             "optimizer.lr=3e-4 trainer.total_frames=50000",
             "  -m seed=0,1,2          sweep (each run in its own directory under multirun/)",
+            "  -m hydra/launcher=joblib seed=0,1,2   the sweep's jobs in parallel (also",
+            "                         submitit_local, submitit_slurm; pip install -e '.[sweep]')",
+            "  -m +hparams_search=<preset>   an Optuna study (docs/scaling.md)",
             "  env.env_name=<id>      any gymnasium id, or 'module:Class'",
             "  --cfg job              print the composed config",
             "  torchrl's names work too: training_env.create_env_fn.base_env.env_name,",
@@ -279,6 +307,26 @@ def register_help() -> None:
 
 
 register_help()
+
+
+def _report_composition_errors_in_workers() -> contextlib.AbstractContextManager | None:
+    """joblib's workers (loky processes, which import this module to run ``main``) compose
+    each job's config themselves, outside the ``composition_errors`` block of ``train.py``:
+    enter it for the worker's lifetime, so a mistake in a job's overrides (an Optuna search
+    space naming an unknown field) is one ``Error:`` line there too."""
+    import multiprocessing
+
+    if not multiprocessing.current_process().name.startswith("LokyProcess"):
+        return None
+    from .compose_errors import composition_errors
+
+    block = composition_errors()
+    block.__enter__()
+    return block
+
+
+# kept: the block ends (and Hydra's loader is restored) when it is garbage-collected
+_WORKER_COMPOSITION_ERRORS = _report_composition_errors_in_workers()
 
 
 # ----------------------------------------------------------------------------- running
@@ -352,6 +400,8 @@ def check_fresh_run_dir(cfg: DictConfig, out: Path) -> None:
 
 
 def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> float:
+    import torch
+
     from .common import resume_checkpoint
 
     lead = trainer.rank == 0  # data-parallel: only rank 0 prints, evaluates and summarises
@@ -395,6 +445,7 @@ def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> f
         "resumed_from_frame": first_frame,
         "wall_time_s": round(wall_time, 3),
         "fps": round(session_frames / max(wall_time, 1e-9), 1),
+        "num_threads": torch.get_num_threads(),
         "eval_return_mean": float(sum(returns) / len(returns)),
         "eval_return_std": float(_std(returns)),
         "eval_episodes": len(returns),

@@ -442,18 +442,36 @@ def close_trainer(trainer) -> None:
 
 
 def set_num_threads(requested: int, widest_layer: int) -> int:
-    """Set torch's intra-op threads: ``requested``, else 2 for wide networks, else 1.
+    """Set torch's intra-op threads: ``requested``, else 2 for wide networks, else 1, never
+    more than :func:`cpu_budget` allows when chosen here.
 
     Measured on a quiet 2-core machine: a SAC update (256-wide layers) takes 7.1 ms on two
     threads against 11.1 ms on one, while PPO's 64-wide networks gain nothing from a second
     thread (12.1-12.9 s against 11.9-12.7 s per run). Two OpenMP threads spin-wait for each
     other, so when another job holds a core they stall: pass ``trainer.num_threads=1`` on
-    a shared machine.
+    a shared machine (the jobs of a parallel sweep get their share of the cores by
+    themselves, see :func:`cpu_budget`).
     """
-    cores = os.cpu_count() or 1
-    n = requested if requested > 0 else (min(2, cores) if widest_layer > 128 else 1)
+    n = requested if requested > 0 else (min(2, cpu_budget()) if widest_layer > 128 else 1)
     torch.set_num_threads(n)
     return n
+
+
+def cpu_budget() -> int:
+    """The cores this process may use for its threads: those it may run on (its CPU
+    affinity), no more than ``OMP_NUM_THREADS`` when that is set (joblib's workers get
+    ``cores // n_jobs`` there, and Slurm users set it), and one in a job of submitit's
+    local executor, which starts every job of a sweep at once."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity on this platform (macOS)
+        cores = os.cpu_count() or 1
+    omp = os.environ.get("OMP_NUM_THREADS", "")
+    if omp.isdigit() and int(omp) > 0:
+        cores = min(cores, int(omp))
+    if os.environ.get("SUBMITIT_EXECUTOR") == "local":
+        cores = 1
+    return max(1, cores)
 
 
 def compile_loss(loss: torch.nn.Module, mode: str, device: str) -> None:

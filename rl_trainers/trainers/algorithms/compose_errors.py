@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .configs import GROUP_OPTIONS, ROOT_SCHEMAS
-from .errors import ConfigError, report_and_exit
+from .errors import ConfigError, JobFailed, report_and_exit
 
 
 def algorithms() -> list[str]:
@@ -42,16 +42,32 @@ def _preset_algorithm(preset: str) -> str | None:
     return prefix if prefix in algorithms() else None
 
 
-def check_experiment(algorithm: str, preset: str, presets: list[str]) -> None:
-    """Raise :class:`ConfigError` when ``preset`` is another algorithm's ``experiment``."""
+#: Hydra's options that plugins of the ``sweep`` extra provide, and the plugin of each.
+PLUGINS = {
+    "hydra/launcher=joblib": "hydra-joblib-launcher",
+    "hydra/launcher=submitit_local": "hydra-submitit-launcher",
+    "hydra/launcher=submitit_slurm": "hydra-submitit-launcher",
+    "hydra/sweeper=optuna": "hydra-optuna-sweeper",
+}
+
+#: The groups whose options belong to one algorithm, named by prefix (``ppo_acrobot``).
+PRESET_GROUPS = ("experiment", "hparams_search")
+
+
+def check_experiment(
+    algorithm: str, preset: str, presets: list[str], group: str = "experiment"
+) -> None:
+    """Raise :class:`ConfigError` when ``preset`` is another algorithm's option of ``group``
+    (an ``experiment`` or an ``hparams_search``)."""
     owner = _preset_algorithm(preset)
     if owner is None or owner == algorithm:
         return
     own = ", ".join(p for p in presets if p.startswith(f"{algorithm}_")) or "none"
+    plus = "+" if group == "hparams_search" else ""
     raise ConfigError(
-        "experiment",
+        group,
         preset,
-        f"a {owner.upper()} preset: run it with {_app(owner)} experiment={preset} "
+        f"a {owner.upper()} preset: run it with {_app(owner)} {plus}{group}={preset} "
         f"({algorithm}_trainer's presets: {own})",
     )
 
@@ -124,14 +140,31 @@ def _expected(node: Any, key: str, message: str) -> str:
 
 def explain(exc: BaseException, algorithm: str) -> str | None:
     """One line for a composition error of Hydra's, or None to leave it to Hydra."""
-    from hydra.errors import MissingConfigException
+    from hydra.errors import ConfigCompositionException, MissingConfigException
     from omegaconf.errors import ConfigAttributeError, ConfigKeyError, ValidationError
 
+    if isinstance(exc, ConfigCompositionException) and "No match in the defaults list" in str(exc):
+        # a group the recipe does not list (hparams_search): Hydra's last line says "+group=..."
+        append = str(exc).strip().splitlines()[-1].rpartition(" ")[2]
+        group, _, option = append.lstrip("+").partition("=")
+        return str(
+            ConfigError(group, option, f"{group} is not in the recipe's defaults: use {append}")
+        )
     if isinstance(exc, MissingConfigException) and exc.missing_cfg_file:
         group, _, option = exc.missing_cfg_file.rpartition("/")
+        plugin = PLUGINS.get(f"{group}={option}")
+        if plugin is not None:
+            return str(
+                ConfigError(
+                    group,
+                    option,
+                    f"an option of the {plugin} plugin, which is not installed: "
+                    "pip install -e '.[sweep]' (docs/scaling.md)",
+                )
+            )
         # the dataclass nodes YAML options extend (``logger/csv_schema``) are not options
         options = [o for o in exc.options or [] if not o.endswith("_schema")]
-        if group == "experiment":
+        if group in PRESET_GROUPS:
             options = [o for o in options if o.startswith(f"{algorithm}_")] or options
         close = difflib.get_close_matches(option, options, n=1, cutoff=0.5)
         hint = f"did you mean {group}={close[0]}? " if close else ""
@@ -188,9 +221,12 @@ def composition_errors() -> Iterator[None]:
         if algorithm not in algorithms() or os.environ.get("HYDRA_FULL_ERROR") == "1":
             return original(self, config_name, overrides, *args, **kwargs)
         try:
-            for preset in _chosen("experiment", overrides):
-                check_experiment(algorithm, preset, _presets())
-            return original(self, config_name, overrides, *args, **kwargs)
+            for group in PRESET_GROUPS:
+                for preset in _chosen(group, overrides):
+                    check_experiment(algorithm, preset, _presets(group), group)
+            cfg = original(self, config_name, overrides, *args, **kwargs)
+            check_sweeper_storage(cfg)
+            return cfg
         except ConfigError as err:
             report_and_exit(str(err))
         except Exception as exc:
@@ -202,8 +238,39 @@ def composition_errors() -> Iterator[None]:
     ConfigLoaderImpl.load_configuration = load_configuration
     try:
         yield
+    except SystemExit as stop:
+        # a sweep stopped on a job's user error (JobFailed): Hydra printed the job's overrides
+        # and its Error: line, and exits with 1; exit with 2 as a single run does
+        if stop.code == 1 and isinstance(stop.__context__, JobFailed):
+            raise SystemExit(2) from None
+        raise
     finally:
         ConfigLoaderImpl.load_configuration = original
+
+
+def check_sweeper_storage(cfg: Any) -> None:
+    """Raise :class:`ConfigError` for an Optuna study kept in a database that the installed
+    Optuna cannot use: hydra-optuna-sweeper pins Optuna 2, whose SQL storage fails on
+    SQLAlchemy 2 (an assertion deep in Optuna, after the sweep has started)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from omegaconf import OmegaConf
+
+    storage = OmegaConf.select(cfg, "hydra.sweeper.storage", default=None)
+    if not isinstance(storage, str) or "://" not in storage:
+        return
+    try:
+        optuna, sqlalchemy = version("optuna"), version("sqlalchemy")
+    except PackageNotFoundError:
+        return
+    if int(optuna.split(".")[0]) < 3 and int(sqlalchemy.split(".")[0]) >= 2:
+        raise ConfigError(
+            "hydra.sweeper.storage",
+            storage,
+            f"null (in memory) here: Optuna {optuna} (hydra-optuna-sweeper's pin) cannot "
+            f"open a database with SQLAlchemy {sqlalchemy}; for one, pip install "
+            "'sqlalchemy<2' 'alembic<1.14' (docs/scaling.md)",
+        )
 
 
 def _options_with_field(full_key: str) -> list[str]:
@@ -236,10 +303,10 @@ def _schema_node(algorithm: str, path: str) -> Any:
     return node if dataclasses.is_dataclass(node) else None
 
 
-def _presets() -> list[str]:
+def _presets(group: str = "experiment") -> list[str]:
     from .app import group_options
 
-    return sorted({p for a in algorithms() for p in group_options(a).get("experiment", [])})
+    return sorted({p for a in algorithms() for p in group_options(a).get(group, [])})
 
 
 def _chosen(group: str, overrides: list[str]) -> list[str]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 import typing
 
+from hydra.errors import CompactHydraException
+
 
 class ConfigError(ValueError):
     """A configuration value is invalid; the message names the field, the value and what is allowed."""
@@ -30,3 +32,13 @@ def report_and_exit(message: str) -> typing.NoReturn:
     print(f"Error: {message}", file=sys.stderr)
     print("(set HYDRA_FULL_ERROR=1 for the full traceback)", file=sys.stderr)
     sys.exit(2)
+
+
+class JobFailed(CompactHydraException):
+    """A job of a sweep (``-m``) stopped on a user error; the message is its ``Error:`` line.
+
+    Hydra records it as the job's failure instead of ending the process, so the other jobs
+    of the sweep run on (a launcher's parallel jobs are not killed, Optuna marks the trial
+    failed). When the sweep then stops on it, Hydra prints ``Error executing job with
+    overrides: [...]`` and this one line, and ``train.py`` exits with status 2.
+    """
