@@ -24,8 +24,15 @@ DEFAULT_METRIC = "eval/return_mean"
 BANDS = ("std", "minmax", "none")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's usage errors as one ``Error:`` line, exit status 2."""
+
+    def error(self, message: str):
+        raise PlotError(f"{message} (see --help)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m rl_trainers.plot",
         description=(
             "Plot learning curves (x: frames collected) of rl_trainers runs: one curve per "
@@ -64,12 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--group-by",
-        nargs="+",
-        metavar="KEY",
-        default=["auto"],
+        metavar="KEY[,KEY...]",
+        default="auto",
         help="auto (default): runs whose configs differ only by seed (and logging, threads, "
-        "checkpoint settings) form a group; config keys such as optimizer.lr: group by "
-        "these only; run: one curve per run; none: all runs in one group",
+        "checkpoint settings) form a group; config keys such as optimizer.lr or "
+        "optimizer.lr,loss.gamma: group by these only; run: one curve per run; none: all "
+        "runs in one group",
     )
     parser.add_argument(
         "--band",
@@ -128,7 +135,10 @@ def _select(runs: list[Run], metric: str) -> list[Run]:
 
 def _title(metric: str, runs: list[Run]) -> str:
     pairs = {
-        (str(r.config.get("algorithm", "")).upper(), str(r.config.get("env", {}).get("env_name", "")))
+        (
+            str(r.config.get("algorithm", "")).upper(),
+            str(r.config.get("env", {}).get("env_name", "")),
+        )
         for r in runs
         if isinstance(r.config.get("env"), dict)
     }
@@ -150,9 +160,7 @@ def draw(curves: list[Curve], metric: str, out: Path, band: str, title: str, dpi
     try:
         import matplotlib
     except ImportError as err:
-        raise PlotError(
-            "plotting needs matplotlib: pip install 'rl_trainers[plot]'"
-        ) from err
+        raise PlotError("plotting needs matplotlib: pip install 'rl_trainers[plot]'") from err
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import EngFormatter
@@ -225,7 +233,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         print(list_metrics(runs))
         return 0
     runs = _select(runs, args.metric)
-    groups = group_runs(runs, args.group_by)
+    groups = group_runs(runs, [k.strip() for k in args.group_by.split(",") if k.strip()])
     curves = [
         aggregate(g.label, [smooth(r.series()[args.metric], args.smooth) for r in g.runs])
         for g in groups

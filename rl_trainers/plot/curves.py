@@ -123,7 +123,7 @@ def group_runs(runs: list[Run], group_by: list[str] | None = None) -> list[Group
     if any(m in GROUP_MODES for m in mode):
         if len(mode) != 1:
             raise PlotError(
-                f"--group-by {' '.join(mode)}: {', '.join(GROUP_MODES)} cannot be combined "
+                f"--group-by {','.join(mode)}: {', '.join(GROUP_MODES)} cannot be combined "
                 "with config keys"
             )
     flat = [flatten(r.config) for r in runs]

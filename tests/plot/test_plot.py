@@ -143,9 +143,7 @@ def test_csv_runs_grouped_by_seed_give_the_mean_of_their_logged_values(sweep, tm
     assert sorted(curves) == ["optimizer.lr=0.0003", "optimizer.lr=0.001"]
     for lr in ["0.001", "0.0003"]:
         seeds = [
-            logged(j, "eval/return_mean")
-            for j in csv_jobs
-            if overrides(j)["optimizer.lr"] == lr
+            logged(j, "eval/return_mean") for j in csv_jobs if overrides(j)["optimizer.lr"] == lr
         ]
         assert len(seeds) == 2 and seeds[0].keys() == seeds[1].keys()
         rows = curves[f"optimizer.lr={lr}"]
@@ -192,18 +190,18 @@ def test_the_sweep_dir_pools_the_loggers_and_tensorboard_reads_the_same_values(s
 @pytest.mark.parametrize(
     ("group_by", "expected"),
     [
-        (["seed"], {"seed=0": 4, "seed=1": 4}),
-        (["none"], {"all runs": 8}),
-        (["optimizer.lr", "seed"], {"optimizer.lr=0.001, seed=0": 2}),
+        ("seed", {"seed=0": 4, "seed=1": 4}),
+        ("none", {"all runs": 8}),
+        ("optimizer.lr,seed", {"optimizer.lr=0.001, seed=0": 2}),
     ],
 )
 def test_group_by(sweep, tmp_path, group_by, expected):
-    done = plot(sweep, "--group-by", *group_by, "--csv", "g.csv", cwd=tmp_path)
+    done = plot(sweep, "--group-by", group_by, "--csv", "g.csv", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     curves = read_curves(tmp_path / "g.csv")
     for label, runs in expected.items():
         assert {r["runs"] for r in curves[label]} == {str(runs)}
-    if group_by == ["optimizer.lr", "seed"]:
+    if group_by == "optimizer.lr,seed":
         assert len(curves) == 4
 
 
@@ -303,3 +301,15 @@ def test_error_for_a_run_with_only_wandb_logs(tmp_path):
 
 def test_error_for_a_bad_smooth(sweep, tmp_path):
     assert "--smooth 0" in _error(plot(sweep, "--smooth", "0", cwd=tmp_path))
+
+
+def test_usage_errors_are_one_error_line(sweep, tmp_path):
+    line = _error(plot(sweep, "--band", "iqr", cwd=tmp_path))
+    assert "--band" in line and "'iqr'" in line and "std" in line
+    assert "unrecognized arguments: --colour" in _error(plot(sweep, "--colour", cwd=tmp_path))
+    assert "DIR" in _error(plot(cwd=tmp_path))
+
+
+def test_group_by_modes_do_not_mix_with_keys(sweep, tmp_path):
+    line = _error(plot(sweep, "--group-by", "run,seed", cwd=tmp_path))
+    assert "cannot be combined with config keys" in line
