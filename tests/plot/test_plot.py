@@ -313,3 +313,17 @@ def test_usage_errors_are_one_error_line(sweep, tmp_path):
 def test_group_by_modes_do_not_mix_with_keys(sweep, tmp_path):
     line = _error(plot(sweep, "--group-by", "run,seed", cwd=tmp_path))
     assert "cannot be combined with config keys" in line
+
+
+def test_the_console_script_names_the_command(capsys):
+    import importlib
+    import re
+
+    pyproject = (REPO / "pyproject.toml").read_text()
+    target = re.search(r'^rl-trainers-plot = "(.+)"$', pyproject, re.MULTILINE).group(1)
+    module, _, name = target.partition(":")
+    entry = getattr(importlib.import_module(module), name)
+    with pytest.raises(SystemExit) as exit_:
+        entry(["--help"])
+    assert exit_.value.code == 0
+    assert "--list-metrics" in capsys.readouterr().out
