@@ -23,6 +23,15 @@ from .runs import PlotError, Run, find_runs
 DEFAULT_METRIC = "eval/return_mean"
 BANDS = ("std", "minmax", "none")
 
+#: The y-axis label of the series the algorithm trainers log (others: their name).
+METRIC_LABELS = {
+    "eval/return_mean": "evaluation return (mean over episodes)",
+    "eval/return_std": "evaluation return (std over episodes)",
+    "train/episode_return": "training episode return",
+    "train/episode_length": "training episode length",
+    "optim_steps": "optimisation steps",
+}
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse's usage errors as one ``Error:`` line, exit status 2."""
@@ -94,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
         "aggregating (default 1: no smoothing)",
     )
     parser.add_argument("--title", help="the figure title (default: the metric and runs)")
+    parser.add_argument(
+        "--ylabel", help="the y-axis label (default: a description of the metric, or its name)"
+    )
     parser.add_argument("--dpi", type=int, default=150, help="resolution of a PNG (default 150)")
     return parser
 
@@ -155,7 +167,9 @@ def _seeds_note(curves: list[Curve], band: str) -> str:
     return f"{shade} over {runs} per curve" if max(sizes) > 1 else "one run per curve"
 
 
-def draw(curves: list[Curve], metric: str, out: Path, band: str, title: str, dpi: int) -> None:
+def draw(
+    curves: list[Curve], ylabel: str, out: Path, band: str, title: str, dpi: int = 150
+) -> None:
     """Draw the curves with matplotlib's Agg backend (no display needed) into ``out``."""
     try:
         import matplotlib
@@ -189,7 +203,7 @@ def draw(curves: list[Curve], metric: str, out: Path, band: str, title: str, dpi
             )
             ax.fill_between(curve.steps, lo, hi, color=color, alpha=0.2, linewidth=0)
     ax.set_xlabel("frames collected")
-    ax.set_ylabel(metric)
+    ax.set_ylabel(ylabel)
     ax.xaxis.set_major_formatter(EngFormatter(sep=""))
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
@@ -239,7 +253,9 @@ def run(argv: Sequence[str] | None = None) -> int:
         for g in groups
     ]
     out = Path(args.out)
-    draw(curves, args.metric, out, args.band, args.title or _title(args.metric, runs), args.dpi)
+    ylabel = args.ylabel or METRIC_LABELS.get(args.metric, args.metric)
+    title = args.title or _title(args.metric, runs)
+    draw(curves, ylabel, out, args.band, title, args.dpi)
     if args.csv:
         write_csv(curves, Path(args.csv))
     sizes = ", ".join(f"{g.label or 'runs'}: {len(g.runs)}" for g in groups)
