@@ -20,7 +20,9 @@ from pathlib import Path
 from .curves import Curve, aggregate, group_runs, smooth
 from .runs import PlotError, Run, find_runs
 
-DEFAULT_METRIC = "eval/return_mean"
+#: The series plotted without ``--metric``: the first one some run logged (runs with
+#: ``eval.interval=0``, the recipes' default, log no periodic evaluation).
+DEFAULT_METRICS = ("eval/return_mean", "train/episode_return")
 BANDS = ("std", "minmax", "none")
 
 #: The y-axis label of the series the algorithm trainers log (others: their name).
@@ -59,8 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--metric",
-        default=DEFAULT_METRIC,
-        help=f"the logged series to plot (default {DEFAULT_METRIC}; see --list-metrics)",
+        help=f"the logged series to plot (default {DEFAULT_METRICS[0]}, or "
+        f"{DEFAULT_METRICS[1]} if no run has it: runs with eval.interval=0; see "
+        "--list-metrics)",
     )
     parser.add_argument(
         "--list-metrics",
@@ -246,6 +249,15 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.list_metrics:
         print(list_metrics(runs))
         return 0
+    if args.metric is None:
+        logged = {n for r in runs for n in r.series()}
+        args.metric = next((m for m in DEFAULT_METRICS if m in logged), DEFAULT_METRICS[0])
+        if args.metric != DEFAULT_METRICS[0]:
+            print(
+                f"note: no run logged {DEFAULT_METRICS[0]} (periodic evaluations need "
+                f"eval.interval > 0): plotting {args.metric}",
+                file=sys.stderr,
+            )
     runs = _select(runs, args.metric)
     groups = group_runs(runs, [k.strip() for k in args.group_by.split(",") if k.strip()])
     curves = [

@@ -40,9 +40,12 @@ def _env() -> dict[str, str]:
 
 
 def train(*args: str, cwd: Path) -> None:
+    """A short PPO run (``SHORT``, a field of which ``args`` may set instead)."""
     script = REPO / "sota-implementations" / "ppo_trainer" / "train.py"
+    given = {a.partition("=")[0] for a in args}
+    short = [o for o in SHORT if o.partition("=")[0] not in given]
     done = subprocess.run(
-        [sys.executable, str(script), *args, *SHORT],
+        [sys.executable, str(script), *args, *short],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -240,6 +243,17 @@ def test_mlflow_run_and_several_dirs(sweep, tmp_path):
     assert len(curves) == 2
     as_points = [[(r["frames"], float(r["mean"])) for r in c] for c in curves]
     assert as_points[0] == [(f, pytest.approx(v)) for f, v in as_points[1]]
+
+
+def test_without_evaluations_the_default_is_the_training_return(tmp_path):
+    train("eval.interval=0", "hydra.run.dir=no_eval", cwd=tmp_path)
+    done = plot("no_eval", "--csv", "c.csv", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "no run logged eval/return_mean" in done.stderr
+    (rows,) = read_curves(tmp_path / "c.csv").values()
+    series = logged(tmp_path / "no_eval", "train/episode_return")
+    assert {int(r["frames"]): float(r["mean"]) for r in rows} == series
+    decoded_png(tmp_path / "curves.png")
 
 
 def test_aggregate_counts_each_run_between_its_first_and_last_step():
