@@ -23,6 +23,7 @@ PAGES = [
     "loggers.md",
     "checkpointing.md",
     "hooks.md",
+    "plotting.md",
 ]
 _BLOCK = re.compile(r"^```python[^\n]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
 _SKIP = "<!-- skip -->"
