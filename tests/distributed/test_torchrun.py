@@ -171,6 +171,18 @@ def test_sac_ranks_keep_their_own_buffers_and_identical_networks(tmp_path):
     assert rank0["counters"]["optim_count"] == rank1["counters"]["optim_count"] == 81
 
 
+def test_td3_ranks_average_both_optimizers_gradients(tmp_path):
+    """TD3 steps its critic and actor optimizers itself (``DelayedPolicyUpdate``): both
+    average their gradients over the ranks, so the networks, both Adam states and the
+    targets stay identical."""
+    overrides = [*SAC, "collector.frames_per_batch=10", f"hydra.run.dir={tmp_path}"]
+    checked(launch("td3", overrides))
+    rank0, rank1 = _ranks(tmp_path)
+    assert rank0["modules"]["actor_optimizer"]  # the actor really stepped
+    for name in ("loss_module", "critic_optimizer", "actor_optimizer"):
+        _assert_tree_equal(rank0["modules"][name], rank1["modules"][name], name)
+
+
 def test_single_process_runs_stay_as_they_were(tmp_path):
     cfg = tiny("ppo", "trainer.total_frames=128")
     trainer = build_trainer(cfg, tmp_path)

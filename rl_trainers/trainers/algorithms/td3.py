@@ -95,6 +95,7 @@ class DelayedPolicyUpdate(TrainerHookBase):
             hook.clip_norm = trainer.clip_norm
             hook.clip_grad_norm = trainer.clip_grad_norm
             hook._trainer = trainer
+            hook._bind(trainer)  # data-parallel: average the gradients over the ranks
             hook._grad_norm_key = f"grad_norm_{part}"
             trainer.register_module(f"{part}_optimizer", hook)
         self.loss.actor_in_forward = False
