@@ -182,7 +182,9 @@ class TD3Trainer(OffPolicyTrainer):
         self.exploration = exploration
         if exploration is not None:
             self.register_module("exploration", exploration)
-            self.register_op("post_steps", exploration.step, frames=self.frames_per_batch)
+            # the noise anneals over the frames of all ranks (data-parallel), as DQN's epsilon
+            frames = self.frames_per_batch * self.world_size
+            self.register_op("post_steps", exploration.step, frames=frames)
 
     @classmethod
     def from_config(cls, cfg: DictConfig, output_dir: Path) -> TD3Trainer:
