@@ -198,6 +198,12 @@ class DataParallel:
         _dist().all_reduce(out)
         return out.div_(self.world_size).to(tensor.device)
 
+    def sum(self, tensor: torch.Tensor) -> torch.Tensor:
+        """The sum of ``tensor`` over the ranks (a new tensor on ``tensor``'s device)."""
+        out = tensor.detach().to(self.device, copy=True)
+        _dist().all_reduce(out)
+        return out.to(tensor.device)
+
     def sum_ints(self, *values: int) -> list[int]:
         """The sums of integers over the ranks, in one message."""
         t = torch.tensor(values, dtype=torch.int64, device=self.device)

@@ -71,6 +71,16 @@ def _no_cuda_device(index: int) -> bool:
         ("ppo", ["env.make_kwargs=3"], ["env.make_kwargs=3", "a dict of gymnasium.make arguments"]),
         (
             "ppo",
+            ["env.normalize_rewards=true", "env.reward_norm_gamma=1.5"],
+            ["env.reward_norm_gamma=1.5", "a discount in [0, 1]"],
+        ),
+        (
+            "a2c",
+            ["env.normalize_rewards=true", "env.reward_norm_clip=0"],
+            ["env.reward_norm_clip=0", "a positive number"],
+        ),
+        (
+            "ppo",
             ["optimizer.betas=[0.9,0.999,0.5]"],
             ["optimizer.betas=[0.9, 0.999, 0.5]", "two numbers in [0, 1)"],
         ),

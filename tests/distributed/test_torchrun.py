@@ -171,6 +171,28 @@ def test_sac_ranks_keep_their_own_buffers_and_identical_networks(tmp_path):
     assert rank0["counters"]["optim_count"] == rank1["counters"]["optim_count"] == 81
 
 
+def test_reward_normaliser_statistics_merge_every_ranks_returns(tmp_path):
+    """``RewardNorm``: after every batch each rank's statistics become those of both ranks'
+    discounted returns (counts add up; not a mean of the ranks' statistics), while each rank
+    keeps its own sub-envs' running returns."""
+    overrides = [
+        *PPO,
+        "env=pendulum",
+        "env.normalize_rewards=true",
+        "trainer.total_frames=256",
+        f"hydra.run.dir={tmp_path}",
+    ]
+    checked(launch("ppo", overrides))
+    rank0, rank1 = (r["collector"]["env"] for r in _ranks(tmp_path))
+    (prefix,) = {k[: -len("merged_count")] for k in rank0 if k.endswith("merged_count")}
+    for name in ("count", "mean", "var", "merged_count", "merged_mean", "merged_var"):
+        _assert_tree_equal(rank0[prefix + name], rank1[prefix + name], name)
+    # one return per frame, of both ranks: 2 ranks x 2 batches x 64 frames
+    assert rank0[prefix + "count"].item() == 256
+    assert rank0[prefix + "var"].item() > 0
+    assert not torch.equal(rank0[prefix + "returns"], rank1[prefix + "returns"])
+
+
 def test_td3_ranks_average_both_optimizers_gradients(tmp_path):
     """TD3 steps its critic and actor optimizers itself (``DelayedPolicyUpdate``): both
     average their gradients over the ranks, so the networks, both Adam states and the

@@ -16,6 +16,13 @@ CASES = {
         128,
         ["env=pendulum", "env.normalize_observations=true", "env.reward_scale=0.1"],
     ),
+    # the reward normaliser's statistics and each sub-env's running discounted return carry
+    # over (the stop falls mid-episode: Pendulum's episodes last 200 steps)
+    "ppo_reward_norm_pendulum": (
+        "ppo",
+        128,
+        ["env=pendulum", "env.normalize_rewards=true", "loss.gamma=0.9"],
+    ),
     "ppo_async_envs": ("ppo", 128, ["env.vectorization=async"]),
     # the adaptive KL penalty's beta (a buffer of the loss) carries over
     "ppo_kl_penalty": ("ppo", 128, ["loss.loss_type=kl", "loss.dtarg=1e-4"]),
@@ -43,7 +50,7 @@ CASES = {
     "ddpg_ou": ("ddpg", 100, ["collector.frames_per_batch=5", "trainer.exploration_noise=ou"]),
     # RMSprop's square averages carry over (one step per batch: 4 before the stop, 4 after)
     "a2c": ("a2c", 128, []),
-    # the observation normaliser's statistics and the linear lr schedule carry over
+    # the observation and reward normalisers' statistics and the linear lr schedule carry over
     "a2c_pendulum": ("a2c", 128, ["experiment=a2c_pendulum"]),
     "pg": ("pg", 128, []),
     "pg_no_baseline": ("pg", 128, ["loss.baseline=false"]),

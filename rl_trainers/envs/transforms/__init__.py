@@ -15,6 +15,7 @@ from rl_trainers.envs.transforms.rewards import (
     BinarizeReward,
     Reward2GoTransform,
     RewardClipping,
+    RewardNorm,
     TargetReturn,
 )
 from rl_trainers.envs.transforms.shapes import (
@@ -82,5 +83,6 @@ __all__ = [
     "FlattenObservation",
     "TargetReturn",
     "Reward2GoTransform",
+    "RewardNorm",
     "TrajCounter",
 ]

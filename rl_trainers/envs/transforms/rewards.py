@@ -1,11 +1,13 @@
 """Reward transforms: ``RewardClipping``, ``BinarizeReward``, ``TargetReturn`` and
-``Reward2GoTransform`` (torchrl's names and signatures).
+``Reward2GoTransform`` (torchrl's names and signatures), and ``RewardNorm`` (the running
+reward normaliser of Stable-Baselines3's ``VecNormalize``).
 
 ``RewardClipping`` and ``BinarizeReward`` map the reward of every step (resets carry no
 reward); ``TargetReturn`` keeps a return-to-go in the observations (Decision Transformer's
 conditioning), restarted at each (partial) reset; ``Reward2GoTransform`` computes the
 discounted reward-to-go of stored trajectories (replay-buffer or offline data) and refuses to
-run inside an env, where episodes are not finished yet.
+run inside an env, where episodes are not finished yet. ``RewardNorm`` divides each reward by
+the running standard deviation of the discounted return.
 
 Example:
     >>> env = TransformedEnv(GymEnv("CartPole-v1"), TargetReturn(10.0))
@@ -15,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 
 import torch
@@ -32,7 +35,13 @@ from rl_trainers.envs.transforms.transforms import (
 from rl_trainers.envs.transforms.values import ClipTransform
 from rl_trainers.envs.utils import fast_set
 
-__all__ = ["RewardClipping", "BinarizeReward", "TargetReturn", "Reward2GoTransform"]
+__all__ = [
+    "RewardClipping",
+    "BinarizeReward",
+    "TargetReturn",
+    "Reward2GoTransform",
+    "RewardNorm",
+]
 
 
 class RewardClipping(ClipTransform):
@@ -352,4 +361,237 @@ class Reward2GoTransform(Transform):
         return (
             f"Reward2GoTransform(gamma={float(self.gamma)}, in_keys={self.in_keys}, "
             f"out_keys={self.out_keys}, done_key={self.done_key!r})"
+        )
+
+
+class RewardNorm(Transform):
+    """Divide each reward by the running standard deviation of the discounted return.
+
+    The reward normalisation of Stable-Baselines3's ``VecNormalize`` (``norm_reward``, what
+    rl-zoo's ``normalize: true`` turns on). Every sub-env keeps its discounted return
+    ``R = gamma * R + r``. After each step:
+
+    1. the running mean and variance of ``R`` take in the step's returns of all sub-envs,
+       merged exactly with the statistics so far (Chan et al.'s parallel update, no decay:
+       they are the mean and variance of every return seen);
+    2. the reward is replaced by ``clip(r / sqrt(var + eps), -clip, clip)`` (the mean is not
+       subtracted: the sign of a reward is kept);
+    3. ``R`` restarts at 0 in the sub-envs whose episode ended (terminated or truncated).
+
+    Place it after :class:`RewardSum` so that the logged episode return is the raw one, and
+    build evaluation envs without it. Rewards are divided by one number, so the optimal
+    policy is unchanged; value targets are measured in units of that running std.
+
+    State (buffers, in ``state_dict`` and so in checkpoints): ``count``, ``mean`` and ``var``
+    of the returns (float64), each sub-env's running return ``returns`` ``[*B, 1]`` and the
+    statistics at the last merge across processes (``merged_*``, see
+    :meth:`pending_statistics`). ``freeze()`` stops updating the statistics.
+
+    Unlike SB3's ``RunningMeanStd``, which starts from a pseudo-count of ``1e-4`` with
+    variance 1, the statistics start empty: after the first step they are exactly those of
+    the returns seen.
+
+    Args:
+        gamma: discount of the running return (use the algorithm's, as rl-zoo does).
+        eps: added to the variance before the square root.
+        clip: normalised rewards are clipped to ``[-clip, clip]``.
+        in_keys: the reward key (default ``["reward"]``; one key).
+        out_keys: where the normalised reward goes (default: in place).
+
+    Example:
+        >>> env = TransformedEnv(
+        ...     GymEnv("Pendulum-v1", num_envs=4), Compose(RewardSum(), RewardNorm(gamma=0.9))
+        ... )
+        >>> td = env.rollout(100, break_when_any_done=False)
+        >>> # ("next", "reward") is normalised; ("next", "episode_reward") sums the raw rewards
+    """
+
+    def __init__(
+        self,
+        gamma: float = 0.99,
+        eps: float = 1e-8,
+        clip: float = 10.0,
+        in_keys: Key | Sequence[Key] | None = None,
+        out_keys: Key | Sequence[Key] | None = None,
+    ) -> None:
+        super().__init__(_keys(in_keys, ["reward"]), out_keys)
+        if len(self.in_keys) != 1:
+            raise ValueError(f"RewardNorm normalises one reward key, got in_keys={self.in_keys}.")
+        if not 0.0 <= gamma <= 1.0:
+            raise ValueError(f"RewardNorm: gamma must be in [0, 1], got {gamma}.")
+        if not eps >= 0.0:
+            raise ValueError(f"RewardNorm: eps must be >= 0, got {eps}.")
+        if not clip > 0.0:
+            raise ValueError(f"RewardNorm: clip must be positive, got {clip}.")
+        self.gamma = float(gamma)
+        self.eps = float(eps)
+        self.clip = float(clip)
+        self.frozen = False
+        for prefix in ("", "merged_"):
+            for name in ("count", "mean", "var"):
+                self.register_buffer(prefix + name, torch.zeros((), dtype=torch.float64))
+        self.register_buffer("returns", None)
+
+    # --- state ---------------------------------------------------------------------------------
+    def _init_returns(self, shape: torch.Size) -> None:
+        self.returns = torch.zeros(shape, dtype=torch.float64, device=self.mean.device)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):  # noqa: ANN001, ANN202
+        key = prefix + "returns"
+        if key in state_dict and self.returns is None:
+            self._init_returns(state_dict[key].shape)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def transform_reward_spec(self, reward_spec: Composite) -> Composite:
+        ik, ok = self.in_keys[0], self.out_keys[0]
+        if ik in reward_spec.keys(True, True):
+            spec = reward_spec[ik]
+            if self.returns is None:
+                self._init_returns(spec.shape)
+            if ok != ik:
+                reward_spec[ok] = spec.clone()
+        return reward_spec
+
+    @property
+    def std(self) -> torch.Tensor:
+        """The divisor of the rewards: ``sqrt(var + eps)``."""
+        return (self.var + self.eps).sqrt()
+
+    # --- the maths -----------------------------------------------------------------------------
+    @torch.no_grad()
+    def _update(self, returns: torch.Tensor) -> None:
+        """Merge a batch of returns into the running mean and variance (exact)."""
+        n = returns.numel()
+        batch_mean = returns.mean()
+        batch_var = returns.var(correction=0)
+        total = self.count + n
+        delta = batch_mean - self.mean
+        m2 = self.var * self.count + batch_var * n + delta * delta * self.count * n / total
+        self.mean.add_(delta * n / total)
+        self.var.copy_(m2 / total)
+        self.count.copy_(total)
+
+    @torch.no_grad()
+    def _normalize(self, reward: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
+        """One step: update the returns and statistics, return the normalised reward."""
+        r = reward.to(self.mean.device, torch.float64)
+        if self.returns is None or self.returns.shape != r.shape:
+            self._init_returns(r.shape)
+        running = self.returns * self.gamma + r
+        if not self.frozen:
+            self._update(running)
+        out = (r / self.std).clamp(-self.clip, self.clip)
+        ended = done.to(self.mean.device).reshape(running.shape)
+        self.returns = torch.where(ended, torch.zeros_like(running), running)
+        return out.to(reward.device, reward.dtype)
+
+    # --- env hooks -----------------------------------------------------------------------------
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        ik, ok = self.in_keys[0], self.out_keys[0]
+        reward = next_tensordict.get(ik, None)
+        if reward is None:
+            raise _missing(next_tensordict, ik, "RewardNorm")
+        fast_set(next_tensordict, ok, self._normalize(reward, next_tensordict.get("done")))
+        return next_tensordict
+
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        # new episodes start with a zero return (already zeroed where a step ended one)
+        if self.returns is not None:
+            mask = _reset_mask(tensordict, self.returns)
+            zeros = torch.zeros_like(self.returns)
+            if mask is None:
+                self.returns = zeros
+            elif mask.shape == self.returns.shape:
+                self.returns = torch.where(mask.to(zeros.device), zeros, self.returns)
+        return tensordict_reset
+
+    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return tensordict
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        raise NotImplementedError(
+            "RewardNorm follows the discounted returns of an env's episodes step by step: use "
+            "it inside a TransformedEnv, not on stored data."
+        )
+
+    # the collectors' whole-batch path (TransformedEnv.rollout_batch): the same steps, in order
+    batch_rollout = True
+
+    def _batch_carry(self, tensordict: TensorDictBase) -> list:
+        return []  # the running returns are buffers, not entries of the policy input
+
+    def _batch_step(self, batch: TensorDictBase, carry: list, next_input: TensorDictBase) -> None:
+        ik, ok = self.in_keys[0], self.out_keys[0]
+        nxt = batch.get("next")
+        reward = nxt.get(ik, None)
+        if reward is None:
+            raise _missing(nxt, ik, "RewardNorm")
+        done = nxt.get("done")
+        out = torch.empty_like(reward)
+        for t in range(reward.shape[-2]):
+            out[..., t, :] = self._normalize(reward[..., t, :], done[..., t, :])
+        nxt.set(ok, out)
+
+    # --- evaluation and data-parallel training -------------------------------------------------
+    def freeze(self) -> RewardNorm:
+        """Stop updating the statistics (rewards are still divided by the current std)."""
+        self.frozen = True
+        return self
+
+    def unfreeze(self) -> RewardNorm:
+        """Resume updating the statistics."""
+        self.frozen = False
+        return self
+
+    def frozen_copy(self) -> RewardNorm:
+        """A frozen copy (statistics copied, not shared)."""
+        container = self.container
+        self.set_container(None)
+        try:
+            out = copy.deepcopy(self)
+        finally:
+            self.set_container(container)
+        return out.freeze()
+
+    @torch.no_grad()
+    def pending_statistics(self) -> torch.Tensor:
+        """What this normaliser saw since the last :meth:`merge_statistics_`: ``[count, sum of
+        (R - m), sum of (R - m)**2]`` of those returns, with ``m`` the merged mean (float64).
+
+        Data-parallel training sums this over the processes and gives the sum to
+        :meth:`merge_statistics_` on every process, whose statistics then become those of
+        every process's returns (exactly, as if one normaliser had seen them all).
+        """
+        c0, m0, v0 = self.merged_count, self.merged_mean, self.merged_var
+        shift = self.mean - m0
+        return torch.stack(
+            [
+                self.count - c0,
+                self.count * shift,
+                self.count * (self.var + shift * shift) - c0 * v0,
+            ]
+        )
+
+    @torch.no_grad()
+    def merge_statistics_(self, pending: torch.Tensor) -> None:
+        """Set the statistics to the merged ones plus ``pending`` (the sum over the processes
+        of their :meth:`pending_statistics`); they become the new merged statistics."""
+        c0, m0, v0 = self.merged_count, self.merged_mean, self.merged_var
+        pending = pending.to(self.mean.device, torch.float64)
+        n, s, q = pending.unbind()
+        total = c0 + n
+        if total > 0:
+            shift = s / total
+            self.mean.copy_(m0 + shift)
+            self.var.copy_(((c0 * v0 + q) / total - shift * shift).clamp_min(0.0))
+            self.count.copy_(total)
+        for name in ("count", "mean", "var"):
+            getattr(self, "merged_" + name).copy_(getattr(self, name))
+
+    def __repr__(self) -> str:
+        return (
+            f"RewardNorm(gamma={self.gamma}, eps={self.eps}, clip={self.clip}, "
+            f"in_keys={self.in_keys}, out_keys={self.out_keys})"
         )

@@ -29,6 +29,7 @@ from rl_trainers.trainers.algorithms.common import (
     register_run_state,
     resolve_logger,
     set_num_threads,
+    train_env_overrides,
 )
 from rl_trainers.trainers.algorithms.errors import ComponentError, ConfigError
 from rl_trainers.trainers.algorithms.eval_video import (
@@ -123,15 +124,25 @@ class AlgorithmTrainer(Trainer):
             every = max(1, eval_interval // (frames_per_batch * self.world_size))
             self.register_op("post_steps_log", self._evaluate, every=every)
         if self._data_parallel is not None:
-            norms = _vecnorms(getattr(self.collector, "env", None))
-            if norms:
-                self._vecnorms = norms
+            env = getattr(self.collector, "env", None)
+            self._vecnorms = _vecnorms(env)
+            self._reward_norms = _reward_norms(env)
+            if self._vecnorms or self._reward_norms:
                 self.register_op("post_steps", self._average_normalizer_stats)
 
     def _average_normalizer_stats(self) -> None:
         """Data-parallel: give every rank's observation normalisers (``VecNorm``) the mean of
-        the ranks' decayed sums, so every rank normalises the next batch alike."""
-        self._data_parallel.average_(b for t in self._vecnorms for b in t.buffers())
+        the ranks' decayed sums, and every rank's reward normalisers (``RewardNorm``) the
+        statistics of all ranks' returns (exact: counts, means and variances merged, not
+        averaged), so every rank normalises the next batch alike. Each rank keeps its own
+        sub-envs' running returns."""
+        dp = self._data_parallel
+        if self._vecnorms:
+            dp.average_(b for t in self._vecnorms for b in t.buffers())
+        if self._reward_norms:
+            pending = torch.stack([t.pending_statistics() for t in self._reward_norms])
+            for norm, total in zip(self._reward_norms, dp.sum(pending), strict=True):
+                norm.merge_statistics_(total)
 
     def _step_lr_schedule(self) -> None:
         """Step the learning-rate schedule, once per batch.
@@ -217,6 +228,12 @@ def _vecnorms(env) -> list:
     from rl_trainers.envs import VecNorm
 
     return [t for t in _transforms(env) if isinstance(t, VecNorm)]
+
+
+def _reward_norms(env) -> list:
+    from rl_trainers.envs import RewardNorm
+
+    return [t for t in _transforms(env) if isinstance(t, RewardNorm)]
 
 
 def _transforms(env) -> list:
@@ -311,14 +328,19 @@ def prepare_run(cfg: DictConfig, output_dir: Path) -> RunEnvs:
     set_num_threads(cfg.trainer.num_threads, max([*net.policy.num_cells, *net.value.num_cells]))
     if cfg.trainer.keep_freed_memory:
         keep_freed_memory()
-    env = build(cfg, "env")
+    env = build(cfg, "env", **train_env_overrides(cfg))
     env.set_seed(seed)
     if get_rank() != 0:  # only rank 0 evaluates
         return RunEnvs(env, None)
     video = bool(cfg.eval.get("video", False))
     with rendering_setup(video):  # only the evaluation env renders, and only for videos
         eval_env = build(
-            cfg, "env", num_envs=cfg.eval.episodes, reward_scale=1.0, **eval_env_overrides(cfg)
+            cfg,
+            "env",
+            num_envs=cfg.eval.episodes,
+            reward_scale=1.0,
+            normalize_rewards=False,
+            **eval_env_overrides(cfg),
         )
         if video:
             check_renders(eval_env, cfg.env.env_name)

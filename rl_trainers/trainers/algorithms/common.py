@@ -39,15 +39,32 @@ def build(cfg: DictConfig, node: str, **kwargs: Any) -> Any:
         raise
 
 
+def train_env_overrides(cfg: DictConfig) -> dict[str, Any]:
+    """Arguments of the training env beyond its ``env`` node (also in collector workers).
+
+    With ``env.normalize_rewards``, the reward normaliser discounts with the algorithm's
+    ``loss.gamma`` (as rl-zoo gives ``VecNormalize`` the algorithm's gamma) unless
+    ``env.reward_norm_gamma`` is set; with 0.99 for a loss without a gamma.
+    """
+    if not cfg.env.get("normalize_rewards", False):
+        return {}
+    if cfg.env.get("reward_norm_gamma") is not None:
+        return {}
+    loss = cfg.get("loss")
+    gamma = loss.get("gamma") if isinstance(loss, DictConfig) else None
+    return {"reward_norm_gamma": 0.99 if gamma is None else float(gamma)}
+
+
 class EnvFromConfig:
     """Builds the training env from its config node (picklable; used in collector workers).
 
     Args:
         env_cfg: the ``env`` node of the composed config.
+        **overrides: fields replaced (:func:`train_env_overrides`).
     """
 
-    def __init__(self, env_cfg: DictConfig) -> None:
-        self.env_cfg = OmegaConf.to_container(env_cfg, resolve=True)
+    def __init__(self, env_cfg: DictConfig, **overrides: Any) -> None:
+        self.env_cfg = {**OmegaConf.to_container(env_cfg, resolve=True), **overrides}
 
     def __call__(self):
         return instantiate(self.env_cfg)
@@ -71,7 +88,7 @@ def build_collector(cfg: DictConfig, env, policy):
         collector = build(
             cfg,
             "collector",
-            create_env_fn=EnvFromConfig(cfg.env),
+            create_env_fn=EnvFromConfig(cfg.env, **train_env_overrides(cfg)),
             policy=policy,
             total_frames=total,
         )
@@ -232,6 +249,7 @@ FINGERPRINT_FIELDS = (
     "env.env_name",
     "env.num_envs",
     "env.normalize_observations",
+    "env.normalize_rewards",
     "env.from_pixels",
     "env.frame_skip",
     "env.image_size",
@@ -252,6 +270,10 @@ FINGERPRINT_FIELDS = (
 
 _NOT_STRUCTURAL = frozenset({"network.orthogonal_init"})
 
+#: Switches added after checkpoints existed: off, they count as absent (as in those
+#: checkpoints), so older checkpoints resume; on, they differ from them.
+_ABSENT_WHEN_OFF = frozenset({"env.normalize_rewards"})
+
 #: Fingerprint entries that checkpoints made before them lack: absent there, they match.
 FINGERPRINT_ADDED_LATER = frozenset({"optimizer._target_"})
 
@@ -267,6 +289,8 @@ def checkpoint_metadata(cfg: DictConfig) -> dict[str, Any]:
             value = OmegaConf.to_container(value, resolve=True)
         for key, sub in _flatten(value, field).items():
             # unset entries (None, []) count as absent, as in checkpoints made before them
+            if key in _ABSENT_WHEN_OFF and sub is False:
+                continue
             if key not in _NOT_STRUCTURAL and sub is not None and sub != ():
                 out[key] = sub
     return out

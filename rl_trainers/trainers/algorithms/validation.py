@@ -26,6 +26,17 @@ def check_compile_mode(mode: object) -> None:
         raise ConfigError("trainer.compile_mode", mode, f"one of {', '.join(COMPILE_MODES)}")
 
 
+def check_reward_norm(gamma: float | None, clip: float) -> None:
+    """Raise :class:`ConfigError` unless ``env.reward_norm_gamma`` is None or in [0, 1] and
+    ``env.reward_norm_clip`` is positive."""
+    if gamma is not None and not 0.0 <= gamma <= 1.0:
+        raise ConfigError(
+            "env.reward_norm_gamma", gamma, "a discount in [0, 1], or null for loss.gamma"
+        )
+    if clip is None or not clip > 0.0:
+        raise ConfigError("env.reward_norm_clip", clip, "a positive number, e.g. 10")
+
+
 def _positive(cfg: DictConfig, path: str) -> None:
     node, _, key = path.rpartition(".")
     value = cfg[node][key] if node else cfg[key]
@@ -285,6 +296,7 @@ def validate_config(cfg: DictConfig) -> None:
         raise ConfigError(
             "env.make_kwargs", make_kwargs, "a dict of gymnasium.make arguments, e.g. {g: 9.81}"
         )
+    check_reward_norm(cfg.env.get("reward_norm_gamma"), cfg.env.get("reward_norm_clip", 10.0))
     if "optimizer" in cfg:
         _check_betas(cfg)
     _check_layer_sizes(cfg)

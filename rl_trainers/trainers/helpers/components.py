@@ -21,6 +21,7 @@ from torch import nn
 
 from rl_trainers.modules.model_builders import ACTIVATIONS, activation_from_name
 from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.trainers.algorithms.validation import check_reward_norm
 
 
 def activation_class(name: str) -> type[nn.Module]:
@@ -44,6 +45,9 @@ def make_env(
     vectorization: str = "sync",
     max_episode_steps: int | None = None,
     normalize_observations: bool = False,
+    normalize_rewards: bool = False,
+    reward_norm_gamma: float | None = None,
+    reward_norm_clip: float = 10.0,
     reward_scale: float = 1.0,
     from_pixels: bool = False,
     frame_skip: int = 1,
@@ -56,8 +60,9 @@ def make_env(
 ):
     """A batched gymnasium env with the transforms training needs.
 
-    ``RewardSum`` always tracks the (unscaled) episode return under ``"episode_reward"``;
-    ``VecNorm`` and ``RewardScaling`` are added when asked for. With ``from_pixels`` the
+    ``RewardSum`` always tracks the raw episode return under ``"episode_reward"`` (it comes
+    first, so neither normalisation nor scaling reaches it); ``VecNorm``, ``RewardNorm`` and
+    ``RewardScaling`` are added when asked for, in that order. With ``from_pixels`` the
     rendered frames become float ``"pixels"`` ``[*B, C, image_size, image_size]`` in
     ``[0, 1]`` (``ToTensorImage``, ``Resize``, ``GrayScale``, ``CatFrames``), with
     ``C = (1 if grayscale else 3) * frame_stack``.
@@ -68,6 +73,12 @@ def make_env(
         vectorization: ``sync`` (one process) or ``async`` (a process per sub-env).
         max_episode_steps: override the env's time limit.
         normalize_observations: add a running observation normaliser (checkpointed).
+        normalize_rewards: divide training rewards by the running std of the discounted
+            return (:class:`~rl_trainers.envs.RewardNorm`, SB3 ``VecNormalize``'s
+            ``norm_reward``; checkpointed).
+        reward_norm_gamma: the discount of that return (None: 0.99; the app passes the
+            algorithm's ``loss.gamma``).
+        reward_norm_clip: normalised rewards are clipped to ``[-clip, clip]``.
         reward_scale: multiply rewards by this for training.
         from_pixels: observe rendered frames under ``"pixels"``.
         frame_skip: repeat each action this many times.
@@ -85,6 +96,7 @@ def make_env(
         Compose,
         GymEnv,
         ParallelEnv,
+        RewardNorm,
         RewardScaling,
         RewardSum,
         Transform,
@@ -95,6 +107,7 @@ def make_env(
 
     if num_envs < 1:
         raise ConfigError("env.num_envs", num_envs, "a positive number of environments")
+    check_reward_norm(reward_norm_gamma, reward_norm_clip)
     kwargs: dict[str, Any] = {
         **(make_kwargs or {}),
         "from_pixels": from_pixels,
@@ -127,6 +140,9 @@ def make_env(
         chain += _pixel_transforms(image_size, grayscale, frame_stack)
     if normalize_observations:
         chain.append(VecNorm(in_keys=["observation"]))
+    if normalize_rewards:
+        gamma = 0.99 if reward_norm_gamma is None else reward_norm_gamma
+        chain.append(RewardNorm(gamma=gamma, clip=reward_norm_clip))
     if reward_scale != 1.0:
         chain.append(RewardScaling(loc=0.0, scale=reward_scale))
     return TransformedEnv(base, Compose(*chain, *extra))

@@ -22,6 +22,17 @@ class GymEnvConfig:
     vectorization: str = config_field("sync", "sync (one process) or async (one process per env)")
     max_episode_steps: int | None = config_field(None, "override the env's time limit (None: keep)")
     normalize_observations: bool = config_field(False, "running mean/std observation normaliser")
+    normalize_rewards: bool = config_field(
+        False,
+        "divide training rewards by the running std of the discounted return "
+        "(SB3 VecNormalize's norm_reward; logged and evaluated returns stay raw)",
+    )
+    reward_norm_gamma: float | None = config_field(
+        None, "normalize_rewards: discount of that return (None: loss.gamma, else 0.99)"
+    )
+    reward_norm_clip: float = config_field(
+        10.0, "normalize_rewards: clip normalised rewards to [-clip, clip]"
+    )
     reward_scale: float = config_field(1.0, "multiply rewards by this factor for training")
     from_pixels: bool = config_field(False, "observe rendered frames under the 'pixels' key")
     frame_skip: int = config_field(1, "repeat each action this many times, summing rewards")

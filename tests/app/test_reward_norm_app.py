@@ -1,0 +1,80 @@
+"""``env.normalize_rewards`` in the app: the discount it takes, and returns that stay raw."""
+
+from __future__ import annotations
+
+import pytest
+from resume.conftest import csv_curves  # tests/ is on sys.path
+
+from rl_trainers.envs import RewardNorm
+from rl_trainers.trainers.algorithms import build_trainer
+from rl_trainers.trainers.algorithms.app import run
+from rl_trainers.trainers.algorithms.common import close_trainer
+
+
+def _reward_norms(env) -> list[RewardNorm]:
+    return [t for t in env.transform if isinstance(t, RewardNorm)]
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "overrides", "gamma"),
+    [
+        ("a2c", ["experiment=a2c_pendulum"], 0.9),  # the preset turns it on; its loss.gamma
+        ("a2c", ["experiment=a2c_pendulum", "env.reward_norm_gamma=0.5"], 0.5),
+        ("ppo", ["env.normalize_rewards=true", "loss.gamma=0.97"], 0.97),
+        ("pg", ["env.normalize_rewards=true"], 0.99),
+    ],
+)
+def test_training_env_discounts_with_the_loss_gamma_and_the_eval_env_has_no_normaliser(
+    tiny_config, tmp_path, algorithm, overrides, gamma
+):
+    trainer = build_trainer(tiny_config(algorithm, overrides), tmp_path)
+    try:
+        (norm,) = _reward_norms(trainer.collector.env)
+        assert norm.gamma == pytest.approx(gamma)
+        assert not _reward_norms(trainer.eval_env)
+    finally:
+        close_trainer(trainer)
+
+
+def test_multi_process_collector_workers_take_the_loss_gamma_too(tiny_config, tmp_path):
+    from rl_trainers.trainers.algorithms.common import EnvFromConfig, train_env_overrides
+
+    cfg = tiny_config("ppo", ["env.normalize_rewards=true", "loss.gamma=0.9"])
+    env = EnvFromConfig(cfg.env, **train_env_overrides(cfg))()
+    try:
+        assert [t.gamma for t in _reward_norms(env)] == [pytest.approx(0.9)]
+    finally:
+        env.close()
+
+
+def test_evaluation_returns_are_the_same_with_and_without_reward_normalisation(
+    tiny_config, tmp_path
+):
+    returns = []
+    for flag in ("false", "true"):
+        cfg = tiny_config("ppo", ["env=pendulum", f"env.normalize_rewards={flag}"])
+        trainer = build_trainer(cfg, tmp_path / flag)
+        try:
+            returns.append(trainer.evaluate_final())
+        finally:
+            close_trainer(trainer)
+    assert returns[0] == returns[1]
+    assert max(returns[0]) < -100  # Pendulum's raw returns, far below a clipped sum
+
+
+def test_logged_training_returns_are_raw_while_training_sees_normalised_rewards(
+    tiny_config, tmp_path
+):
+    # 10-step episodes: the first batch (before any update) ends episodes in every env
+    curves = {}
+    for flag in ("false", "true"):
+        cfg = tiny_config(
+            "ppo", ["env=pendulum", "env.max_episode_steps=10", f"env.normalize_rewards={flag}"]
+        )
+        run(cfg, tmp_path / flag)
+        curves[flag] = {k.rsplit("scalars/", 1)[-1]: v for k, v in csv_curves(tmp_path / flag).items()}
+    plain, normalised = curves["false"], curves["true"]
+    returns = next(k for k in plain if k.endswith("episode_return.csv") and "train" in k)
+    assert plain[returns][:2] == normalised[returns][:2]  # first batch: same policy, raw sums
+    critic = next(k for k in plain if "loss_critic" in k)
+    assert plain[critic] != normalised[critic]  # the value targets were rescaled
