@@ -72,7 +72,9 @@ def test_logged_training_returns_are_raw_while_training_sees_normalised_rewards(
             "ppo", ["env=pendulum", "env.max_episode_steps=10", f"env.normalize_rewards={flag}"]
         )
         run(cfg, tmp_path / flag)
-        curves[flag] = {k.rsplit("scalars/", 1)[-1]: v for k, v in csv_curves(tmp_path / flag).items()}
+        curves[flag] = {
+            k.rsplit("scalars/", 1)[-1]: v for k, v in csv_curves(tmp_path / flag).items()
+        }
     plain, normalised = curves["false"], curves["true"]
     returns = next(k for k in plain if k.endswith("episode_return.csv") and "train" in k)
     assert plain[returns][:2] == normalised[returns][:2]  # first batch: same policy, raw sums
