@@ -379,8 +379,9 @@ class RewardNorm(Transform):
     3. ``R`` restarts at 0 in the sub-envs whose episode ended (terminated or truncated).
 
     Place it after :class:`RewardSum` so that the logged episode return is the raw one, and
-    build evaluation envs without it. Rewards are divided by one number, so the optimal
-    policy is unchanged; value targets are measured in units of that running std.
+    build evaluation envs without it. At any time all rewards are divided by the same
+    positive number, which does not change which policy is best (clipping aside; the number
+    settles as the statistics grow); value targets are measured in units of that std.
 
     State (buffers, in ``state_dict`` and so in checkpoints): ``count``, ``mean`` and ``var``
     of the returns (float64), each sub-env's running return ``returns`` ``[*B, 1]`` and the
