@@ -147,9 +147,11 @@ def test_statistics_and_returns_are_state_and_round_trip():
     env = _env(norm)
     _rollout(env, steps=10)
     state = {k: v.clone() for k, v in env.state_dict().items()}
-    assert {"transform.1.count", "transform.1.var", "transform.1.returns"} <= set(state)
+    (prefix,) = {k[: -len("returns")] for k in state if k.endswith(".returns")}
+    names = {"count", "mean", "var", "returns", "merged_count", "merged_mean", "merged_var"}
+    assert {k[len(prefix) :] for k in state if k.startswith(prefix)} == names
     fresh = RewardNorm(gamma=0.9)
-    fresh.load_state_dict({k[len("transform.1.") :]: v for k, v in state.items() if ".1." in k})
+    fresh.load_state_dict({name: state[prefix + name] for name in names})
     for name in ("count", "mean", "var", "returns"):
         assert torch.equal(getattr(fresh, name), getattr(norm, name)), name
 
