@@ -80,3 +80,30 @@ def test_logged_training_returns_are_raw_while_training_sees_normalised_rewards(
     assert plain[returns][0] == normalised[returns][0]  # first batch: same policy, raw sums
     critic = next(k for k in plain if "loss_critic" in k)
     assert plain[critic] != normalised[critic]  # the value targets were rescaled
+
+
+def test_resume_across_the_switch_names_it_and_older_checkpoints_still_resume(
+    tiny_config, tmp_path
+):
+    from rl_trainers.trainers.checkpoint import CheckpointError
+
+    plain = build_trainer(tiny_config("ppo"), tmp_path / "a")
+    try:
+        plain.train()
+    finally:
+        close_trainer(plain)
+    # made without the switch, as a checkpoint from before it existed: no entry for it
+    assert "env.normalize_rewards" not in plain.checkpoint_metadata
+    normalised = build_trainer(tiny_config("ppo", ["env.normalize_rewards=true"]), tmp_path / "b")
+    try:
+        with pytest.raises(CheckpointError) as err:
+            normalised.load_from_file(plain.save_trainer_file)
+        assert "env.normalize_rewards: checkpoint '<absent>', this run True" in str(err.value)
+    finally:
+        close_trainer(normalised)
+    again = build_trainer(tiny_config("ppo"), tmp_path / "c")
+    try:
+        again.load_from_file(plain.save_trainer_file)
+        assert again.collected_frames == 256
+    finally:
+        close_trainer(again)
