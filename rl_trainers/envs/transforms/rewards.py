@@ -17,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 
 import torch
@@ -26,6 +25,7 @@ from tensordict import TensorDictBase
 from rl_trainers.envs.specs import Binary, Composite, Unbounded
 from rl_trainers.envs.transforms.transforms import (
     Key,
+    RunningStatistics,
     Transform,
     TransformedEnv,
     _keys,
@@ -364,7 +364,7 @@ class Reward2GoTransform(Transform):
         )
 
 
-class RewardNorm(Transform):
+class RewardNorm(RunningStatistics):
     """Divide each reward by the running standard deviation of the discounted return.
 
     The reward normalisation of Stable-Baselines3's ``VecNormalize`` (``norm_reward``, what
@@ -535,27 +535,7 @@ class RewardNorm(Transform):
             out[..., t, :] = self._normalize(reward[..., t, :], done[..., t, :])
         nxt.set(ok, out)
 
-    # --- evaluation and data-parallel training -------------------------------------------------
-    def freeze(self) -> RewardNorm:
-        """Stop updating the statistics (rewards are still divided by the current std)."""
-        self.frozen = True
-        return self
-
-    def unfreeze(self) -> RewardNorm:
-        """Resume updating the statistics."""
-        self.frozen = False
-        return self
-
-    def frozen_copy(self) -> RewardNorm:
-        """A frozen copy (statistics copied, not shared)."""
-        container = self.container
-        self.set_container(None)
-        try:
-            out = copy.deepcopy(self)
-        finally:
-            self.set_container(container)
-        return out.freeze()
-
+    # --- data-parallel training (freeze/frozen_copy: RunningStatistics) ------------------------
     @torch.no_grad()
     def pending_statistics(self) -> torch.Tensor:
         """What this normaliser saw since the last :meth:`merge_statistics_`: ``[count, sum of

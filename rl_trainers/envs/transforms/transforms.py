@@ -881,7 +881,35 @@ class ObservationNorm(Transform):
         return f"ObservationNorm(in_keys={self.in_keys}, loc_shape={shape})"
 
 
-class VecNorm(Transform):
+class RunningStatistics(Transform):
+    """A transform whose statistics are learned while the env runs (``VecNorm``,
+    ``RewardNorm``): ``frozen`` stops their updates, ``frozen_copy()`` gives an evaluation
+    env a copy that no longer moves."""
+
+    frozen: bool = False
+
+    def freeze(self) -> RunningStatistics:
+        """Stop updating the statistics (they are still applied)."""
+        self.frozen = True
+        return self
+
+    def unfreeze(self) -> RunningStatistics:
+        """Resume updating the statistics."""
+        self.frozen = False
+        return self
+
+    def frozen_copy(self) -> RunningStatistics:
+        """A frozen copy (statistics copied, not shared), detached from this one's env."""
+        container = self.container
+        self.set_container(None)
+        try:
+            out = copy.deepcopy(self)
+        finally:
+            self.set_container(container)
+        return out.freeze()
+
+
+class VecNorm(RunningStatistics):
     """Running observation normalisation with exponentially decayed statistics.
 
     Statistics are buffers (in ``state_dict``); ``freeze()`` stops updates and
@@ -955,26 +983,6 @@ class VecNorm(Transform):
             var = (q / c.clamp_min(1e-8) - mean * mean).clamp_min(self.eps)
             tensordict.set(ok, (x - mean) / var.sqrt())
         return tensordict
-
-    def freeze(self) -> VecNorm:
-        """Stop updating the statistics."""
-        self.frozen = True
-        return self
-
-    def unfreeze(self) -> VecNorm:
-        """Resume updating the statistics."""
-        self.frozen = False
-        return self
-
-    def frozen_copy(self) -> VecNorm:
-        """A frozen copy (statistics copied, not shared) for evaluation."""
-        container = self.container
-        self.set_container(None)
-        try:
-            out = copy.deepcopy(self)
-        finally:
-            self.set_container(container)
-        return out.freeze()
 
     def to_observation_norm(self) -> ObservationNorm:
         """An ObservationNorm with the current mean/std (first key)."""
