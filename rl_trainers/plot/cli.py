@@ -246,6 +246,13 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.smooth < 1:
         raise PlotError(f"--smooth {args.smooth}: a number of points, 1 or more")
     runs = _readable(find_runs(args.paths))
+    if not any(r.series() for r in runs):
+        where = ", ".join(args.paths)
+        raise PlotError(
+            f"{where}: the {len(runs)} run(s) found logged no series (a run logs its scalars "
+            "on batches crossing a multiple of trainer.log_interval frames: one shorter than "
+            "that logs nothing; set trainer.log_interval lower)"
+        )
     if args.list_metrics:
         print(list_metrics(runs))
         return 0

@@ -313,6 +313,21 @@ def test_error_for_a_run_with_only_wandb_logs(tmp_path):
     assert "only W&B offline logs" in line and "wandb sync" in line
 
 
+def test_error_for_runs_that_logged_no_series(tmp_path):
+    # a run shorter than trainer.log_interval: its logger holds the config, no scalar
+    from rl_trainers.record.loggers import CSVLogger
+
+    run = tmp_path / "short_run"
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "config.yaml").write_text("algorithm: ppo\nseed: 0\n")
+    with CSVLogger("ppo_CartPole-v1", log_dir=str(run / "logs")) as logger:
+        logger.log_hparams({"seed": 0})
+    for args in ([run, "--list-metrics"], [run]):
+        line = _error(plot(*args, cwd=tmp_path))
+        assert "logged no series" in line and "trainer.log_interval" in line
+        assert "--metric" not in line  # the user gave no --metric
+
+
 def test_error_for_a_bad_smooth(sweep, tmp_path):
     assert "--smooth 0" in _error(plot(sweep, "--smooth", "0", cwd=tmp_path))
 
