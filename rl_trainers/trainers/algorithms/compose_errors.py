@@ -127,6 +127,32 @@ def suggest_field(algorithm: str, full_key: str, node: Any = None) -> str | None
     return close[0] if close else None
 
 
+#: Fields of torchrl's trainer configs (its ``Trainer`` arguments) that have no field of the
+#: same meaning to be renamed to (``TORCHRL_OVERRIDES`` in ``app.py``): what to set instead,
+#: by algorithm (``"*"``: any).
+TORCHRL_FIELDS: dict[str, dict[str, str]] = {
+    "trainer.optim_steps_per_batch": {
+        "ppo": "PPO's optimisation steps per batch are trainer.num_epochs passes of "
+        "collector.frames_per_batch / trainer.minibatch_size minibatches",
+        "a2c": "A2C takes one gradient step per collected batch",
+        "pg": "PG takes one gradient step per collected batch",
+        "*": "set trainer.utd_ratio, the gradient updates per collected frame "
+        "(optim_steps_per_batch / collector.frames_per_batch)",
+    },
+    "trainer.save_trainer_file": {
+        "*": "checkpoints go to <run dir>/checkpoints/ (choose the run directory with "
+        "hydra.run.dir=...; docs/resume.md)",
+    },
+}
+
+
+def torchrl_field_hint(full_key: str, algorithm: str) -> str | None:
+    hints = TORCHRL_FIELDS.get(full_key)
+    if hints is None:
+        return None
+    return f"torchrl's {full_key} has no counterpart here: {hints.get(algorithm, hints['*'])}"
+
+
 def _expected(node: Any, key: str, message: str) -> str:
     """``expected <type>`` from the node's type hints, else OmegaConf's own first line."""
     from .app import _type_name
@@ -180,6 +206,9 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
                 f"{parent} has no key {key!r}: add it with +{cause.full_key}=<value> "
                 f"or set the whole dict, {parent}={{{key}: <value>}}"
             )
+        torchrl_hint = torchrl_field_hint(cause.full_key, algorithm)
+        if torchrl_hint is not None:
+            return f"{cause.full_key} is not a field: {torchrl_hint}"
         owners = [a for a in algorithms() if cause.full_key in field_paths(a)]
         meant = suggest_field(algorithm, cause.full_key, node_type)
         hint = f": did you mean {meant}?" if meant else ""

@@ -191,7 +191,7 @@ def _check_layer_sizes(cfg: DictConfig) -> None:
 def check_unknown_keys(cfg: DictConfig, algorithm: str, prefix: str = "") -> None:
     """Raise :class:`ConfigError` for a key added with ``+`` (``+trainer.num_epoch=3``) that
     no field of its config node declares: nothing would read it, so it would be ignored."""
-    from .compose_errors import suggest_field
+    from .compose_errors import suggest_field, torchrl_field_hint
 
     node_type = OmegaConf.get_type(cfg)
     declared = (
@@ -204,6 +204,8 @@ def check_unknown_keys(cfg: DictConfig, algorithm: str, prefix: str = "") -> Non
         if declared is not None and key not in declared and not str(key).startswith("_"):
             meant = suggest_field(algorithm, path, node_type)
             hint = f"; did you mean {meant}?" if meant else ""
+            torchrl_hint = torchrl_field_hint(path, algorithm)
+            hint = f"; {torchrl_hint}" if torchrl_hint else hint
             raise ConfigError(
                 path,
                 OmegaConf.select(cfg, str(key), throw_on_missing=False),
