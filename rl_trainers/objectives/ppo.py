@@ -445,15 +445,21 @@ class ClipPPOLoss(PPOLoss):
         value = call_tensor_module(self.critic_network, td, self.value_key)
         if not (adv.numel() == value.numel() == target.numel() == n) or adv.requires_grad:
             return False
+        # the node sees the value detached and the critic term is computed beside it, so
+        # the actor's graph and the critic's stay apart: a backward pass on the actor's
+        # terms alone (one OptimizerHook per loss component) neither runs nor frees the
+        # critic's graph, which the pass on loss_critic then needs, and vice versa
         terms = ClipPPOCategoricalTerms.apply(
             logits.reshape(n, -1),
-            value.reshape(n, 1),
+            value.detach().reshape(n, 1),
             self._action_index(td, isinstance(dist, OneHotCategorical), n),
             td.get(self.log_prob_key).reshape(n),
             adv.reshape(n, 1),
             target.reshape(n, 1),
             self._terms_settings(),
         )
+        distance = distance_loss(value.reshape(n, 1), target.reshape(n, 1), self.loss_critic_type)
+        terms = (terms[0], distance.mean() * self.critic_coef, *terms[2:])
         self._write_terms(out, terms, value, target)
         return True
 

@@ -192,9 +192,12 @@ class ActorCriticClipPPOTerms(torch.autograd.Function):
         outputs, saved = _actor_critic_forward(
             nets, settings, x, index, old_log_prob, advantage, target, params
         )
-        actor_outs, critic_outs, head = saved
-        ctx.save_for_backward(x, *params, *actor_outs, *critic_outs, *head)
-        ctx.layout = (nets, len(params), len(actor_outs), len(critic_outs))
+        # attributes rather than save_for_backward (the input x, leaf parameters and
+        # intermediates: no reference cycle), so that a backward pass on some of the terms
+        # does not free them: torchrl lets each term have its own optimizer (one
+        # OptimizerHook per loss component), each running its own pass on the same output
+        ctx.saved = (x, params, saved)
+        ctx.nets = nets
         ctx.settings = settings
         ctx.mark_non_differentiable(*outputs[3:])
         return outputs
@@ -202,17 +205,13 @@ class ActorCriticClipPPOTerms(torch.autograd.Function):
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, g_objective, g_critic, g_entropy, _g_entropy, _g_log_weight, _g_value):
-        nets, n_params, n_actor_outs, n_critic_outs = ctx.layout
-        x, *rest = ctx.saved_tensors
-        params, rest = rest[:n_params], rest[n_params:]
-        actor_outs, rest = rest[:n_actor_outs], rest[n_actor_outs:]
-        critic_outs, head = rest[:n_critic_outs], rest[n_critic_outs:]
+        x, params, saved = ctx.saved
         grads = _actor_critic_backward(
-            nets,
+            ctx.nets,
             ctx.settings,
             x,
             params,
-            (actor_outs, critic_outs, head),
+            saved,
             g_objective,
             g_critic,
             g_entropy,

@@ -450,3 +450,41 @@ def test_loss_and_grads_declines_where_it_cannot_and_changes_nothing():
     actor = make_actor(Composite(observation=Unbounded(shape=(3,))), Unbounded(shape=(1,)))
     q = make_value(Composite(observation=Unbounded(shape=(3,))))
     assert SACLoss(actor, q).loss_and_grads(td) is None  # the base class: not implemented
+
+
+@pytest.mark.parametrize("path", ["networks_and_terms", "terms", "op_by_op"])
+@pytest.mark.parametrize("entropy_bonus", [False, True])
+def test_one_backward_pass_per_network_through_the_same_forward(path, entropy_bonus, monkeypatch):
+    """torchrl lets each loss term have its own optimizer (one OptimizerHook per term: the
+    actor's on loss_objective, the critic's on loss_critic), each running its own backward
+    pass on the same loss output. Every path gives each network the gradient of its own
+    terms, and the second pass runs after the first."""
+    obs = Composite(observation=Unbounded(shape=(4,)))
+    torch.manual_seed(0)
+    actor, critic = make_actor(obs, Categorical(3)), make_value(obs)
+    loss = ClipPPOLoss(actor, critic, entropy_bonus=entropy_bonus, entropy_coef=0.05)
+    td = _off_policy_batch(Categorical(3))
+    actor_params, critic_params = list(actor.parameters()), list(critic.parameters())
+    actor_terms = ["loss_objective", *(["loss_entropy"] if entropy_bonus else [])]
+    with monkeypatch.context() as patch:  # reference: the op-by-op graph, one forward each
+        patch.setattr(ClipPPOLoss, "_actor_critic_terms", lambda *args: False)
+        patch.setattr(ClipPPOLoss, "_categorical_terms", lambda *args: False)
+        expected_actor = torch.autograd.grad(
+            sum(loss(td.clone())[k] for k in actor_terms), actor_params
+        )
+        expected_critic = torch.autograd.grad(loss(td.clone())["loss_critic"], critic_params)
+    with monkeypatch.context() as patch:
+        if path != "networks_and_terms":
+            patch.setattr(ClipPPOLoss, "_actor_critic_terms", lambda *args: False)
+        if path == "op_by_op":
+            patch.setattr(ClipPPOLoss, "_categorical_terms", lambda *args: False)
+        out = loss(td.clone())
+    sum(out[k] for k in actor_terms).backward()
+    assert all(p.grad is None or not p.grad.any() for p in critic_params)
+    for param, grad in zip(actor_params, expected_actor, strict=True):
+        torch.testing.assert_close(param.grad, grad)
+    loss.zero_grad()
+    out["loss_critic"].backward()
+    assert all(p.grad is None or not p.grad.any() for p in actor_params)
+    for param, grad in zip(critic_params, expected_critic, strict=True):
+        torch.testing.assert_close(param.grad, grad)

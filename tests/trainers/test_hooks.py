@@ -217,6 +217,49 @@ def test_optimizer_hooks_tied_to_components(collector):
     assert loss.b.weight.item() == pytest.approx(1.7)
 
 
+def _ppo_cartpole_trainer(separate_optimizers: bool):
+    from rl_trainers.collectors import SyncDataCollector
+    from rl_trainers.envs import GymEnv
+    from rl_trainers.modules import make_actor, make_value
+    from rl_trainers.objectives import ClipPPOLoss
+    from rl_trainers.objectives.value import GAE
+
+    torch.manual_seed(0)
+    env = GymEnv("CartPole-v1", num_envs=2)
+    env.set_seed(0)
+    actor = make_actor(env.observation_spec, env.action_spec, num_cells=(16,))
+    critic = make_value(env.observation_spec, num_cells=(16,))
+    loss = ClipPPOLoss(actor, critic)
+    collector = SyncDataCollector(env, actor, frames_per_batch=32, total_frames=64)
+    trainer = trainer_for(collector, loss, total_frames=64, optim_steps_per_batch=2)
+    trainer.register_op("batch_process", GAE(gamma=0.99, lmbda=0.95, value_network=critic))
+    if separate_optimizers:  # torchrl's pattern: one optimizer per network and loss term
+        actor_opt = torch.optim.SGD(actor.parameters(), lr=0.1)
+        OptimizerHook(actor_opt, ["loss_objective"]).register(trainer, name="actor")
+        critic_opt = torch.optim.SGD(critic.parameters(), lr=0.1)
+        OptimizerHook(critic_opt, ["loss_critic"]).register(trainer, name="critic")
+    else:
+        OptimizerHook(torch.optim.SGD(loss.parameters(), lr=0.1)).register(trainer)
+    return trainer, loss
+
+
+def test_separate_actor_and_critic_optimizers_train_ppo_as_one_optimizer_does():
+    # each hook runs its own backward pass on the same loss output; with plain SGD, the
+    # actor's on loss_objective and the critic's on loss_critic make the updates of one
+    # optimizer on their sum
+    separate, separate_loss = _ppo_cartpole_trainer(separate_optimizers=True)
+    separate.train()
+    one, one_loss = _ppo_cartpole_trainer(separate_optimizers=False)
+    initial = [p.detach().clone() for p in one_loss.parameters()]
+    one.train()
+    assert separate._optim_count == one._optim_count == 4
+    moved = [not torch.equal(a, p) for a, p in zip(initial, one_loss.parameters(), strict=True)]
+    assert all(moved)
+    for a, b in zip(separate_loss.parameters(), one_loss.parameters(), strict=True):
+        # the same updates, computed along other paths: equal to float rounding
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-3)
+
+
 def test_optimizer_hook_sums_all_loss_entries_and_clips_norm(collector):
     loss = TwoHeads()
     trainer = trainer_for(collector, loss, clip_norm=0.5, clip_grad_norm=True)
