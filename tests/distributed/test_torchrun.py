@@ -221,6 +221,12 @@ def test_single_process_runs_stay_as_they_were(tmp_path):
         trainer.load_state_dict(bad)
 
 
+def test_a_config_warning_is_printed_once_not_by_every_rank(tmp_path):
+    overrides = [*PPO, "trainer.total_frames=256", "trainer.log_interval=100000"]
+    done = checked(launch("ppo", [*overrides, f"hydra.run.dir={tmp_path}"]))
+    assert done.stderr.count("trainer.log_interval=100000 is more than the") == 1, done.stderr
+
+
 def test_dqn_stop_at_return_on_rank_zero_stops_every_rank(tmp_path):
     overrides = [
         "trainer.total_frames=2048",

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 from omegaconf import DictConfig
@@ -36,8 +37,13 @@ def build_trainer(cfg: DictConfig, output_dir: Path):
     """The algorithm trainer ``cfg`` describes, with every component built and seeded."""
     from rl_trainers.trainers.algorithms.validation import typed_config, validate_config
 
+    from rl_trainers.trainers.distributed import get_rank
+
     cfg = typed_config(cfg)
-    validate_config(cfg)
+    with warnings.catch_warnings():
+        if get_rank() != 0:  # data-parallel: every rank validates, rank 0 warns once
+            warnings.simplefilter("ignore")
+        validate_config(cfg)
     try:
         trainer_class = TRAINERS[cfg.algorithm]
     except KeyError:
