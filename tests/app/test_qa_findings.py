@@ -38,3 +38,18 @@ def test_torchrl_trainer_field_added_with_plus_says_what_to_set(tiny_config):
     with pytest.raises(ConfigError, match="trainer.utd_ratio") as err:
         validate_config(cfg)
     assert "a key added with '+' would be ignored" in str(err.value)
+
+
+def test_mp4_videos_without_an_mp4_writer_stop_before_training(tiny_config, tmp_path):
+    # this machine has imageio but neither imageio-ffmpeg nor PyAV: the first video (at
+    # the end of training) used to raise an ImportError traceback
+    from importlib.util import find_spec
+
+    from rl_trainers.trainers.algorithms import build_trainer
+
+    if find_spec("imageio_ffmpeg") is not None or find_spec("av") is not None:
+        pytest.skip("an mp4 writer is installed here")
+    cfg = tiny_config("ppo", ["eval.video=true", "logger.video_format=mp4"])
+    with pytest.raises(ConfigError, match="logger.video_format='mp4' is invalid") as err:
+        build_trainer(cfg, tmp_path)
+    assert "imageio-ffmpeg" in str(err.value) and "gif" in str(err.value)

@@ -65,6 +65,24 @@ def check_video_config(cfg: DictConfig) -> None:
     frames = cfg.eval.get("video_max_frames", 1)
     if frames is None or frames <= 0:
         raise ConfigError("eval.video_max_frames", frames, "a positive number of frames")
+    if cfg.eval.get("video") and cfg.get("logger") is not None:
+        fmt = cfg.logger.get("video_format")
+        if fmt == "mp4" and not _can_write_mp4():  # found now, not at the first video
+            raise ConfigError(
+                "logger.video_format",
+                fmt,
+                "gif or pt: mp4 videos need imageio with its ffmpeg plugin, which is not "
+                "installed (pip install imageio imageio-ffmpeg)",
+            )
+
+
+def _can_write_mp4() -> bool:
+    """Whether imageio and a backend it writes mp4 with (imageio-ffmpeg or PyAV) import."""
+    from importlib.util import find_spec
+
+    return find_spec("imageio") is not None and (
+        find_spec("imageio_ffmpeg") is not None or find_spec("av") is not None
+    )
 
 
 def video_fps(cfg: DictConfig, eval_env: Any) -> int | None:
