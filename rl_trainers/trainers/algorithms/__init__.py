@@ -36,7 +36,6 @@ TRAINERS: dict[str, type] = {
 def build_trainer(cfg: DictConfig, output_dir: Path):
     """The algorithm trainer ``cfg`` describes, with every component built and seeded."""
     from rl_trainers.trainers.algorithms.validation import typed_config, validate_config
-
     from rl_trainers.trainers.distributed import get_rank
 
     cfg = typed_config(cfg)
