@@ -107,6 +107,7 @@ class LogEpisodeReturn(TrainerHookBase):
 
     def __init__(self, log_pbar: bool = True) -> None:
         self.log_pbar = log_pbar
+        self._warned = False
 
     def register(self, trainer, name: str = "log_episode_return") -> None:
         trainer.register_op("pre_steps_log", self)
@@ -115,7 +116,18 @@ class LogEpisodeReturn(TrainerHookBase):
         done = batch.get(("next", "done"))
         if not done.any():
             return None
-        returns = batch.get(("next", "episode_reward"))[done]
+        returns = batch.get(("next", "episode_reward"), None)
+        if returns is None:  # an env built by hand, without the app's RewardSum
+            if not self._warned:
+                self._warned = True
+                warnings.warn(
+                    "train/episode_return is not logged: the batches have no "
+                    "('next', 'episode_reward') entry; add the RewardSum transform to the "
+                    "env (TransformedEnv(env, RewardSum())) to log it",
+                    stacklevel=2,
+                )
+            return None
+        returns = returns[done]
         out: dict[str, Any] = {"train/episode_return": returns.mean()}
         if ("next", "step_count") in batch.keys(True):
             out["train/episode_length"] = batch.get(("next", "step_count"))[done].float().mean()
