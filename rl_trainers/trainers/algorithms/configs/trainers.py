@@ -304,38 +304,23 @@ class TD3TrainerConfig:
 
 
 @dataclass
-class DDPGTrainerConfig:
-    """Everything a DDPG run needs: a continuous-action env, actor, critic, buffer."""
+class DDPGTrainerConfig(TD3TrainerConfig):
+    """Everything a DDPG run needs: a continuous-action env, actor, critic, buffer.
+
+    TD3's config with DDPG's loss and loop (one critic, no policy delay); the other fields
+    are TD3's, declared once there.
+    """
 
     algorithm: str = config_field("ddpg", "algorithm trainer to build")
-    seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
-    device: str = config_field("cpu", "device of networks and losses (only cpu for now)")
-    env: GymEnvConfig = config_field(
-        GymEnvConfig(env_name="Pendulum-v1", num_envs=1),
-        "training environment (continuous actions)",
-    )
     network: ActorCriticNetworkConfig = config_field(
         _deterministic_network(),
         "hidden layers (group network): network.policy for the actor, network.value for critic",
-    )
-    model: DeterministicActorQValueModelConfig = config_field(
-        DeterministicActorQValueModelConfig(), "deterministic actor and Q critic"
-    )
-    collector: SyncDataCollectorConfig = config_field(
-        SyncDataCollectorConfig(frames_per_batch=200, init_random_frames=10_000),
-        "data collector",
-    )
-    replay_buffer: ReplayBufferConfig = config_field(
-        ReplayBufferConfig(size=200_000, batch_size=256), "replay buffer"
     )
     loss: DDPGLossConfig = config_field(DDPGLossConfig(), "DDPG loss")
     optimizer: OptimizerConfig = config_field(
         OptimizerConfig(lr=1e-3), "optimizer (group option): one for the actor, one for the critic"
     )
-    lr_scheduler: LRSchedulerConfig = config_field(LRSchedulerConfig(), "learning-rate schedule")
-    logger: LoggerConfig = config_field(LoggerConfig(), "logger (group option)")
     trainer: DDPGLoopConfig = config_field(DDPGLoopConfig(), "training loop")
-    eval: EvalConfig = config_field(EvalConfig(), "evaluation")
 
 
 @dataclass
@@ -353,17 +338,13 @@ class A2CLoopConfig(LoopConfig):
 
 
 @dataclass
-class A2CTrainerConfig:
-    """Everything an A2C run needs: env, policy and critic, collector, loss, optimizer, loop."""
+class A2CTrainerConfig(PPOTrainerConfig):
+    """Everything an A2C run needs: env, policy and critic, collector, loss, optimizer, loop.
+
+    PPO's config with A2C's collector, loss, optimizer and loop; the other fields are PPO's.
+    """
 
     algorithm: str = config_field("a2c", "algorithm trainer to build")
-    seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
-    device: str = config_field("cpu", "device of networks and losses (only cpu for now)")
-    env: GymEnvConfig = config_field(GymEnvConfig(), "training environment")
-    network: ActorCriticNetworkConfig = config_field(
-        ActorCriticNetworkConfig(), "hidden layers and encoder (group network)"
-    )
-    model: ActorValueModelConfig = config_field(ActorValueModelConfig(), "policy and critic")
     collector: SyncDataCollectorConfig = config_field(
         SyncDataCollectorConfig(frames_per_batch=40), "data collector (num_envs * n_steps)"
     )
@@ -373,10 +354,7 @@ class A2CTrainerConfig:
         OptimizerConfig(_target_="torch.optim.RMSprop", lr=7e-4),
         "optimizer (group option)",
     )
-    lr_scheduler: LRSchedulerConfig = config_field(LRSchedulerConfig(), "learning-rate schedule")
-    logger: LoggerConfig = config_field(LoggerConfig(), "logger (group option)")
     trainer: A2CLoopConfig = config_field(A2CLoopConfig(), "training loop")
-    eval: EvalConfig = config_field(EvalConfig(), "evaluation")
 
 
 @dataclass
@@ -392,13 +370,14 @@ class PGLoopConfig(LoopConfig):
 
 
 @dataclass
-class PGTrainerConfig:
-    """Everything a REINFORCE run needs: env, policy (and baseline), collector, loss, loop."""
+class PGTrainerConfig(PPOTrainerConfig):
+    """Everything a REINFORCE run needs: env, policy (and baseline), collector, loss, loop.
+
+    PPO's config with REINFORCE's network and model wording, collector, loss, optimizer,
+    schedule and loop; the other fields are PPO's.
+    """
 
     algorithm: str = config_field("pg", "algorithm trainer to build")
-    seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
-    device: str = config_field("cpu", "device of networks and losses (only cpu for now)")
-    env: GymEnvConfig = config_field(GymEnvConfig(), "training environment")
     network: ActorCriticNetworkConfig = config_field(
         ActorCriticNetworkConfig(),
         "hidden layers and encoder (group network); network.value is the baseline's",
@@ -414,6 +393,4 @@ class PGTrainerConfig:
     lr_scheduler: LRSchedulerConfig = config_field(
         LRSchedulerConfig(kind="linear"), "learning-rate schedule"
     )
-    logger: LoggerConfig = config_field(LoggerConfig(), "logger (group option)")
     trainer: PGLoopConfig = config_field(PGLoopConfig(), "training loop")
-    eval: EvalConfig = config_field(EvalConfig(), "evaluation")
