@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from .collectors import SyncDataCollectorConfig
 from .common import ROOT_CONFIG_INTERPOLATION, config_field
@@ -113,6 +113,9 @@ class SACLoopConfig(LoopConfig):
 class PPOTrainerConfig:
     """Everything a PPO run needs: env, networks, collector, loss, optimizer, logger, loop."""
 
+    #: the env action space it can run (None: any; not a field): --help lists only those envs
+    action_space_kind: ClassVar[str | None] = None
+
     algorithm: str = config_field("ppo", "algorithm trainer to build")
     seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
     device: str = config_field("cpu", "device of networks and losses (only cpu for now)")
@@ -133,6 +136,9 @@ class PPOTrainerConfig:
 @dataclass
 class SACTrainerConfig:
     """Everything a SAC run needs, plus its replay buffer."""
+
+    #: a TanhNormal policy needs Box actions: --help lists only those envs
+    action_space_kind: ClassVar[str | None] = "continuous"
 
     algorithm: str = config_field("sac", "algorithm trainer to build")
     seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
@@ -192,6 +198,9 @@ class DQNLoopConfig(LoopConfig):
 @dataclass
 class DQNTrainerConfig:
     """Everything a DQN run needs: a discrete-action env, the Q-network, its replay buffer."""
+
+    #: one Q-value per action needs discrete actions: --help lists only those envs
+    action_space_kind: ClassVar[str | None] = "discrete"
 
     algorithm: str = config_field("dqn", "algorithm trainer to build")
     seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
@@ -271,6 +280,9 @@ def _deterministic_network() -> ActorCriticNetworkConfig:
 @dataclass
 class TD3TrainerConfig:
     """Everything a TD3 run needs: a continuous-action env, actor, twin critics, buffer."""
+
+    #: a deterministic actor (DDPG's too) needs Box actions: --help lists only those envs
+    action_space_kind: ClassVar[str | None] = "continuous"
 
     algorithm: str = config_field("td3", "algorithm trainer to build")
     seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
