@@ -8,12 +8,13 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from rl_trainers.trainers.algorithms.app import CONFIG_DIR
+from rl_trainers.trainers.algorithms.configs import ENV_PRESET_ACTIONS
 
 REPO = Path(__file__).resolve().parents[2]
 
 #: Every option of the ``env`` group (one YAML file each), and those with discrete actions.
 ENV_OPTIONS = sorted(p.stem for p in (REPO / "configs" / "env").glob("*.yaml"))
-DISCRETE_ENV_OPTIONS = ["acrobot", "cartpole"]
+DISCRETE_ENV_OPTIONS = [e for e in ENV_OPTIONS if ENV_PRESET_ACTIONS.get(e) == "discrete"]
 
 #: Overrides that make a run a few hundred frames long.
 TINY = {

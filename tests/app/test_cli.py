@@ -8,7 +8,9 @@ import sys
 
 import pytest
 
-from .conftest import REPO, TINY
+from .conftest import DISCRETE_ENV_OPTIONS, ENV_OPTIONS, REPO, TINY
+
+CONTINUOUS = [e for e in ENV_OPTIONS if e not in DISCRETE_ENV_OPTIONS]
 
 
 def train(algorithm: str, *args: str, cwd, env=None) -> subprocess.CompletedProcess:
@@ -41,6 +43,38 @@ def test_help_lists_groups_options_and_fields(algorithm, tmp_path):
     assert "optimizer.lr" in text and "learning rate" in text
     assert "trainer.total_frames" in text and "environment frames to train for" in text
     assert "env.env_name" in text and "gymnasium id" in text
+
+
+def _group_lines(text: str) -> list[str]:
+    """The ``== Config groups`` section of a ``--help`` page."""
+    lines = text.splitlines()
+    start = lines.index("== Config groups (group=option) ==") + 1
+    return lines[start : lines.index("", start)]
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "listed", "note"),
+    [
+        ("ppo", ENV_OPTIONS, None),
+        ("a2c", ENV_OPTIONS, None),
+        ("pg", ENV_OPTIONS, None),
+        ("sac", CONTINUOUS, "envs with discrete actions are not listed: SAC needs continuous"),
+        ("td3", CONTINUOUS, "envs with discrete actions are not listed: TD3 needs continuous"),
+        ("ddpg", CONTINUOUS, "envs with discrete actions are not listed: DDPG needs continuous"),
+        ("dqn", DISCRETE_ENV_OPTIONS, "envs with continuous actions are not listed: DQN"),
+    ],
+)
+def test_help_lists_only_the_envs_the_algorithm_can_run(algorithm, listed, note, tmp_path):
+    proc = train(algorithm, "--help", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    groups = _group_lines(proc.stdout)
+    env = [i for i, line in enumerate(groups) if line.startswith("  env: ")]
+    assert len(env) == 1, groups
+    assert groups[env[0]].removeprefix("  env: ").split(", ") == listed
+    if note is None:
+        assert "not listed" not in proc.stdout
+    else:
+        assert note in groups[env[0] + 1], groups
 
 
 def test_dqn_help_lists_its_groups_and_fields(tmp_path):

@@ -100,12 +100,18 @@ def test_every_field_is_documented(node):
 def test_every_env_option_builds_without_sizes(env):
     from hydra.utils import instantiate
 
+    from rl_trainers.modules import spec_kind
+    from rl_trainers.trainers.algorithms.configs import ENV_PRESET_ACTIONS
+
     cfg = compose_config("ppo", [f"env={env}", "env.num_envs=2"])
     built = instantiate(cfg.env)
     try:
         td = built.reset()
         assert td["observation"].shape[0] == 2
         assert built.action_spec.shape[0] == 2
+        # --help lists env presets per algorithm from this declaration, without building
+        discrete = spec_kind(built.action_spec) in ("one_hot", "categorical")
+        assert ENV_PRESET_ACTIONS.get(env) == ("discrete" if discrete else "continuous")
     finally:
         built.close()
 

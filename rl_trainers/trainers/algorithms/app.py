@@ -34,14 +34,14 @@ import sys
 import time
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
 
-from .configs import GROUP_OPTIONS, ROOT_SCHEMAS
+from .configs import ENV_PRESET_ACTIONS, GROUP_OPTIONS, ROOT_SCHEMAS
 from .errors import ConfigError, JobFailed, report_and_exit
 
 # PyOpenGL, which MuJoCo's renderers import, logs its library probing at INFO: Hydra's
@@ -218,6 +218,9 @@ def group_options(algorithm: str) -> dict[str, list[str]]:
     """The options of each config group a user can pick for ``algorithm`` (e.g. ``ppo``).
 
     Options registered in code keep their order (the default first); YAML options are sorted.
+    Only what the algorithm can run is listed: its own ``experiment`` and ``hparams_search``
+    presets, and the ``env`` presets whose action space (``ENV_PRESET_ACTIONS``) is the one
+    its root schema's ``action_space_kind`` needs.
     """
     schema = ROOT_SCHEMAS.get(f"{algorithm}_trainer_schema")
     groups: dict[str, list[str]] = {
@@ -228,12 +231,38 @@ def group_options(algorithm: str) -> dict[str, list[str]]:
         options = groups.setdefault(path.parent.name, [])
         if path.stem not in options:
             options.append(path.stem)
-    for group in ("experiment", "hparams_search"):  # presets named after their algorithm
+    for group, runs in _runnable(algorithm, schema).items():
         if group in groups:
-            groups[group] = [e for e in groups[group] if e.startswith(f"{algorithm}_")]
+            groups[group] = [o for o in groups[group] if runs(o)]
             if not groups[group]:  # no preset for this algorithm (pg has no experiment)
                 del groups[group]
     return dict(sorted(groups.items()))
+
+
+def _runnable(algorithm: str, schema: type | None) -> dict[str, Callable[[str], bool]]:
+    """Per group, which of its options ``algorithm`` can run: the presets named after it,
+    and the env presets with the action space its schema needs (none built to tell)."""
+
+    def own(preset: str) -> bool:
+        return preset.startswith(f"{algorithm}_")
+
+    need = getattr(schema, "action_space_kind", None)
+
+    def env_runs(env: str) -> bool:
+        return need is None or ENV_PRESET_ACTIONS.get(env, need) == need
+
+    return {"experiment": own, "hparams_search": own, "env": env_runs}
+
+
+def _hidden_envs_note(algorithm: str, schema: type) -> list[str]:
+    """The line under ``env:`` in ``--help`` saying which env presets it leaves out, and why."""
+    need = getattr(schema, "action_space_kind", None)
+    if need is None:
+        return []
+    other = "discrete" if need == "continuous" else "continuous"
+    return [
+        f"    (envs with {other} actions are not listed: {algorithm.upper()} needs {need} ones)"
+    ]
 
 
 def _example_env(algorithm: str) -> str:
@@ -250,11 +279,12 @@ def help_template(algorithm: str, schema: type) -> str:
     """The ``--help`` page: groups with their options, every field with its description, and
     the composed config (``$CONFIG``, so overrides given with ``--help`` show there)."""
     name = algorithm.removesuffix("_trainer")
-    groups = [
-        f"  {'+' if g == 'hparams_search' else ''}{g}: {', '.join(o)}"
-        for g, o in group_options(name).items()
-        if o or g != "hparams_search"
-    ]
+    groups = []
+    for g, o in group_options(name).items():
+        if o or g != "hparams_search":
+            groups.append(f"  {'+' if g == 'hparams_search' else ''}{g}: {', '.join(o)}")
+        if g == "env":
+            groups.extend(_hidden_envs_note(name, schema))
     text = "\n".join(
         [
             f"{algorithm}: train {_TITLES.get(name, name.upper())} with rl_trainers.",

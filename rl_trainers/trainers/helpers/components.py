@@ -330,15 +330,8 @@ def make_ppo_loss(
 
     _check_unit_interval("loss.gamma", gamma)
     _check_unit_interval("loss.lmbda", lmbda)
-    if loss_critic_type not in ("l2", "smooth_l1", "l1"):
-        raise ConfigError("loss.loss_critic_type", loss_critic_type, "'l2', 'smooth_l1' or 'l1'")
-    common = {
-        "entropy_bonus": entropy_coef > 0,
-        "entropy_coef": entropy_coef,
-        "critic_coef": critic_coef,
-        "loss_critic_type": loss_critic_type,
-        "normalize_advantage": normalize_advantage,
-    }
+    _check_loss_critic_type(loss_critic_type)
+    common = _actor_critic_kwargs(entropy_coef, critic_coef, loss_critic_type, normalize_advantage)
     if loss_type == "clip":
         if not clip_epsilon > 0:
             raise ConfigError("loss.clip_epsilon", clip_epsilon, "a positive clip range, e.g. 0.2")
@@ -367,9 +360,33 @@ def make_ppo_loss(
     return loss
 
 
-def _check_actor_critic_fields(critic_coef: float, entropy_coef: float, loss_critic_type: str):
+def _check_loss_critic_type(loss_critic_type: str) -> None:
     if loss_critic_type not in ("l2", "smooth_l1", "l1"):
         raise ConfigError("loss.loss_critic_type", loss_critic_type, "'l2', 'smooth_l1' or 'l1'")
+
+
+def _actor_critic_kwargs(
+    entropy_coef: float, critic_coef: float, loss_critic_type: str, normalize_advantage: bool
+) -> dict[str, Any]:
+    """The keyword arguments PPO's, A2C's and REINFORCE's losses take alike (the entropy
+    bonus is on when its weight is positive)."""
+    return {
+        "entropy_bonus": entropy_coef > 0,
+        "entropy_coef": entropy_coef,
+        "critic_coef": critic_coef,
+        "loss_critic_type": loss_critic_type,
+        "normalize_advantage": normalize_advantage,
+    }
+
+
+def _check_actor_critic_fields(
+    gamma: float, lmbda: float, critic_coef: float, entropy_coef: float, loss_critic_type: str
+) -> None:
+    """A2C's and REINFORCE's checks: discount and GAE lambda in [0, 1], the critic loss
+    known, its weight and the entropy weight non-negative."""
+    _check_unit_interval("loss.gamma", gamma)
+    _check_unit_interval("loss.lmbda", lmbda)
+    _check_loss_critic_type(loss_critic_type)
     if not critic_coef >= 0:
         raise ConfigError("loss.critic_coef", critic_coef, "a non-negative weight, e.g. 0.5")
     if not entropy_coef >= 0:
@@ -403,17 +420,11 @@ def make_a2c_loss(
     """
     from rl_trainers.objectives import A2CLoss, ValueEstimators
 
-    _check_unit_interval("loss.gamma", gamma)
-    _check_unit_interval("loss.lmbda", lmbda)
-    _check_actor_critic_fields(critic_coef, entropy_coef, loss_critic_type)
+    _check_actor_critic_fields(gamma, lmbda, critic_coef, entropy_coef, loss_critic_type)
     loss = A2CLoss(
         actor_network,
         critic_network,
-        entropy_bonus=entropy_coef > 0,
-        entropy_coef=entropy_coef,
-        critic_coef=critic_coef,
-        loss_critic_type=loss_critic_type,
-        normalize_advantage=normalize_advantage,
+        **_actor_critic_kwargs(entropy_coef, critic_coef, loss_critic_type, normalize_advantage),
     )
     loss.make_value_estimator(ValueEstimators.GAE, gamma=gamma, lmbda=lmbda)
     return loss
@@ -450,19 +461,13 @@ def make_reinforce_loss(
     """
     from rl_trainers.objectives import ReinforceLoss, ValueEstimators
 
-    _check_unit_interval("loss.gamma", gamma)
-    _check_unit_interval("loss.lmbda", lmbda)
-    _check_actor_critic_fields(critic_coef, entropy_coef, loss_critic_type)
+    _check_actor_critic_fields(gamma, lmbda, critic_coef, entropy_coef, loss_critic_type)
     if baseline and critic_network is None:
         raise ValueError("make_reinforce_loss(baseline=True) needs a critic_network")
     loss = ReinforceLoss(
         actor_network,
         critic_network if baseline else None,
-        entropy_bonus=entropy_coef > 0,
-        entropy_coef=entropy_coef,
-        critic_coef=critic_coef,
-        loss_critic_type=loss_critic_type,
-        normalize_advantage=normalize_advantage,
+        **_actor_critic_kwargs(entropy_coef, critic_coef, loss_critic_type, normalize_advantage),
         gamma=gamma,
     )
     if baseline:
@@ -590,8 +595,7 @@ def make_td3_loss(
     """
     from rl_trainers.objectives import TD3Loss
 
-    _check_unit_interval("loss.gamma", gamma)
-    _check_loss_function(loss_function)
+    _check_td_fields(gamma, loss_function)
     if num_qvalue_nets < 1:
         raise ConfigError("loss.num_qvalue_nets", num_qvalue_nets, "at least 1 (TD3: 2)")
     if policy_noise < 0:
@@ -633,8 +637,7 @@ def make_ddpg_loss(
     """
     from rl_trainers.objectives import DDPGLoss
 
-    _check_unit_interval("loss.gamma", gamma)
-    _check_loss_function(loss_function)
+    _check_td_fields(gamma, loss_function)
     return DDPGLoss(
         actor_network,
         value_network,
@@ -645,7 +648,9 @@ def make_ddpg_loss(
     )
 
 
-def _check_loss_function(loss_function: str) -> None:
+def _check_td_fields(gamma: float, loss_function: str) -> None:
+    """TD3's and DDPG's checks: the discount in [0, 1] and a known critic loss."""
+    _check_unit_interval("loss.gamma", gamma)
     if loss_function not in ("l2", "smooth_l1", "l1"):
         raise ConfigError("loss.loss_function", loss_function, "'l2', 'smooth_l1' or 'l1'")
 

@@ -22,7 +22,7 @@ from .common import (
     register_root_resolver,
 )
 from .data import ReplayBufferConfig
-from .envs import GymEnvConfig
+from .envs import ENV_PRESET_ACTIONS, GymEnvConfig
 from .logging import (
     CSVLoggerConfig,
     LoggerConfig,
@@ -170,6 +170,7 @@ __all__ = [
     "AdamWConfig",
     "CSVLoggerConfig",
     "ComposedConfig",
+    "ENV_PRESET_ACTIONS",
     "EvalConfig",
     "GROUP_OPTIONS",
     "GymEnvConfig",

@@ -7,6 +7,21 @@ from typing import Any
 
 from .common import config_field
 
+#: The action space of the gymnasium env each ``configs/env/<name>.yaml`` preset names:
+#: ``discrete`` or ``continuous``. ``--help`` lists for each algorithm only the presets it
+#: can run (a root config's ``action_space_kind``) without building any env; a test checks
+#: every preset is here and matches its env. A preset missing here is listed everywhere.
+ENV_PRESET_ACTIONS: dict[str, str] = {
+    "acrobot": "discrete",
+    "ant": "continuous",
+    "cartpole": "discrete",
+    "halfcheetah": "continuous",
+    "hopper": "continuous",
+    "mountaincar_continuous": "continuous",
+    "pendulum": "continuous",
+    "walker2d": "continuous",
+}
+
 
 @dataclass
 class GymEnvConfig:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from .collectors import SyncDataCollectorConfig
 from .common import ROOT_CONFIG_INTERPOLATION, config_field
@@ -113,6 +113,9 @@ class SACLoopConfig(LoopConfig):
 class PPOTrainerConfig:
     """Everything a PPO run needs: env, networks, collector, loss, optimizer, logger, loop."""
 
+    #: the env action space it can run (None: any; not a field): --help lists only those envs
+    action_space_kind: ClassVar[str | None] = None
+
     algorithm: str = config_field("ppo", "algorithm trainer to build")
     seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
     device: str = config_field("cpu", "device of networks and losses (only cpu for now)")
@@ -133,6 +136,9 @@ class PPOTrainerConfig:
 @dataclass
 class SACTrainerConfig:
     """Everything a SAC run needs, plus its replay buffer."""
+
+    #: a TanhNormal policy needs Box actions: --help lists only those envs
+    action_space_kind: ClassVar[str | None] = "continuous"
 
     algorithm: str = config_field("sac", "algorithm trainer to build")
     seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
@@ -192,6 +198,9 @@ class DQNLoopConfig(LoopConfig):
 @dataclass
 class DQNTrainerConfig:
     """Everything a DQN run needs: a discrete-action env, the Q-network, its replay buffer."""
+
+    #: one Q-value per action needs discrete actions: --help lists only those envs
+    action_space_kind: ClassVar[str | None] = "discrete"
 
     algorithm: str = config_field("dqn", "algorithm trainer to build")
     seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
@@ -272,6 +281,9 @@ def _deterministic_network() -> ActorCriticNetworkConfig:
 class TD3TrainerConfig:
     """Everything a TD3 run needs: a continuous-action env, actor, twin critics, buffer."""
 
+    #: a deterministic actor (DDPG's too) needs Box actions: --help lists only those envs
+    action_space_kind: ClassVar[str | None] = "continuous"
+
     algorithm: str = config_field("td3", "algorithm trainer to build")
     seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
     device: str = config_field("cpu", "device of networks and losses (only cpu for now)")
@@ -304,38 +316,23 @@ class TD3TrainerConfig:
 
 
 @dataclass
-class DDPGTrainerConfig:
-    """Everything a DDPG run needs: a continuous-action env, actor, critic, buffer."""
+class DDPGTrainerConfig(TD3TrainerConfig):
+    """Everything a DDPG run needs: a continuous-action env, actor, critic, buffer.
+
+    TD3's config with DDPG's loss and loop (one critic, no policy delay); the other fields
+    are TD3's, declared once there.
+    """
 
     algorithm: str = config_field("ddpg", "algorithm trainer to build")
-    seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
-    device: str = config_field("cpu", "device of networks and losses (only cpu for now)")
-    env: GymEnvConfig = config_field(
-        GymEnvConfig(env_name="Pendulum-v1", num_envs=1),
-        "training environment (continuous actions)",
-    )
     network: ActorCriticNetworkConfig = config_field(
         _deterministic_network(),
         "hidden layers (group network): network.policy for the actor, network.value for critic",
-    )
-    model: DeterministicActorQValueModelConfig = config_field(
-        DeterministicActorQValueModelConfig(), "deterministic actor and Q critic"
-    )
-    collector: SyncDataCollectorConfig = config_field(
-        SyncDataCollectorConfig(frames_per_batch=200, init_random_frames=10_000),
-        "data collector",
-    )
-    replay_buffer: ReplayBufferConfig = config_field(
-        ReplayBufferConfig(size=200_000, batch_size=256), "replay buffer"
     )
     loss: DDPGLossConfig = config_field(DDPGLossConfig(), "DDPG loss")
     optimizer: OptimizerConfig = config_field(
         OptimizerConfig(lr=1e-3), "optimizer (group option): one for the actor, one for the critic"
     )
-    lr_scheduler: LRSchedulerConfig = config_field(LRSchedulerConfig(), "learning-rate schedule")
-    logger: LoggerConfig = config_field(LoggerConfig(), "logger (group option)")
     trainer: DDPGLoopConfig = config_field(DDPGLoopConfig(), "training loop")
-    eval: EvalConfig = config_field(EvalConfig(), "evaluation")
 
 
 @dataclass
@@ -353,17 +350,13 @@ class A2CLoopConfig(LoopConfig):
 
 
 @dataclass
-class A2CTrainerConfig:
-    """Everything an A2C run needs: env, policy and critic, collector, loss, optimizer, loop."""
+class A2CTrainerConfig(PPOTrainerConfig):
+    """Everything an A2C run needs: env, policy and critic, collector, loss, optimizer, loop.
+
+    PPO's config with A2C's collector, loss, optimizer and loop; the other fields are PPO's.
+    """
 
     algorithm: str = config_field("a2c", "algorithm trainer to build")
-    seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
-    device: str = config_field("cpu", "device of networks and losses (only cpu for now)")
-    env: GymEnvConfig = config_field(GymEnvConfig(), "training environment")
-    network: ActorCriticNetworkConfig = config_field(
-        ActorCriticNetworkConfig(), "hidden layers and encoder (group network)"
-    )
-    model: ActorValueModelConfig = config_field(ActorValueModelConfig(), "policy and critic")
     collector: SyncDataCollectorConfig = config_field(
         SyncDataCollectorConfig(frames_per_batch=40), "data collector (num_envs * n_steps)"
     )
@@ -373,10 +366,7 @@ class A2CTrainerConfig:
         OptimizerConfig(_target_="torch.optim.RMSprop", lr=7e-4),
         "optimizer (group option)",
     )
-    lr_scheduler: LRSchedulerConfig = config_field(LRSchedulerConfig(), "learning-rate schedule")
-    logger: LoggerConfig = config_field(LoggerConfig(), "logger (group option)")
     trainer: A2CLoopConfig = config_field(A2CLoopConfig(), "training loop")
-    eval: EvalConfig = config_field(EvalConfig(), "evaluation")
 
 
 @dataclass
@@ -392,13 +382,14 @@ class PGLoopConfig(LoopConfig):
 
 
 @dataclass
-class PGTrainerConfig:
-    """Everything a REINFORCE run needs: env, policy (and baseline), collector, loss, loop."""
+class PGTrainerConfig(PPOTrainerConfig):
+    """Everything a REINFORCE run needs: env, policy (and baseline), collector, loss, loop.
+
+    PPO's config with REINFORCE's network and model wording, collector, loss, optimizer,
+    schedule and loop; the other fields are PPO's.
+    """
 
     algorithm: str = config_field("pg", "algorithm trainer to build")
-    seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
-    device: str = config_field("cpu", "device of networks and losses (only cpu for now)")
-    env: GymEnvConfig = config_field(GymEnvConfig(), "training environment")
     network: ActorCriticNetworkConfig = config_field(
         ActorCriticNetworkConfig(),
         "hidden layers and encoder (group network); network.value is the baseline's",
@@ -414,6 +405,4 @@ class PGTrainerConfig:
     lr_scheduler: LRSchedulerConfig = config_field(
         LRSchedulerConfig(kind="linear"), "learning-rate schedule"
     )
-    logger: LoggerConfig = config_field(LoggerConfig(), "logger (group option)")
     trainer: PGLoopConfig = config_field(PGLoopConfig(), "training loop")
-    eval: EvalConfig = config_field(EvalConfig(), "evaluation")
