@@ -140,6 +140,7 @@ def make_actor(
     return_log_prob: bool = True,
     deterministic: bool = False,
     state_dependent_scale: bool = True,
+    log_std_init: float = 0.0,
     tanh_unbounded: bool = False,
     encoder: nn.Module | None = None,
 ) -> TensorDictModule | ProbabilisticActor:
@@ -159,6 +160,7 @@ def make_actor(
         return_log_prob: write ``"sample_log_prob"`` (stochastic actors).
         deterministic: build a deterministic actor instead.
         state_dependent_scale: Gaussian scale predicted by the network (else a learned vector).
+        log_std_init: initial log of the learned scale vector (``state_dependent_scale=False``).
         tanh_unbounded: squash unbounded continuous actions into ``[-1, 1]``.
         encoder: a module in front of the MLP (e.g. a ConvNet reading ``in_key="pixels"``).
     """
@@ -195,7 +197,7 @@ def make_actor(
     else:
         net = nn.Sequential(
             MLP(in_features, n_out, num_cells=cells, activation_class=activation),
-            AddStateIndependentNormalScale(torch.Size([n_out])),
+            AddStateIndependentNormalScale(torch.Size([n_out]), init_value=float(log_std_init)),
         )
     net = _with_encoder(encoder, net)
     module = TensorDictModule(net, in_keys=[in_key], out_keys=["loc", "scale"])

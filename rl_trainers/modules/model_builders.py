@@ -23,6 +23,7 @@ from torch import nn
 from rl_trainers.modules.actors import spec_kind
 from rl_trainers.modules.builders import make_actor, make_qvalue, make_value
 from rl_trainers.modules.models import ConvNet
+from rl_trainers.trainers.algorithms.errors import ConfigError
 
 __all__ = [
     "ACTIVATIONS",
@@ -159,6 +160,7 @@ def make_tanh_normal_model(
     network: Any,
     return_log_prob: bool = True,
     state_dependent_scale: bool = True,
+    log_std_init: float | None = None,
 ):
     """A TanhNormal policy (continuous actions; squashed into the spec's bounds if bounded).
 
@@ -168,14 +170,24 @@ def make_tanh_normal_model(
         network: the network description (``policy`` hidden layers, optional ``encoder``).
         return_log_prob: write ``"sample_log_prob"`` with each action.
         state_dependent_scale: the network predicts the scale (else a learned vector).
+        log_std_init: initial log of the learned scale vector (only with
+            ``state_dependent_scale=False``; ``None``: 0, a scale of 1).
     """
     if _actions(action_spec) == "discrete":
         raise PolicyKindError("tanh_normal", "discrete", "categorical or auto")
+    if log_std_init is not None and state_dependent_scale:
+        raise ConfigError(
+            "model.policy.log_std_init",
+            log_std_init,
+            "only used with model.policy.state_dependent_scale=false "
+            "(a state-dependent scale is predicted by the network)",
+        )
     return make_actor(
         observation_spec,
         action_spec,
         return_log_prob=return_log_prob,
         state_dependent_scale=state_dependent_scale,
+        log_std_init=0.0 if log_std_init is None else log_std_init,
         tanh_unbounded=True,
         **_head(observation_spec, network, "policy"),
     )

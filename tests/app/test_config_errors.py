@@ -96,6 +96,11 @@ def _no_cuda_device(index: int) -> bool:
             ["replay_buffer.batch_size=100000", "replay_buffer.size=10000"],
             ["replay_buffer.batch_size=100000", "at most replay_buffer.size (10000)"],
         ),
+        (
+            "ppo",
+            ["env=pendulum", "model/policy=tanh_normal", "model.policy.log_std_init=-2"],
+            ["model.policy.log_std_init=-2.0", "model.policy.state_dependent_scale=false"],
+        ),
     ],
 )
 def test_bad_value_is_one_line_with_exit_status_2(algorithm, args, expected, tmp_path):

@@ -167,3 +167,21 @@ def test_a_pixel_replay_buffer_that_cannot_fit_in_ram_is_refused():
         check_buffer_fits_memory(cfg, env)
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("log_std_init", [-2.0, 0.5])
+def test_log_std_init_sets_the_initial_state_independent_scale(log_std_init):
+    overrides = [
+        "env=pendulum",
+        "env.num_envs=2",
+        "model/policy=tanh_normal",
+        "model.policy.state_dependent_scale=false",
+        f"model.policy.log_std_init={log_std_init}",
+    ]
+    env, actor, _ = _build("ppo", overrides)
+    try:
+        scale = actor(env.reset())["scale"]
+        expected = torch.full_like(scale, torch.tensor(log_std_init).exp().item())
+        torch.testing.assert_close(scale, expected)
+    finally:
+        env.close()

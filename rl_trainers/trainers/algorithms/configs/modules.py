@@ -70,6 +70,11 @@ class TanhNormalModelConfig(PolicyModelConfig):
     state_dependent_scale: bool = config_field(
         True, "the network predicts the scale (false: a learned state-independent vector)"
     )
+    log_std_init: float | None = config_field(
+        None,
+        "initial log of the learned scale (SB3's log_std_init); only with "
+        "state_dependent_scale=false (null: 0, a scale of 1)",
+    )
 
 
 @dataclass
