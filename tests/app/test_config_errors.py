@@ -139,7 +139,10 @@ def test_bad_dqn_value_names_the_field(tiny_config, overrides, expected):
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["env=pendulum"], ["env.env_name='Pendulum-v1'", "discrete actions", "sac_trainer"]),
+        (
+            ["env=pendulum"],
+            ["env.env_name='Pendulum-v1'", "discrete actions", "sac_trainer", "td3_trainer"],
+        ),
         (["trainer.eps_end=0.5", "trainer.eps_init=0.2"], ["trainer.eps_end=0.5", "eps_init"]),
     ],
 )

@@ -65,7 +65,8 @@ class DQNTrainer(OffPolicyTrainer):
                 "env.env_name",
                 cfg.env.env_name,
                 "DQN needs an environment with discrete actions; for continuous ones use "
-                "python sota-implementations/sac_trainer/train.py",
+                "sota-implementations/sac_trainer/train.py (or td3_trainer, ddpg_trainer, "
+                "ppo_trainer, a2c_trainer, pg_trainer)",
             )
         check_buffer_fits_memory(cfg, envs.env)
         qactor = build_model(cfg, "qvalue", envs.env)
