@@ -151,3 +151,21 @@ def test_periodic_evaluation_after_a_resume_before_the_first_one(tmp_path):
     a, b = csv_curves(straight), csv_curves(resumed)
     assert any(name.endswith("eval/return_mean.csv") for name in a)
     assert a == b
+
+
+def test_resuming_a_finished_run_says_nothing_is_left_to_train(tmp_path, capsys):
+    run(tiny("ppo"), tmp_path)
+    capsys.readouterr()
+    run(tiny("ppo", "trainer.resume=true"), tmp_path)
+    err = capsys.readouterr().err
+    assert "Nothing left to train" in err
+    assert "raise trainer.total_frames" in err
+    assert _summary(tmp_path)["session_frames"] == 0
+
+
+def test_resuming_an_unfinished_run_does_not_say_so(tmp_path, capsys):
+    assert interrupted_run(tiny("ppo"), tmp_path, 128) == 128
+    capsys.readouterr()
+    run(tiny("ppo", "trainer.resume=true"), tmp_path)
+    err = capsys.readouterr().err
+    assert "Resumed from" in err and "Nothing left to train" not in err

@@ -440,6 +440,13 @@ def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> f
         trainer.load_from_file(ckpt)
         if lead:
             print(f"Resumed from {ckpt} at frame {trainer.collected_frames}.", file=sys.stderr)
+            if trainer.collected_frames >= trainer.total_frames:
+                print(
+                    f"Nothing left to train: the checkpoint holds {trainer.collected_frames} "
+                    f"frames, trainer.total_frames={trainer.total_frames}; only the final "
+                    "evaluation runs (raise trainer.total_frames to train further).",
+                    file=sys.stderr,
+                )
     # fps is this session's throughput: frames collected by this process (not those of the
     # sessions before a resume) over this process's building, loading and training time
     first_frame = int(trainer.collected_frames)
