@@ -35,6 +35,7 @@ from rl_trainers.collectors.collectors import (
     check_cudagraph_device,
 )
 from rl_trainers.collectors.utils import split_trajectories, weights_state_dict
+from rl_trainers.envs.transforms.transforms import RunningStatistics, running_statistics
 
 __all__ = ["MultiSyncDataCollector", "MultiaSyncDataCollector", "aSyncDataCollector"]
 
@@ -79,7 +80,8 @@ def _worker(
             _bind_weights(policy, shared)
         collector = SyncDataCollector(create_env_fn, policy, total_frames=-1, **kwargs)
         iterator = collector.iterator()
-        conn.send(("ready", None))
+        normalizers = running_statistics(collector.env)
+        conn.send(("ready", [t.frozen_copy() for t in normalizers]))
         while True:
             if not conn.poll(_POLL_S):
                 if os.getppid() != parent:
@@ -97,6 +99,14 @@ def _worker(
                 conn.send(("ok", None))
             elif cmd == "reset":
                 collector.reset()
+                conn.send(("ok", None))
+            elif cmd == "statistics":
+                conn.send(("statistics", [t.statistics() for t in normalizers]))
+            elif cmd == "statistics_update":
+                conn.send(("statistics_update", [t.statistics_update() for t in normalizers]))
+            elif cmd == "load_statistics":
+                for t, stats in zip(normalizers, arg, strict=True):
+                    t.load_statistics_(stats)
                 conn.send(("ok", None))
             elif cmd == "close":
                 return
@@ -217,14 +227,38 @@ class _MultiCollectorBase(DataCollectorBase):
                 child_conn.close()
                 self._procs.append(proc)
                 self._conns.append(parent_conn)
-            for i in range(self.num_workers):
-                self._recv(i, expect="ready")
+            hubs = [self._recv(i, expect="ready") for i in range(self.num_workers)]
         except BaseException:
             self.shutdown()
             raise
 
+        #: the workers' running normalisers (``VecNorm``, ``RewardNorm``) share one set of
+        #: statistics, held here (frozen copies in this process): see ``_share_statistics``
+        self.running_statistics: list[RunningStatistics] = hubs[0]
+
     def _worker_frames(self, frames_per_batch: int) -> int:
         return frames_per_batch
+
+    def _share_statistics(self, workers: Sequence[int]) -> None:
+        """Give the running normalisers of every worker one set of statistics, as one
+        normaliser over all the workers' envs would have (as ranks do in data-parallel
+        training): ``workers`` (those that just delivered a batch) send what they saw, the
+        copies in :attr:`running_statistics` merge it (``VecNorm``: the mean of the workers'
+        decayed sums; ``RewardNorm``: every return, merged exactly), and those workers load
+        the result. An async collector shares with the worker that delivered; the others
+        share when they deliver theirs."""
+        if not self.running_statistics:
+            return
+        for i in workers:
+            self._send(i, "statistics_update")
+        updates = [self._recv(i, expect="statistics_update") for i in workers]
+        for j, hub in enumerate(self.running_statistics):
+            hub.merge_updates_({i: u[j] for i, u in zip(workers, updates, strict=True)})
+        stats = [hub.statistics() for hub in self.running_statistics]
+        for i in workers:
+            self._send(i, "load_statistics", stats)
+        for i in workers:
+            self._recv(i, expect="ok")
 
     # ---------------------------------------------------------------- messaging
     def _recv(self, i: int, expect: str) -> Any:
@@ -318,6 +352,10 @@ class _MultiCollectorBase(DataCollectorBase):
         for i, sd in enumerate(state_dict["workers"]):
             self._send(i, "load_state_dict", sd)
             self._recv(i, expect="ok")
+        if self.running_statistics:  # the shared statistics are those the workers saved
+            self._send(0, "statistics")
+            for hub, stats in zip(self.running_statistics, self._recv(0, expect="statistics")):
+                hub.load_statistics_(stats)
 
     def reset(self, reset_idx: Sequence[bool] | None = None) -> None:
         """Reset the envs of the workers flagged in ``reset_idx`` (all when None): they start
@@ -418,6 +456,7 @@ class MultiSyncDataCollector(_MultiCollectorBase):
                 batches = [
                     self._relabel(self._recv(i, expect="batch"), i) for i in range(self.num_workers)
                 ]
+                self._share_statistics(range(self.num_workers))
                 if self.cat_results != "stack":
                     batch = torch.cat(batches, self.cat_results)
                 elif batches[0].batch_dims == 1:
@@ -464,6 +503,7 @@ class MultiaSyncDataCollector(_MultiCollectorBase):
                 i = self._conns.index(ready[0])
                 batch = self._relabel(self._recv(i, expect="batch"), i)
                 self._pending.discard(i)
+                self._share_statistics([i])
                 self.frames_collected += batch.numel()
                 remaining = self.total_frames < 0 or self.frames_collected < self.total_frames
                 if remaining:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 from resume.conftest import csv_curves  # tests/ is on sys.path
 
 from rl_trainers.envs import RewardNorm
@@ -107,3 +108,33 @@ def test_resume_across_the_switch_names_it_and_older_checkpoints_still_resume(
         assert again.collected_frames == 256
     finally:
         close_trainer(again)
+
+
+def test_multi_process_collector_evaluates_with_the_workers_shared_statistics(
+    tiny_config, tmp_path
+):
+    """With collector workers, the evaluation env normalises observations with the
+    statistics the workers share, not with the never-updated copy of the trainer's process."""
+    from rl_trainers.envs import VecNorm
+
+    cfg = tiny_config(
+        "ppo",
+        [
+            "env=pendulum",
+            "env.normalize_observations=true",
+            "env.normalize_rewards=true",
+            "collector=multi_sync",
+        ],
+    )
+    trainer = build_trainer(cfg, tmp_path)
+    try:
+        trainer.train()
+        trainer.evaluate_final()
+        shared_vecnorm, shared_reward_norm = trainer.collector.running_statistics
+        (eval_vecnorm,) = [t for t in trainer.eval_env.transform if isinstance(t, VecNorm)]
+        assert shared_vecnorm.count_0.item() > 0
+        for name in ("sum_0", "ssq_0", "count_0"):
+            assert torch.equal(getattr(eval_vecnorm, name), getattr(shared_vecnorm, name))
+        assert shared_reward_norm.count.item() == trainer.collected_frames
+    finally:
+        close_trainer(trainer)

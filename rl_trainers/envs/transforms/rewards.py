@@ -571,6 +571,21 @@ class RewardNorm(RunningStatistics):
         for name in ("count", "mean", "var"):
             getattr(self, "merged_" + name).copy_(getattr(self, name))
 
+    # --- collector workers (see RunningStatistics) -----------------------------------------
+    def statistics_update(self) -> dict[str, torch.Tensor]:
+        """This worker's :meth:`pending_statistics` (returns seen since it last loaded)."""
+        return {"pending": self.pending_statistics()}
+
+    def merge_updates_(self, updates: dict[int, dict[str, torch.Tensor]]) -> None:
+        """Merge the workers' pending returns, exactly, into this copy's statistics."""
+        self.merge_statistics_(torch.stack([u["pending"] for u in updates.values()]).sum(0))
+
+    def statistics(self) -> dict[str, torch.Tensor]:
+        """Count, mean and variance of every return seen, as both the current statistics
+        and the merged ones (a worker's next pending returns start from them)."""
+        stats = {name: getattr(self, name).clone() for name in ("count", "mean", "var")}
+        return {**stats, **{"merged_" + name: value for name, value in stats.items()}}
+
     def __repr__(self) -> str:
         return (
             f"RewardNorm(gamma={self.gamma}, eps={self.eps}, clip={self.clip}, "

@@ -908,6 +908,41 @@ class RunningStatistics(Transform):
             self.set_container(container)
         return out.freeze()
 
+    # --- one set of statistics over several copies (collector workers) --------------------
+    # Each worker process's env holds its own copy. After a batch, every worker sends
+    # ``statistics_update()``; one copy in the collector's process (the "hub") folds them in
+    # with ``merge_updates_``; every worker then takes the hub's ``statistics()`` with
+    # ``load_statistics_``, so all copies normalise the next batch alike.
+
+    def statistics_update(self) -> dict[str, torch.Tensor]:
+        """What this copy has to contribute to the shared statistics."""
+        raise NotImplementedError
+
+    def merge_updates_(self, updates: dict[int, dict[str, torch.Tensor]]) -> None:
+        """Fold the :meth:`statistics_update` results of the workers that sent one (worker
+        index -> update) into this copy (the hub)."""
+        raise NotImplementedError
+
+    def statistics(self) -> dict[str, torch.Tensor]:
+        """The statistics the workers take from the hub (:meth:`load_statistics_`)."""
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def load_statistics_(self, statistics: dict[str, torch.Tensor]) -> None:
+        """Take the hub's statistics (per-sub-env state, if any, is kept)."""
+        for name, value in statistics.items():
+            getattr(self, name).copy_(value)
+
+
+def running_statistics(env: Any) -> list[RunningStatistics]:
+    """The :class:`RunningStatistics` transforms (``VecNorm``, ``RewardNorm``) of ``env``'s
+    own transform (``[]`` for an env without one, or ``None``)."""
+    transform = getattr(env, "transform", None)
+    if transform is None:
+        return []
+    transforms = list(transform) if hasattr(transform, "__iter__") else [transform]
+    return [t for t in transforms if isinstance(t, RunningStatistics)]
+
 
 class VecNorm(RunningStatistics):
     """Running observation normalisation with exponentially decayed statistics.
@@ -983,6 +1018,33 @@ class VecNorm(RunningStatistics):
             var = (q / c.clamp_min(1e-8) - mean * mean).clamp_min(self.eps)
             tensordict.set(ok, (x - mean) / var.sqrt())
         return tensordict
+
+    def statistics(self) -> dict[str, torch.Tensor]:
+        """The decayed sums (``sum_i``, ``ssq_i``, ``count_i``), copied."""
+        return {n: b.clone() for n, b in self.named_buffers(recurse=False) if b is not None}
+
+    statistics_update = statistics
+
+    def load_statistics_(self, statistics: dict[str, torch.Tensor]) -> None:
+        self.__dict__.pop("_worker_sums", None)  # a hub starts over from these
+        for name, value in statistics.items():
+            if getattr(self, name) is None:
+                setattr(self, name, value.clone())
+            else:
+                getattr(self, name).copy_(value)
+
+    @torch.no_grad()
+    def merge_updates_(self, updates: dict[int, dict[str, torch.Tensor]]) -> None:
+        """The mean of every worker's latest decayed sums, as data-parallel ranks average
+        theirs (an async collector's other workers count with the sums they last sent)."""
+        latest = self.__dict__.setdefault("_worker_sums", {})
+        latest.update(updates)
+        for name in next(iter(updates.values())):
+            mean = torch.stack([sums[name] for sums in latest.values()]).mean(0)
+            if getattr(self, name) is None:  # the hub's copy never saw an observation
+                setattr(self, name, mean)
+            else:
+                getattr(self, name).copy_(mean)
 
     def to_observation_norm(self) -> ObservationNorm:
         """An ObservationNorm with the current mean/std (first key)."""

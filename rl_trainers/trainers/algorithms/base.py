@@ -17,6 +17,7 @@ import torch
 from omegaconf import DictConfig
 from tensordict import TensorDictBase
 
+from rl_trainers.envs.transforms.transforms import running_statistics
 from rl_trainers.trainers.algorithms.common import (
     LogEpisodeReturn,
     build,
@@ -184,9 +185,7 @@ class AlgorithmTrainer(Trainer):
         evaluation of the same weights gives the same returns, and the training's RNG
         states are the same after it as before.
         """
-        train_env = getattr(self.collector, "env", None)
-        if train_env is not None:
-            copy_normalizer_stats(train_env, self.eval_env)
+        copy_normalizer_stats(self.collector, self.eval_env)
         if self.eval_seed is None:
             return self._run_evaluation()
         cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
@@ -213,13 +212,16 @@ class AlgorithmTrainer(Trainer):
         return returns
 
 
-def copy_normalizer_stats(source_env, target_env) -> None:
-    """Give ``target_env``'s observation normalisers ``source_env``'s statistics, frozen."""
+def copy_normalizer_stats(collector, target_env) -> None:
+    """Give ``target_env``'s observation normalisers the statistics of the training env's
+    (``collector``'s env, or a multi-process collector's shared ones), frozen."""
     from rl_trainers.envs import VecNorm
 
-    sources = [t for t in _transforms(source_env) if isinstance(t, VecNorm)]
-    targets = [t for t in _transforms(target_env) if isinstance(t, VecNorm)]
-    for src, dst in zip(sources, targets):
+    sources = getattr(collector, "running_statistics", None)
+    if sources is None:
+        sources = running_statistics(getattr(collector, "env", None))
+    targets = [t for t in running_statistics(target_env) if isinstance(t, VecNorm)]
+    for src, dst in zip([t for t in sources if isinstance(t, VecNorm)], targets):
         dst.load_state_dict(src.state_dict())
         dst.freeze()
 
@@ -227,20 +229,13 @@ def copy_normalizer_stats(source_env, target_env) -> None:
 def _vecnorms(env) -> list:
     from rl_trainers.envs import VecNorm
 
-    return [t for t in _transforms(env) if isinstance(t, VecNorm)]
+    return [t for t in running_statistics(env) if isinstance(t, VecNorm)]
 
 
 def _reward_norms(env) -> list:
     from rl_trainers.envs import RewardNorm
 
-    return [t for t in _transforms(env) if isinstance(t, RewardNorm)]
-
-
-def _transforms(env) -> list:
-    transform = getattr(env, "transform", None)
-    if transform is None:
-        return []
-    return list(transform) if hasattr(transform, "__iter__") else [transform]
+    return [t for t in running_statistics(env) if isinstance(t, RewardNorm)]
 
 
 @dataclass
