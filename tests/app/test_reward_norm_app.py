@@ -93,21 +93,28 @@ def test_resume_across_the_switch_names_it_and_older_checkpoints_still_resume(
         plain.train()
     finally:
         close_trainer(plain)
-    # made without the switch, as a checkpoint from before it existed: no entry for it
-    assert "env.normalize_rewards" not in plain.checkpoint_metadata
-    normalised = build_trainer(tiny_config("ppo", ["env.normalize_rewards=true"]), tmp_path / "b")
-    try:
-        with pytest.raises(CheckpointError) as err:
-            normalised.load_from_file(plain.save_trainer_file)
-        assert "env.normalize_rewards: checkpoint '<absent>', this run True" in str(err.value)
-    finally:
-        close_trainer(normalised)
-    again = build_trainer(tiny_config("ppo"), tmp_path / "c")
-    try:
-        again.load_from_file(plain.save_trainer_file)
-        assert again.collected_frames == 256
-    finally:
-        close_trainer(again)
+    saved = torch.load(plain.save_trainer_file, weights_only=False)
+    assert saved["meta"]["env.normalize_rewards"] is False
+    # a checkpoint from before the switch existed has no entry for it
+    del saved["meta"]["env.normalize_rewards"]
+    older = tmp_path / "older.pt"
+    torch.save(saved, older)
+    for checkpoint, shown in ((plain.save_trainer_file, "False"), (older, "'<absent>'")):
+        normalised = build_trainer(
+            tiny_config("ppo", ["env.normalize_rewards=true"]), tmp_path / "b"
+        )
+        try:
+            with pytest.raises(CheckpointError) as err:
+                normalised.load_from_file(checkpoint)
+            assert f"env.normalize_rewards: checkpoint {shown}, this run True" in str(err.value)
+        finally:
+            close_trainer(normalised)
+        again = build_trainer(tiny_config("ppo"), tmp_path / "c")
+        try:
+            again.load_from_file(checkpoint)
+            assert again.collected_frames == 256
+        finally:
+            close_trainer(again)
 
 
 def test_multi_process_collector_evaluates_with_the_workers_shared_statistics(

@@ -159,12 +159,16 @@ class AlgorithmTrainer(Trainer):
             self.lr_scheduler.step()
 
     def _check_metadata(self, saved: dict[str, Any], source: str) -> None:
-        """As :class:`Trainer`'s, with the entries of ``FINGERPRINT_ADDED_LATER`` that an
-        older checkpoint lacks taken as equal (so such checkpoints still resume)."""
-        from rl_trainers.trainers.algorithms.common import FINGERPRINT_ADDED_LATER
+        """As :class:`Trainer`'s, with an entry of ``FINGERPRINT_ADDED_LATER`` that an older
+        checkpoint lacks taken as equal when this run has the value runs had before it."""
+        from rl_trainers.trainers.algorithms.common import ANY_VALUE, FINGERPRINT_ADDED_LATER
 
         ours = self.checkpoint_metadata
-        missing = {k: ours[k] for k in FINGERPRINT_ADDED_LATER if k in ours and k not in saved}
+        missing = {
+            key: ours[key]
+            for key, before in FINGERPRINT_ADDED_LATER.items()
+            if key in ours and key not in saved and (before is ANY_VALUE or ours[key] == before)
+        }
         super()._check_metadata({**saved, **missing}, source)
 
     def _evaluate(self, batch: TensorDictBase) -> dict[str, Any]:

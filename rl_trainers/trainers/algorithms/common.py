@@ -282,12 +282,14 @@ FINGERPRINT_FIELDS = (
 
 _NOT_STRUCTURAL = frozenset({"network.orthogonal_init"})
 
-#: Switches added after checkpoints existed: off, they count as absent (as in those
-#: checkpoints), so older checkpoints resume; on, they differ from them.
-_ABSENT_WHEN_OFF = frozenset({"env.normalize_rewards"})
-
-#: Fingerprint entries that checkpoints made before them lack: absent there, they match.
-FINGERPRINT_ADDED_LATER = frozenset({"optimizer._target_"})
+#: Fingerprint entries added after checkpoints existed, and what those checkpoints lack
+#: them for: a checkpoint without the entry matches a run whose value is the one given here
+#: (what every run did before the entry existed), or any value for ``ANY_VALUE`` (unknown).
+ANY_VALUE = object()
+FINGERPRINT_ADDED_LATER: dict[str, Any] = {
+    "optimizer._target_": ANY_VALUE,
+    "env.normalize_rewards": False,
+}
 
 
 def checkpoint_metadata(cfg: DictConfig) -> dict[str, Any]:
@@ -301,8 +303,6 @@ def checkpoint_metadata(cfg: DictConfig) -> dict[str, Any]:
             value = OmegaConf.to_container(value, resolve=True)
         for key, sub in _flatten(value, field).items():
             # unset entries (None, []) count as absent, as in checkpoints made before them
-            if key in _ABSENT_WHEN_OFF and sub is False:
-                continue
             if key not in _NOT_STRUCTURAL and sub is not None and sub != ():
                 out[key] = sub
     return out
