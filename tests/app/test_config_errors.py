@@ -177,11 +177,16 @@ def test_bad_td3_or_ddpg_value_names_the_field(tiny_config, algorithm, overrides
         assert word in str(err.value)
 
 
+#: every trainer a continuous-action trainer's error points to for a discrete env
+DISCRETE = ["ppo_trainer/train.py", "dqn_trainer", "a2c_trainer", "pg_trainer"]
+
+
 @pytest.mark.parametrize(
     ("algorithm", "args", "expected"),
     [
-        ("td3", ["env=cartpole"], ["env.env_name='CartPole-v1'", "continuous", "PPO", "DQN"]),
-        ("ddpg", ["env=acrobot"], ["env.env_name='Acrobot-v1'", "continuous", "PPO", "DQN"]),
+        ("td3", ["env=cartpole"], ["env.env_name='CartPole-v1'", "continuous", *DISCRETE]),
+        ("ddpg", ["env=acrobot"], ["env.env_name='Acrobot-v1'", "continuous", *DISCRETE]),
+        ("sac", ["env=cartpole"], ["SAC needs", "continuous", *DISCRETE]),
         ("td3", ["trainer.policy_delay=0"], ["trainer.policy_delay=0", "a positive integer"]),
         ("td3", ["trainer.policy_delay=1.5"], ["trainer.policy_delay=1.5", "int"]),
         ("td3", ["trainer.exploration_noise=pink"], ["exploration_noise='pink'", "gaussian"]),

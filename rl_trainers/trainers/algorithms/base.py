@@ -308,6 +308,21 @@ def build_actor_critic(cfg: DictConfig, env) -> tuple[torch.nn.Module, torch.nn.
     return actor, critic
 
 
+def require_continuous_actions(algorithm: str, cfg: DictConfig, env) -> None:
+    """Stop with a ConfigError naming the discrete-action trainers if ``env``'s actions are
+    discrete (SAC, TD3, DDPG)."""
+    from rl_trainers.modules import spec_kind
+
+    if spec_kind(env.action_spec) in ("one_hot", "categorical"):
+        raise ConfigError(
+            "env.env_name",
+            cfg.env.env_name,
+            f"{algorithm} needs an environment with continuous (Box) actions; for discrete "
+            "ones use sota-implementations/ppo_trainer/train.py (or dqn_trainer, "
+            "a2c_trainer, pg_trainer)",
+        )
+
+
 def prepare_run(cfg: DictConfig, output_dir: Path) -> RunEnvs:
     """The first steps of every build: check the run directory, seed, set threads and the
     allocator, make envs.

@@ -13,9 +13,13 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from rl_trainers.trainers.algorithms.base import build_actor_critic, finish_build, prepare_run
+from rl_trainers.trainers.algorithms.base import (
+    build_actor_critic,
+    finish_build,
+    prepare_run,
+    require_continuous_actions,
+)
 from rl_trainers.trainers.algorithms.common import build
-from rl_trainers.trainers.algorithms.errors import ConfigError
 from rl_trainers.trainers.algorithms.off_policy import OffPolicyTrainer, check_buffer_fits_memory
 
 __all__ = ["SACTrainer", "check_buffer_fits_memory"]
@@ -40,17 +44,10 @@ class SACTrainer(OffPolicyTrainer):
     @classmethod
     def from_config(cls, cfg: DictConfig, output_dir: Path) -> SACTrainer:
         """Build every component from a composed ``SACTrainerConfig``, seeding first."""
-        from rl_trainers.modules import spec_kind
         from rl_trainers.objectives import SoftUpdate
 
         envs = prepare_run(cfg, output_dir)
-        if spec_kind(envs.env.action_spec) in ("one_hot", "categorical"):
-            raise ConfigError(
-                "env.env_name",
-                cfg.env.env_name,
-                "SAC needs an environment with continuous (Box) actions; use PPO or DQN for "
-                "discrete ones",
-            )
+        require_continuous_actions("SAC", cfg, envs.env)
         check_buffer_fits_memory(cfg, envs.env)
         actor, qvalue = build_actor_critic(cfg, envs.env)
         loss = build(cfg, "loss", actor_network=actor, qvalue_network=qvalue)

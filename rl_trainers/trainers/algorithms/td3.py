@@ -34,9 +34,13 @@ import torch
 from omegaconf import DictConfig, open_dict
 from tensordict import TensorDict, TensorDictBase
 
-from rl_trainers.trainers.algorithms.base import build_model, finish_build, prepare_run
+from rl_trainers.trainers.algorithms.base import (
+    build_model,
+    finish_build,
+    prepare_run,
+    require_continuous_actions,
+)
 from rl_trainers.trainers.algorithms.common import build
-from rl_trainers.trainers.algorithms.errors import ConfigError
 from rl_trainers.trainers.algorithms.off_policy import OffPolicyTrainer, check_buffer_fits_memory
 from rl_trainers.trainers.trainer import OptimizerHook, TrainerHookBase
 
@@ -194,7 +198,6 @@ class TD3Trainer(OffPolicyTrainer):
 
 def build_deterministic_trainer(cls, cfg: DictConfig, output_dir: Path, name: str):
     """TD3's and DDPG's build: deterministic actor, critic(s), noise, two optimizers."""
-    from rl_trainers.modules import spec_kind
     from rl_trainers.objectives import SoftUpdate
 
     loop = cfg.trainer
@@ -205,13 +208,7 @@ def build_deterministic_trainer(cls, cfg: DictConfig, output_dir: Path, name: st
             with open_dict(cfg):
                 cfg.env.transforms = [*cfg.env.transforms, {"_target_": INIT_TRACKER}]
     envs = prepare_run(cfg, output_dir)
-    if spec_kind(envs.env.action_spec) in ("one_hot", "categorical"):
-        raise ConfigError(
-            "env.env_name",
-            cfg.env.env_name,
-            f"{name} needs an environment with continuous (Box) actions; for discrete ones "
-            "use PPO (ppo_trainer/train.py) or DQN (dqn_trainer/train.py)",
-        )
+    require_continuous_actions(name, cfg, envs.env)
     check_buffer_fits_memory(cfg, envs.env)
     actor = build_model(cfg, "actor", envs.env)
     critic = build_model(cfg, "critic", envs.env)
