@@ -576,6 +576,7 @@ class GymWrapper(EnvBase):
         tensordict: TensorDictBase,
         steps: int,
         policy: Callable[[TensorDictBase], TensorDictBase] | None = None,
+        acting: Any = None,
     ) -> tuple[TensorDictBase, TensorDictBase] | None:
         """``steps`` calls of :meth:`step_and_maybe_reset`, stacked along a last time dim.
 
@@ -583,6 +584,11 @@ class GymWrapper(EnvBase):
         and turned into one TensorDict at the end instead of a TensorDict per step; random
         actions (``policy=None``) are drawn for all steps at once, from the same generator
         in the same order. Results equal the step-by-step loop's.
+
+        ``acting`` (a :class:`~rl_trainers.modules.lean_acting.CategoricalActing` of
+        ``policy``) acts on observation tensors instead of calling ``policy`` on a
+        TensorDict per step, when the input and the action spec fit it (else ``policy`` is
+        called); its entries are written for all steps at once.
 
         Returns:
             ``(transitions [*B, steps], next policy input)``, or None when this env cannot
@@ -601,6 +607,10 @@ class GymWrapper(EnvBase):
         if policy is None and set(root) - {obs_key, *DONE_KEYS, "action"}:
             return None
         env, conv, n = self._env, self._obs_conv, self.batch_size[0]
+        if policy is None or not self._fits(acting, root):
+            acting = None
+        logits_steps: list[torch.Tensor] = []
+        index_steps: list[torch.Tensor] = []
         actions = None
         if policy is None:
             actions = self.action_spec.rand(torch.Size([steps]))  # [T, *B, ...] one draw
@@ -613,6 +623,13 @@ class GymWrapper(EnvBase):
             if policy is None:  # no TensorDict per step: observations only
                 action = env_actions[t]
                 inputs.append(obs_in)
+            elif acting is not None:  # tensors only; the env takes the sampled index
+                logits = acting.logits(obs_in)
+                index = acting.sample(logits)
+                logits_steps.append(logits)
+                index_steps.append(index)
+                inputs.append(obs_in)
+                action = index.numpy().reshape(n)
             else:
                 td = policy(td)
                 action = self._get_action(td)
@@ -631,14 +648,19 @@ class GymWrapper(EnvBase):
                 next_obs.append(conv(patched)[obs_key])
             else:
                 next_obs.append(obs_in)
-            if policy is not None:
+            if policy is not None and acting is None:
                 td = self._next_input(td, reset_obs)
         if policy is None:
             td = new_td({**reset_obs, **self._zero_flags()}, self.batch_size, self.device)
         self._autoreset_obs = self._last_done = None
         time_dim = len(self.batch_size)
         batch_size = torch.Size([n, steps])
-        if policy is None:
+        if acting is not None:
+            outputs = acting.outputs(
+                torch.stack(logits_steps, time_dim), torch.stack(index_steps, time_dim)
+            )
+            batch, td = self._acting_entries(root, inputs, outputs, reset_obs, steps)
+        elif policy is None:
             first = tensordict._tensordict
             flags_in = {k: _flag_history(first.get(k), steps) for k in DONE_KEYS}
             root_entries = {
@@ -660,6 +682,53 @@ class GymWrapper(EnvBase):
         }
         fast_set(batch, "next", new_td(nxt, batch_size, self.device))
         return batch, td
+
+    def _fits(self, acting: Any, root: dict[str, Any]) -> bool:
+        """Whether ``acting`` can replace the policy call on this input and action spec: the
+        input holds only the observation, the done flags and the policy's own entries, and
+        the sampled index is what the env takes (a one-hot spec of ``n_actions`` or an
+        index spec with ``n_actions`` values)."""
+        if acting is None or acting.obs_key != self._root_key:
+            return False
+        if set(root) - {self._root_key, *DONE_KEYS, *acting.out_keys}:
+            return False
+        spec, n = self.action_spec, self.batch_size[0]
+        if acting.one_hot:
+            return isinstance(spec, OneHot) and self._action_shape == (n, acting.n_actions)
+        return (
+            isinstance(spec, Categorical)
+            and self._action_shape == (n,)
+            and spec.n == acting.n_actions
+        )
+
+    def _acting_entries(
+        self,
+        root: dict[str, Any],
+        observations: list[torch.Tensor],
+        outputs: dict[str, torch.Tensor],
+        reset_obs: dict[str, torch.Tensor],
+        steps: int,
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        """The ``[*B, steps]`` root entries and the next policy input of a batch acted by a
+        ``CategoricalActing``: the same keys, order and values as the policy's TensorDicts
+        (entries in the input's order, then the new outputs; the next input as
+        :meth:`_next_input` builds it from the last step)."""
+        time_dim = len(self.batch_size)
+        entries: dict[str, Any] = {}
+        for key, value in root.items():
+            if key == self._root_key:
+                entries[key] = torch.stack(observations, time_dim)
+            elif key in DONE_KEYS:
+                entries[key] = _flag_history(value, steps)
+            else:
+                entries[key] = None  # an output of the policy: written below, in this place
+        entries.update(outputs)
+        batch = new_td(entries, torch.Size([*self.batch_size, steps]), self.device)
+        last = dict.fromkeys(k for k in entries if k not in ("action", "next", "reward"))
+        last.update({k: v.select(time_dim, -1).clone() for k, v in outputs.items() if k in last})
+        last.update(reset_obs)
+        last.update(self._zero_flags())
+        return batch, new_td(last, self.batch_size, self.device)
 
     def _next_input(self, td: TensorDictBase, obs: dict[str, torch.Tensor]) -> TensorDictBase:
         """The next policy input as ``step_and_maybe_reset`` builds it: after the autoreset

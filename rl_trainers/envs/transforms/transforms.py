@@ -461,6 +461,7 @@ class TransformedEnv(EnvBase):
         tensordict: TensorDictBase,
         steps: int,
         policy: Any = None,
+        acting: Any = None,
     ) -> tuple[TensorDictBase, TensorDictBase] | None:
         """The base env's ``rollout_batch`` with the transforms replayed on the whole batch.
 
@@ -478,7 +479,7 @@ class TransformedEnv(EnvBase):
         if any(c is None for carry in carries for c in carry):
             return None  # the input lacks a transform's entry: let the step loop report it
         owned = [key for t in transforms for key in t.out_keys]
-        out = base_rollout(self.base_env, tensordict.exclude(*owned), steps, policy)
+        out = base_rollout(self.base_env, tensordict.exclude(*owned), steps, policy, acting)
         if out is None:
             return None
         batch, next_input = out
