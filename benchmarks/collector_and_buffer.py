@@ -3,7 +3,10 @@
 1. Frames per second of :class:`SyncDataCollector` with random actions on CartPole-v1 with 8
    envs, against gymnasium's raw ``SyncVectorEnv`` stepping random actions, measured in
    alternating repeats in one run; prints the medians and their ratio (target >= 0.8).
-2. Microseconds per ``sample()`` of 256 items from a full 1M-capacity LazyTensorStorage buffer,
+2. Frames per second of :class:`SyncDataCollector` acting with a PPO-sized categorical actor
+   (64x64 tanh MLP, one-hot actions, log-probabilities), through the lean acting path
+   (:mod:`rl_trainers.modules.lean_acting`) and through the actor's own forward, alternating.
+3. Microseconds per ``sample()`` of 256 items from a full 1M-capacity LazyTensorStorage buffer,
    uniform (target < 200 us) and prioritized (target < 1 ms), plus a priority update.
 """
 
@@ -58,6 +61,38 @@ def collector_fps(frames: int, frames_per_batch: int) -> float:
         n += batch.numel()
     elapsed = time.perf_counter() - start
     collector.shutdown()
+    return n / elapsed
+
+
+def actor_collector_fps(frames: int, frames_per_batch: int, lean: bool) -> float:
+    from tensordict.nn import TensorDictModule
+
+    import rl_trainers.modules.lean_acting as lean_acting
+    from rl_trainers.modules import MLP, ProbabilisticActor
+    from rl_trainers.modules.distributions import OneHotCategorical
+
+    env = GymEnv("CartPole-v1", num_envs=NUM_ENVS)
+    net = MLP(in_features=4, out_features=2, num_cells=[64, 64])
+    actor = ProbabilisticActor(
+        TensorDictModule(net, in_keys=["observation"], out_keys=["logits"]),
+        in_keys=["logits"],
+        spec=env.action_spec,
+        distribution_class=OneHotCategorical,
+        return_log_prob=True,
+    )
+    lean_acting.LEAN_ACTING = lean
+    try:
+        collector = SyncDataCollector(
+            env, actor, frames_per_batch=frames_per_batch, total_frames=frames + frames_per_batch
+        )
+        it = iter(collector)
+        next(it)
+        start = time.perf_counter()
+        n = sum(batch.numel() for batch in it)
+        elapsed = time.perf_counter() - start
+        collector.shutdown()
+    finally:
+        lean_acting.LEAN_ACTING = True
     return n / elapsed
 
 
@@ -121,6 +156,17 @@ def main() -> None:
     print(f"  raw gymnasium SyncVectorEnv : {raw_med:10.0f} frames/s (median)")
     print(f"  SyncDataCollector           : {ours_med:10.0f} frames/s (median)")
     print(f"  ratio collector / raw       : {ours_med / raw_med:10.2f} (target >= 0.8)")
+
+    lean, general = [], []
+    for i in range(args.repeats):
+        for flag in (True, False) if i % 2 else (False, True):
+            fps = actor_collector_fps(args.frames, 256, flag)
+            (lean if flag else general).append(fps)
+    lean_med, general_med = statistics.median(lean), statistics.median(general)
+    print(f"CartPole-v1 x{NUM_ENVS}, 64x64 categorical actor, batches of 256 frames")
+    print(f"  actor's forward every step  : {general_med:10.0f} frames/s (median)")
+    print(f"  lean acting path            : {lean_med:10.0f} frames/s (median)")
+    print(f"  time lean / forward         : {general_med / lean_med:10.2f}")
 
     for name, sampler, target in (
         ("uniform (RandomSampler)", RandomSampler(), 200),

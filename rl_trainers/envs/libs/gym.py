@@ -629,7 +629,7 @@ class GymWrapper(EnvBase):
                 logits_steps.append(logits)
                 index_steps.append(index)
                 inputs.append(obs_in)
-                action = index.numpy().reshape(n)
+                action = index.numpy().reshape(n).copy()  # the env's own array
             else:
                 td = policy(td)
                 action = self._get_action(td)
