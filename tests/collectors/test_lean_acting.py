@@ -24,8 +24,7 @@ def _actor(env, distribution_class=OneHotCategorical, actor_class=ProbabilisticA
         in_keys=["logits"],
         spec=env.action_spec,
         distribution_class=distribution_class,
-        return_log_prob=True,
-        **kwargs,
+        **{"return_log_prob": True, **kwargs},
     )
 
 
@@ -59,8 +58,16 @@ def _assert_same(a, b):
         (OneHotCategorical, {}, {}, True),  # PPO's default recipe: RewardSum, bool one-hot
         (OneHotCategorical, {}, {"distribution_kwargs": {"dtype": torch.bool}}, False),
         (Categorical, {"categorical_action_encoding": True}, {}, False),
+        (Categorical, {"categorical_action_encoding": True}, {"return_log_prob": False}, True),
+        (OneHotCategorical, {}, {"return_log_prob": False}, False),
     ],
-    ids=["one_hot_reward_sum", "one_hot_dtype_kwarg", "index_actions"],
+    ids=[
+        "one_hot_reward_sum",
+        "one_hot_dtype_kwarg",
+        "index_actions",
+        "index_actions_no_log_prob",
+        "one_hot_no_log_prob",
+    ],
 )
 def test_lean_acting_gives_the_policy_forward_results(
     distribution_class, env_kwargs, dist_kwargs, reward_sum, monkeypatch
