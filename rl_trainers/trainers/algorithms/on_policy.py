@@ -108,7 +108,9 @@ class OnPolicyTrainer(AlgorithmTrainer):
         else:
             name = type(self).__name__
             reject_torchrl_only(name, kwargs, on_policy=True)
-            if not self.takes_minibatches and ("num_epochs" in kwargs or "minibatch_size" in kwargs):
+            if not self.takes_minibatches and (
+                "num_epochs" in kwargs or "minibatch_size" in kwargs
+            ):
                 raise TypeError(
                     f"{name} takes one optimisation step on each whole batch: drop num_epochs "
                     "and minibatch_size (PPOTrainer runs epochs of minibatches), or give "

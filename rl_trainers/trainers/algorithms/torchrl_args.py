@@ -296,10 +296,7 @@ class TorchrlOnPolicy:
         if self.replay_buffer is not None:
             trainer.replay_buffer = self.replay_buffer
             buffer = ReplayBufferTrainer(self.replay_buffer, flatten_tensordicts=True, iterate=True)
-            if not trainer.async_collection:
-                trainer.register_op("pre_epoch", buffer.extend)
-            trainer.register_op("process_optim_batch", buffer.sample)
-            trainer.register_op("post_loss", buffer.update_priority)
+            buffer.register(trainer, extend_at=None if trainer.async_collection else "pre_epoch")
         _update_weights(trainer, self.weight_update_map)
         register_torchrl_logging(
             trainer,
@@ -334,7 +331,9 @@ class TorchrlOffPolicy:
             frames = collector_frames_per_batch(kwargs["collector"], name)
         steps = kwargs.pop("optim_steps_per_batch")
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-            raise ValueError(f"{name}: optim_steps_per_batch must be an integer >= 1, got {steps!r}")
+            raise ValueError(
+                f"{name}: optim_steps_per_batch must be an integer >= 1, got {steps!r}"
+            )
         if kwargs.get("replay_buffer") is None:
             raise TypeError(f"{name} needs replay_buffer=... to sample its updates from")
         greedy = kwargs.pop("greedy_module", None)
