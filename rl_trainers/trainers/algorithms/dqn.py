@@ -34,7 +34,7 @@ __all__ = ["DQNTrainer"]
 class DQNTrainer(OffPolicyTrainer):
     """DQN on the shared :class:`~rl_trainers.trainers.Trainer` loop.
 
-    Args:
+    Keyword Args:
         exploration: the collector policy's :class:`~rl_trainers.modules.EGreedyModule`;
             stepped by ``frames_per_batch`` after every batch and checkpointed (None: none
             to anneal).

@@ -33,7 +33,7 @@ class OffPolicyTrainer(AlgorithmTrainer):
     ``optim_steps_per_batch`` selects torchrl's form, ``optim_steps_per_batch`` updates after
     every batch, and torchrl's logging.
 
-    Args:
+    Keyword Args:
         collector: yields batches of transitions.
         total_frames: frames to train for.
         loss_module: the algorithm's loss (with target networks).

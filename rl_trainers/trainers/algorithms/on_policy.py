@@ -76,7 +76,7 @@ class OnPolicyTrainer(AlgorithmTrainer):
     keys...; see :class:`~.torchrl_args.TorchrlOnPolicy`): ``optim_steps_per_batch`` selects
     torchrl's form, its loop and its logging.
 
-    Args:
+    Keyword Args:
         collector: yields ``[num_envs, T]`` batches (with ``sample_log_prob`` where the loss
             reads it).
         total_frames: frames to train for.

@@ -29,7 +29,7 @@ __all__ = ["EpochMinibatches", "PPOTrainer"]
 class PPOTrainer(OnPolicyTrainer):
     """PPO on the shared :class:`~rl_trainers.trainers.Trainer` loop.
 
-    Args:
+    Keyword Args:
         collector: yields ``[num_envs, T]`` batches with ``sample_log_prob``.
         total_frames: frames to train for.
         loss_module: a ``ClipPPOLoss`` (or any PPO loss) with a value estimator set.

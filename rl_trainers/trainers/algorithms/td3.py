@@ -150,7 +150,7 @@ class DelayedPolicyUpdate(TrainerHookBase):
 class TD3Trainer(OffPolicyTrainer):
     """TD3 on the shared :class:`~rl_trainers.trainers.Trainer` loop.
 
-    Args:
+    Keyword Args:
         optimizers: ``{"critic": ..., "actor": ...}`` (see :func:`finish_build`'s
             ``param_groups``). None: ``optimizer`` steps on the sum of every loss (the
             actor's and the critics') at every update and ``target_updater`` steps after
