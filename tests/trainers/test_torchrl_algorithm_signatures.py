@@ -298,7 +298,8 @@ def test_sac_trainer_without_reward_sum_entry_warns_that_r_total_is_not_logged()
     assert "r_total" not in logger.names and "r_training" in logger.names
 
 
-def test_dqn_trainer_steps_the_target_updater_and_anneals_the_greedy_module():
+@pytest.mark.parametrize("log_actions", [None, True], ids=["default", "log_actions"])
+def test_dqn_trainer_steps_the_target_updater_and_anneals_the_greedy_module(log_actions):
     torch.manual_seed(0)
     env = _env("CartPole-v1")
     qnet = QValueActor(
@@ -323,13 +324,15 @@ def test_dqn_trainer_steps_the_target_updater_and_anneals_the_greedy_module():
         episode_reward_key="episode_reward",
         progress_bar=False,
         log_interval=50,
+        **({} if log_actions is None else {"log_actions": log_actions}),
     )
     trainer.train()
     assert trainer._optim_count == 4 * 2
     assert updater.counter == trainer._optim_count  # stepped after every update
     assert float(greedy.eps) == pytest.approx(1.0 - 0.9 * 200 / 1000)  # by the frames
-    # torchrl's DQNTrainer logs no actions, and no epsilon
-    assert not {"action_norm", "train/epsilon"} & logger.names
+    # torchrl's DQNTrainer logs no epsilon, and no actions unless asked to
+    assert "train/epsilon" not in logger.names
+    assert ("action_norm" in logger.names) is bool(log_actions)
     assert logger.names >= BATCH_LOGS | {"utd_ratio", "loss"}
 
 

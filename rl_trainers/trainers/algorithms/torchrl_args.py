@@ -339,9 +339,8 @@ class TorchrlOffPolicy:
         greedy = kwargs.pop("greedy_module", None)
         self.exploration_module = kwargs.pop("exploration_module", None)
         key, reduction = trainer.torchrl_episode_reward
-        self.logging = {n: kwargs.pop(n, d) for n, d in LOGGING_ARGS.items()}
-        if "log_actions" not in kwargs and not trainer.torchrl_log_actions:
-            self.logging["log_actions"] = False
+        defaults = {**LOGGING_ARGS, "log_actions": trainer.torchrl_log_actions}
+        self.logging = {n: kwargs.pop(n, d) for n, d in defaults.items()}
         self.keys = _pop_keys(kwargs)
         self.episode_reward_key = kwargs.pop("episode_reward_key", key)
         self.episode_reward_reduction = reduction
