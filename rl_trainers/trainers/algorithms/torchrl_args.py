@@ -118,8 +118,8 @@ def reject_torchrl_only(trainer_name: str, kwargs: dict[str, Any], on_policy: bo
     if given:
         raise TypeError(
             f"{trainer_name} got torchrl's argument(s) {given} without optim_steps_per_batch: "
-            "torchrl's form needs optim_steps_per_batch= (and then takes no frames_per_batch, "
-            f"minibatch_size, utd_ratio or learning_starts); rl_trainers' form takes none of {given}"
+            "add optim_steps_per_batch= for torchrl's form (which takes no minibatch_size, "
+            f"utd_ratio, learning_starts or target_updater), or drop {given} for rl_trainers' form"
         )
 
 
