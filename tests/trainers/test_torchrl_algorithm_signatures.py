@@ -489,3 +489,62 @@ def test_a_torchrl_style_ppo_script_learns_cartpole():
     trainer.train()
     first, last = sum(returns[:2]) / 2, sum(returns[-4:]) / 4
     assert first < 40 and last > 80, returns
+
+
+def _torchrl_ppo(total_frames, save_trainer_file):
+    torch.manual_seed(0)
+    env = _env("CartPole-v1")
+    policy = _categorical_actor(env)
+    loss = ClipPPOLoss(policy, _critic())
+    buffer = ReplayBuffer(
+        storage=LazyTensorStorage(64), sampler=SamplerWithoutReplacement(), batch_size=16
+    )
+    return PPOTrainer(
+        collector=SyncDataCollector(env, policy, frames_per_batch=64, total_frames=total_frames),
+        total_frames=total_frames,
+        frame_skip=1,
+        optim_steps_per_batch=4,
+        loss_module=loss,
+        optimizer=torch.optim.Adam(loss.parameters(), lr=1e-3),
+        replay_buffer=buffer,
+        num_epochs=2,
+        progress_bar=False,
+        save_trainer_file=save_trainer_file,
+        save_trainer_interval=64,
+    )
+
+
+def _torchrl_sac(total_frames, save_trainer_file):
+    torch.manual_seed(0)
+    env = _env("Pendulum-v1")
+    actor = _tanh_normal_actor(env)
+    loss = SACLoss(actor, _qvalue(env), action_spec=env.action_spec)
+    return SACTrainer(
+        collector=SyncDataCollector(env, actor, frames_per_batch=32, total_frames=total_frames),
+        total_frames=total_frames,
+        frame_skip=1,
+        optim_steps_per_batch=2,
+        loss_module=loss,
+        optimizer=torch.optim.Adam(loss.parameters(), lr=1e-3),
+        replay_buffer=ReplayBuffer(storage=LazyTensorStorage(1000), batch_size=16),
+        target_net_updater=SoftUpdate(loss, tau=0.05),
+        episode_reward_key="episode_reward",
+        progress_bar=False,
+        save_trainer_file=save_trainer_file,
+        save_trainer_interval=32,
+    )
+
+
+@pytest.mark.parametrize("build", [_torchrl_ppo, _torchrl_sac], ids=["ppo", "sac"])
+def test_a_torchrl_form_run_resumed_from_its_checkpoint_ends_as_the_uninterrupted_run(
+    build, tmp_path
+):
+    full = build(256, tmp_path / "full.pt")
+    full.train()
+    build(128, tmp_path / "half.pt").train()
+    resumed = build(256, tmp_path / "resumed.pt")
+    resumed.load_from_file(tmp_path / "half.pt")
+    resumed.train()
+    assert resumed._optim_count == full._optim_count
+    for before, after in zip(full.loss_module.parameters(), resumed.loss_module.parameters()):
+        assert torch.equal(before, after)
