@@ -452,7 +452,6 @@ def test_auto_log_optim_steps_false_and_enable_logging_false_log_the_losses_alon
 def test_a_torchrl_style_ppo_script_learns_cartpole():
     """PPO built as torchrl's docs build it: mean episode return well above random (~22)."""
     torch.manual_seed(0)
-    torch.set_num_threads(1)
     env = _env("CartPole-v1")
     policy = _categorical_actor(env, cells=(64, 64))
     frames_per_batch, total_frames = 512, 12_288
