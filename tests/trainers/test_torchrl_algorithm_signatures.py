@@ -449,7 +449,7 @@ def test_auto_log_optim_steps_false_and_enable_logging_false_log_the_losses_alon
     )
 
 
-def test_a_torchrl_style_ppo_script_learns_cartpole():
+def test_a_torchrl_style_ppo_script_learns_cartpole(one_thread):
     """PPO built as torchrl's docs build it: mean episode return well above random (~22)."""
     torch.manual_seed(0)
     env = _env("CartPole-v1")
