@@ -160,8 +160,9 @@ class OnPolicyTrainer(AlgorithmTrainer):
 
     def _keep_epoch_batch(self, batch: TensorDictBase) -> None:
         """torchrl's form: keep each pass's batch (with its advantages) for
-        :attr:`current_batch`."""
-        self._epoch_batch = batch.reshape(-1)
+        :attr:`current_batch` (``async_collection``: the hooks get an empty batch)."""
+        if batch.batch_dims:
+            self._epoch_batch = batch.reshape(-1)
 
     def torchrl_value_estimator(self, gamma: float, lmbda: float):
         """torchrl's form with ``add_gae`` and no ``gae``: the advantage estimator, torchrl's
