@@ -547,3 +547,36 @@ def test_a_torchrl_form_run_resumed_from_its_checkpoint_ends_as_the_uninterrupte
     assert resumed._optim_count == full._optim_count
     for before, after in zip(full.loss_module.parameters(), resumed.loss_module.parameters()):
         assert torch.equal(before, after)
+
+
+def test_sac_trainer_with_async_collection_trains_from_the_collectors_buffer():
+    """torchrl's ``async_collection``: the collector writes the buffer, the trainer samples."""
+    torch.manual_seed(0)
+    env = _env("Pendulum-v1")
+    actor = _tanh_normal_actor(env)
+    loss = SACLoss(actor, _qvalue(env), action_spec=env.action_spec)
+    buffer = ReplayBuffer(storage=LazyTensorStorage(1000), batch_size=16)
+    collector = SyncDataCollector(
+        env, actor, frames_per_batch=32, total_frames=192, replay_buffer=buffer
+    )
+    logger = ScalarLog()
+    trainer = SACTrainer(
+        collector=collector,
+        total_frames=192,
+        frame_skip=1,
+        optim_steps_per_batch=2,
+        loss_module=loss,
+        optimizer=torch.optim.Adam(loss.parameters()),
+        logger=logger,
+        replay_buffer=buffer,
+        target_net_updater=SoftUpdate(loss, tau=0.05),
+        async_collection=True,
+        episode_reward_key="episode_reward",
+        progress_bar=False,
+        log_interval=32,
+    )
+    trainer.train()
+    assert trainer.collected_frames >= 192 and trainer._optim_count > 0
+    assert len(buffer) == collector.frames_collected  # written once, by the collector
+    # the logging hooks read the optimisation samples (torchrl's post_optim_log)
+    assert logger.names >= {"r_training", "action_norm", "utd_ratio", "loss_qvalue"}

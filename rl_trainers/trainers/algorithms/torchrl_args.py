@@ -311,7 +311,8 @@ class TorchrlOnPolicy:
 class TorchrlOffPolicy:
     """torchrl's arguments of ``SACTrainer``/``DQNTrainer``/``TD3Trainer``/``DDPGTrainer``,
     taken out of ``kwargs``: :attr:`arguments` are rl_trainers' :class:`OffPolicyTrainer`
-    arguments (``utd_ratio`` from ``optim_steps_per_batch``, ``learning_starts=0``,
+    arguments (``utd_ratio`` from ``optim_steps_per_batch``, ``learning_starts=1``: no
+    update from an empty buffer, which only an ``async_collection`` collector can leave,
     ``target_updater`` from ``target_net_updater``, ``exploration`` from DQN's
     ``greedy_module``), and :meth:`install` registers torchrl's other hooks.
 
@@ -348,7 +349,7 @@ class TorchrlOffPolicy:
         kwargs.update(
             frames_per_batch=frames,
             utd_ratio=steps / frames,
-            learning_starts=0,
+            learning_starts=1,
             target_updater=kwargs.pop("target_net_updater", None),
             sample_size=kwargs.pop("batch_size", None),
             train_logs=False,
