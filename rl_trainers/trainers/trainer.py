@@ -581,6 +581,8 @@ class Trainer:
             size; rank ``r > 0`` saves to ``<dir>/rank<r>/<name>`` of ``save_trainer_file``.
             None (default): on when ``torch.distributed`` is initialised with more than one
             process.
+        auto_log_optim_steps: log the count of optimisation steps so far (``optim_steps``)
+            with the loss entries, on the batches whose losses are logged (torchrl 0.13+).
 
     Resume: :meth:`load_from_file` restores counters, registered modules (loss, optimizers,
     schedulers, buffers, logger...), the collector (env state, current observation) and the
@@ -617,6 +619,7 @@ class Trainer:
         num_epochs: int = 1,
         log_timings: bool = False,
         distributed: bool | None = None,
+        auto_log_optim_steps: bool = True,
     ) -> None:
         if optim_steps_per_batch is None:
             optim_steps_per_batch = getattr(collector, "num_workers", None) or 1
@@ -689,6 +692,7 @@ class Trainer:
         self.handle_signals = handle_signals
         self.num_epochs = num_epochs
         self.log_timings = bool(log_timings)
+        self.auto_log_optim_steps = bool(auto_log_optim_steps)
         #: Time spent in the loop's phases and hooks, filled while timing is on.
         self.timings = HookTimings()
         #: The latest value of every name a logging hook returned or the trainer logged,
@@ -1141,7 +1145,8 @@ class Trainer:
             logged = {
                 (k if isinstance(k, str) else "/".join(k)): v / counts[k] for k, v in sums.items()
             }
-            logged["optim_steps"] = self._optim_count
+            if self.auto_log_optim_steps:
+                logged["optim_steps"] = self._optim_count
             self._log(logged)
         if start is not None:
             self.timings.add("optim_steps", time.perf_counter() - start)

@@ -16,7 +16,7 @@ from rl_trainers.trainers.algorithms.ddpg import DDPGTrainer
 from rl_trainers.trainers.algorithms.dqn import DQNTrainer
 from rl_trainers.trainers.algorithms.errors import ConfigError
 from rl_trainers.trainers.algorithms.on_policy import OnPolicyTrainer
-from rl_trainers.trainers.algorithms.pg import PGTrainer
+from rl_trainers.trainers.algorithms.pg import PGTrainer, ReinforceTrainer
 from rl_trainers.trainers.algorithms.ppo import PPOTrainer
 from rl_trainers.trainers.algorithms.sac import SACTrainer
 from rl_trainers.trainers.algorithms.td3 import TD3Trainer
@@ -59,6 +59,7 @@ __all__ = [
     "DDPGTrainer",
     "DQNTrainer",
     "PPOTrainer",
+    "ReinforceTrainer",
     "SACTrainer",
     "TD3Trainer",
     "build_trainer",

@@ -28,10 +28,13 @@ class A2CTrainer(OnPolicyTrainer):
         **kwargs: the :class:`OnPolicyTrainer` arguments (collector, loss_module, optimizer,
             frames_per_batch...); ``num_epochs`` and ``minibatch_size`` are fixed to one step
             on the whole batch.
+
+    torchrl's arguments work too (``optim_steps_per_batch``, ``num_epochs`` (default 1),
+    ``replay_buffer``, ``gamma``, ``lmbda``, ``add_gae``, ``gae``, the logging flags and
+    keys): torchrl's loop, :class:`~.torchrl_args.TorchrlOnPolicy`.
     """
 
-    def __init__(self, **kwargs) -> None:
-        super().__init__(num_epochs=1, minibatch_size=None, **kwargs)
+    takes_minibatches = False
 
     @classmethod
     def from_config(cls, cfg: DictConfig, output_dir: Path) -> A2CTrainer:

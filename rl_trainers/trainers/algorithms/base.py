@@ -76,6 +76,9 @@ class AlgorithmTrainer(Trainer):
         eval_stop_at_return: end training (as complete, :meth:`Trainer.finish`) after the
             first periodic evaluation whose mean return is at least this.
         eval_policy: the policy evaluations act with (None: ``loss_module.actor_network``).
+        train_logs: log the return (and length) of the training episodes that ended in each
+            batch (``train/episode_return``, read from a ``RewardSum``) and the algorithm's
+            own ``train/`` values; False for torchrl's form, which logs its own set.
         **trainer_kwargs: the :class:`Trainer` arguments.
     """
 
@@ -94,6 +97,7 @@ class AlgorithmTrainer(Trainer):
         eval_video_max_frames: int = 1000,
         eval_stop_at_return: float | None = None,
         eval_policy=None,
+        train_logs: bool = True,
         **trainer_kwargs: Any,
     ) -> None:
         super().__init__(**trainer_kwargs)
@@ -115,7 +119,9 @@ class AlgorithmTrainer(Trainer):
             self.eval_video = EpisodeVideo(
                 eval_env, self.logger, fps=eval_video_fps, max_frames=eval_video_max_frames
             )
-        LogEpisodeReturn().register(self)
+        self.train_logs = train_logs
+        if train_logs:
+            LogEpisodeReturn().register(self)
         if lr_scheduler is not None:
             self.register_module("lr_scheduler", lr_scheduler)
             self.lr_scheduler = lr_scheduler

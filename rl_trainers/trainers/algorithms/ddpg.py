@@ -19,7 +19,10 @@ __all__ = ["DDPGTrainer"]
 
 class DDPGTrainer(TD3Trainer):
     """DDPG on the shared :class:`~rl_trainers.trainers.Trainer` loop (arguments as
-    :class:`~.td3.TD3Trainer`'s, with ``policy_delay=1`` and ``critic_loss="loss_value"``)."""
+    :class:`~.td3.TD3Trainer`'s, with ``policy_delay=1`` and ``critic_loss="loss_value"``;
+    torchrl's arguments as TD3Trainer's)."""
+
+    torchrl_episode_reward = ("reward_sum", "max")
 
     @classmethod
     def from_config(cls, cfg: DictConfig, output_dir: Path) -> DDPGTrainer:

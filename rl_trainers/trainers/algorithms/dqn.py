@@ -34,21 +34,31 @@ __all__ = ["DQNTrainer"]
 class DQNTrainer(OffPolicyTrainer):
     """DQN on the shared :class:`~rl_trainers.trainers.Trainer` loop.
 
-    Args:
+    Keyword Args:
         exploration: the collector policy's :class:`~rl_trainers.modules.EGreedyModule`;
-            stepped by ``frames_per_batch`` after every batch and checkpointed.
+            stepped by ``frames_per_batch`` after every batch and checkpointed (None: none
+            to anneal).
         **kwargs: the :class:`OffPolicyTrainer` arguments (collector, loss_module, optimizer,
             replay_buffer, target_updater, utd_ratio, learning_starts...).
+
+    torchrl's arguments work too (``optim_steps_per_batch``, ``replay_buffer``,
+    ``target_net_updater`` (e.g. ``HardUpdate``), ``greedy_module`` (annealed as
+    ``exploration``), the logging flags...): :class:`~.torchrl_args.TorchrlOffPolicy`.
     """
 
-    def __init__(self, *, exploration, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    torchrl_log_actions = False
+
+    def _build(self, *, exploration=None, **kwargs: Any) -> None:
+        super()._build(**kwargs)
         self.exploration = exploration
+        if exploration is None:
+            return
         self.register_module("exploration", exploration)
         # epsilon anneals over frames of all ranks (data-parallel: world_size batches each)
         frames = self.frames_per_batch * self.world_size
         self.register_op("post_steps", exploration.step, frames=frames)
-        self.register_op("pre_steps_log", self._log_epsilon)
+        if self.train_logs:
+            self.register_op("pre_steps_log", self._log_epsilon)
 
     def _log_epsilon(self, batch: TensorDictBase) -> dict[str, Any]:
         return {"train/epsilon": self.exploration.eps}

@@ -16,13 +16,24 @@ from omegaconf import DictConfig
 
 from rl_trainers.trainers.algorithms.base import AlgorithmTrainer
 from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.trainers.algorithms.torchrl_args import (
+    TorchrlOffPolicy,
+    reject_torchrl_only,
+    uses_torchrl_arguments,
+)
 from rl_trainers.trainers.hooks import ReplayBufferTrainer, TargetNetUpdaterHook
 
 
 class OffPolicyTrainer(AlgorithmTrainer):
     """An :class:`AlgorithmTrainer` updating from a replay buffer after a warm-up.
 
-    Args:
+    Built with rl_trainers' arguments (below) or with torchrl's (``optim_steps_per_batch``,
+    ``replay_buffer``, ``batch_size``, ``target_net_updater``, DQN's ``greedy_module``, the
+    logging flags and keys...; see :class:`~.torchrl_args.TorchrlOffPolicy`):
+    ``optim_steps_per_batch`` selects torchrl's form, ``optim_steps_per_batch`` updates after
+    every batch, and torchrl's logging.
+
+    Keyword Args:
         collector: yields batches of transitions.
         total_frames: frames to train for.
         loss_module: the algorithm's loss (with target networks).
@@ -34,10 +45,25 @@ class OffPolicyTrainer(AlgorithmTrainer):
         frames_per_batch: frames in each collected batch.
         utd_ratio: updates per collected frame.
         learning_starts: transitions in the buffer before the first update.
+        sample_size: transitions per update (None: the buffer's ``batch_size``).
         **kwargs: the :class:`AlgorithmTrainer` arguments (lr_scheduler, eval_env, logger...).
     """
 
-    def __init__(
+    #: torchrl's form: the default ``episode_reward_key`` of ``r_total`` and its reduction
+    torchrl_episode_reward: tuple[str, str] = ("reward_sum", "max")
+    #: torchrl's form: the default of ``log_actions`` (torchrl's DQNTrainer logs no actions)
+    torchrl_log_actions: bool = True
+
+    def __init__(self, **kwargs: Any) -> None:
+        if uses_torchrl_arguments(kwargs):
+            torchrl = TorchrlOffPolicy(self, kwargs)
+            self._build(**torchrl.arguments)
+            torchrl.install(self)
+        else:
+            reject_torchrl_only(type(self).__name__, kwargs, on_policy=False)
+            self._build(**kwargs)
+
+    def _build(
         self,
         *,
         collector,
@@ -49,14 +75,17 @@ class OffPolicyTrainer(AlgorithmTrainer):
         frames_per_batch: int = 1,
         utd_ratio: float = 1.0,
         learning_starts: int = 100,
+        sample_size: int | None = None,
         **kwargs: Any,
     ) -> None:
+        """rl_trainers' form (the arguments of the class doc); subclasses add theirs."""
         if utd_ratio <= 0:
             raise ConfigError(
                 "trainer.utd_ratio", utd_ratio, "a positive number of updates per frame"
             )
         self.updates_per_batch = max(1, round(utd_ratio * frames_per_batch))
-        super().__init__(
+        AlgorithmTrainer.__init__(
+            self,
             collector=collector,
             total_frames=total_frames,
             loss_module=loss_module,
@@ -67,7 +96,7 @@ class OffPolicyTrainer(AlgorithmTrainer):
         )
         self.learning_starts = learning_starts
         self.replay_buffer = replay_buffer
-        ReplayBufferTrainer(replay_buffer, flatten_tensordicts=True).register(self)
+        ReplayBufferTrainer(replay_buffer, sample_size, flatten_tensordicts=True).register(self)
         self.register_op("pre_optim_steps", self._start_learning)
         if target_updater is not None:
             TargetNetUpdaterHook(target_updater).register(self)

@@ -8,6 +8,9 @@ steps each take the next minibatch of a fresh permutation per epoch
 (``process_optim_batch``, :class:`EpochMinibatches`). PPO runs several epochs of
 minibatches; A2C and the vanilla policy gradient one step on the whole batch
 (``num_epochs=1``, ``minibatch_size=frames_per_batch``). Nothing is kept between batches.
+
+Built with torchrl's arguments (``optim_steps_per_batch`` given), the loop is torchrl's
+instead: see :mod:`~rl_trainers.trainers.algorithms.torchrl_args`.
 """
 
 from __future__ import annotations
@@ -19,6 +22,11 @@ from tensordict import TensorDictBase
 
 from rl_trainers.trainers.algorithms.base import AlgorithmTrainer
 from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.trainers.algorithms.torchrl_args import (
+    TorchrlOnPolicy,
+    reject_torchrl_only,
+    uses_torchrl_arguments,
+)
 from rl_trainers.trainers.trainer import TrainerHookBase
 
 __all__ = ["EpochMinibatches", "OnPolicyTrainer"]
@@ -63,7 +71,12 @@ class EpochMinibatches(TrainerHookBase):
 class OnPolicyTrainer(AlgorithmTrainer):
     """An :class:`AlgorithmTrainer` optimising on each collected batch, then dropping it.
 
-    Args:
+    Built with rl_trainers' arguments (below) or with torchrl's (``optim_steps_per_batch``,
+    ``replay_buffer``, ``gamma``, ``lmbda``, ``add_gae``, ``gae``, the logging flags and
+    keys...; see :class:`~.torchrl_args.TorchrlOnPolicy`): ``optim_steps_per_batch`` selects
+    torchrl's form, its loop and its logging.
+
+    Keyword Args:
         collector: yields ``[num_envs, T]`` batches (with ``sample_log_prob`` where the loss
             reads it).
         total_frames: frames to train for.
@@ -77,7 +90,35 @@ class OnPolicyTrainer(AlgorithmTrainer):
         **kwargs: the :class:`AlgorithmTrainer` arguments (lr_scheduler, eval_env, logger...).
     """
 
-    def __init__(
+    #: rl_trainers' form: defaults of the subclass (PPO: 10 epochs of 64 transitions)
+    rl_trainers_defaults: dict[str, Any] = {}
+    #: rl_trainers' form: whether num_epochs and minibatch_size may be given (A2C and PG
+    #: take one step on each whole batch)
+    takes_minibatches: bool = True
+    #: torchrl's form: the default of num_epochs (torchrl's PPOTrainer: 4)
+    torchrl_num_epochs: int = 1
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.minibatches: EpochMinibatches | None = None
+        self._epoch_batch: TensorDictBase | None = None
+        if uses_torchrl_arguments(kwargs):
+            torchrl = TorchrlOnPolicy(self, kwargs)
+            AlgorithmTrainer.__init__(self, **torchrl.arguments)
+            torchrl.install(self)
+        else:
+            name = type(self).__name__
+            reject_torchrl_only(name, kwargs, on_policy=True)
+            if not self.takes_minibatches and (
+                "num_epochs" in kwargs or "minibatch_size" in kwargs
+            ):
+                raise TypeError(
+                    f"{name} takes one optimisation step on each whole batch: drop num_epochs "
+                    "and minibatch_size (PPOTrainer runs epochs of minibatches), or give "
+                    "torchrl's optim_steps_per_batch (and num_epochs) for torchrl's loop"
+                )
+            self._build(**{**self.rl_trainers_defaults, **kwargs})
+
+    def _build(
         self,
         *,
         collector,
@@ -89,6 +130,7 @@ class OnPolicyTrainer(AlgorithmTrainer):
         minibatch_size: int | None = None,
         **kwargs: Any,
     ) -> None:
+        """rl_trainers' form (the arguments of the class doc)."""
         minibatch_size = frames_per_batch if minibatch_size is None else minibatch_size
         if minibatch_size > frames_per_batch:
             raise ConfigError(
@@ -109,9 +151,36 @@ class OnPolicyTrainer(AlgorithmTrainer):
         self.register_op("batch_process", self._advantage)
         self.minibatches.register(self)
 
+    @property
+    def current_batch(self) -> TensorDictBase | None:
+        """The batch of the current pass (flat; None before the first)."""
+        if self.minibatches is not None:
+            return self.minibatches.current_batch
+        return self._epoch_batch
+
+    def _keep_epoch_batch(self, batch: TensorDictBase) -> None:
+        """torchrl's form: keep each pass's batch (with its advantages) for
+        :attr:`current_batch` (``async_collection``: the hooks get an empty batch)."""
+        if batch.batch_dims:
+            self._epoch_batch = batch.reshape(-1)
+
+    def torchrl_value_estimator(self, gamma: float, lmbda: float):
+        """torchrl's form with ``add_gae`` and no ``gae``: the advantage estimator, torchrl's
+        ``GAE(gamma, lmbda, value_network=critic, average_gae=True)``."""
+        from rl_trainers.objectives.value import GAE
+
+        critic = getattr(self.loss_module, "critic_network", None)
+        if critic is None:
+            raise TypeError(
+                f"{type(self).__name__}: add_gae=True builds GAE on loss_module.critic_network, "
+                "which this loss has none of; pass gae=<an estimator writing 'advantage'> or "
+                "add_gae=False"
+            )
+        return GAE(gamma=gamma, lmbda=lmbda, value_network=critic, average_gae=True)
+
     def compute_advantage(self, batch: TensorDictBase) -> None:
-        """Write ``advantage`` (and ``value_target``) into ``batch`` (no gradient): the loss's
-        value estimator (GAE for PPO and A2C)."""
+        """rl_trainers' form: write ``advantage`` (and ``value_target``) into ``batch`` (no
+        gradient): the loss's value estimator (GAE for PPO and A2C)."""
         self.loss_module.value_estimator(batch)
 
     def _advantage(self, batch: TensorDictBase) -> TensorDictBase:

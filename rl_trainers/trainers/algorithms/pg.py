@@ -30,7 +30,7 @@ from rl_trainers.trainers.algorithms.base import (
 from rl_trainers.trainers.algorithms.common import build, orthogonal_init_
 from rl_trainers.trainers.algorithms.on_policy import OnPolicyTrainer
 
-__all__ = ["PGTrainer"]
+__all__ = ["PGTrainer", "ReinforceTrainer"]
 
 
 class PGTrainer(OnPolicyTrainer):
@@ -42,10 +42,22 @@ class PGTrainer(OnPolicyTrainer):
             frames_per_batch...); ``num_epochs`` and ``minibatch_size`` are fixed to one step
             on the whole batch. A loss without a critic network gets the returns-to-go as
             advantages, with its ``gamma``.
+
+    torchrl's arguments work too: torchrl's ``ReinforceTrainer`` (an alias of this class)
+    with ``optim_steps_per_batch``, ``num_epochs`` (default 1), ``replay_buffer``,
+    ``gamma``, ``lmbda``, ``add_gae``, ``gae``, the logging flags and keys; torchrl's loop,
+    :class:`~.torchrl_args.TorchrlOnPolicy`. A loss without a critic then gets the
+    returns-to-go with the trainer's ``gamma`` where torchrl's GAE needs a critic.
     """
 
-    def __init__(self, **kwargs) -> None:
-        super().__init__(num_epochs=1, minibatch_size=None, **kwargs)
+    takes_minibatches = False
+
+    def torchrl_value_estimator(self, gamma: float, lmbda: float):
+        """torchrl's GAE on the loss's critic; without a critic, the returns-to-go."""
+        if self.loss_module.critic_network is None:
+            key = self.loss_module.advantage_key
+            return lambda batch: returns_to_go(batch, gamma, key)
+        return super().torchrl_value_estimator(gamma, lmbda)
 
     def compute_advantage(self, batch: TensorDictBase) -> None:
         loss = self.loss_module
@@ -79,3 +91,7 @@ def returns_to_go(batch: TensorDictBase, gamma: float, key: str = "advantage") -
     returns = reward2go(reward, done, gamma, time_dim=batch.batch_dims - 1)
     batch.set(key, returns)
     return returns
+
+
+#: torchrl's name of the REINFORCE trainer (``torchrl.trainers.algorithms.ReinforceTrainer``)
+ReinforceTrainer = PGTrainer

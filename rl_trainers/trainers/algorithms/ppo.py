@@ -29,42 +29,33 @@ __all__ = ["EpochMinibatches", "PPOTrainer"]
 class PPOTrainer(OnPolicyTrainer):
     """PPO on the shared :class:`~rl_trainers.trainers.Trainer` loop.
 
-    Args:
+    Keyword Args:
         collector: yields ``[num_envs, T]`` batches with ``sample_log_prob``.
         total_frames: frames to train for.
         loss_module: a ``ClipPPOLoss`` (or any PPO loss) with a value estimator set.
         optimizer: optimizer over ``loss_module.parameters()``.
         frames_per_batch: frames in each collected batch.
-        num_epochs: passes over each batch.
-        minibatch_size: transitions per optimisation step.
+        num_epochs: passes over each batch (default 10).
+        minibatch_size: transitions per optimisation step (default 64; None: the whole
+            batch).
         anneal_clip_epsilon: anneal the clip range linearly to 0 over training (losses
             with a ``clip_epsilon``; the KL-penalty and plain losses have no clip range).
         **kwargs: the :class:`AlgorithmTrainer` arguments (lr_scheduler, eval_env, logger...).
+
+    torchrl's arguments work too (``PPOTrainer(collector=..., total_frames=...,
+    frame_skip=1, optim_steps_per_batch=..., loss_module=..., optimizer=...,
+    replay_buffer=..., num_epochs=4, gamma=0.99, lmbda=0.95, log_rewards=True...)``): GAE
+    before each of ``num_epochs`` passes (default 4, as torchrl's) of
+    ``optim_steps_per_batch`` samples of the replay buffer
+    (:class:`~.torchrl_args.TorchrlOnPolicy`).
     """
 
-    def __init__(
-        self,
-        *,
-        collector,
-        total_frames: int,
-        loss_module,
-        optimizer: torch.optim.Optimizer,
-        frames_per_batch: int,
-        num_epochs: int = 10,
-        minibatch_size: int = 64,
-        anneal_clip_epsilon: bool = False,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            collector=collector,
-            total_frames=total_frames,
-            loss_module=loss_module,
-            optimizer=optimizer,
-            frames_per_batch=frames_per_batch,
-            num_epochs=num_epochs,
-            minibatch_size=minibatch_size,
-            **kwargs,
-        )
+    rl_trainers_defaults = {"num_epochs": 10, "minibatch_size": 64}
+    torchrl_num_epochs = 4
+
+    def __init__(self, *, anneal_clip_epsilon: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        loss_module = self.loss_module
         self._clip0: float | None = None
         if anneal_clip_epsilon and hasattr(loss_module, "clip_epsilon"):
             self._clip0 = float(loss_module.clip_epsilon)
@@ -87,7 +78,7 @@ class PPOTrainer(OnPolicyTrainer):
     def _adapt_kl_penalty(self) -> None:
         """Adapt the KL penalty once per policy update, on the KL over the whole batch
         (Schulman et al., 2017); ``beta`` is a buffer of the loss, so checkpoints keep it."""
-        batch = self.minibatches.current_batch
+        batch = self.current_batch
         # data-parallel: the KL of all ranks' batches, so beta stays equal on every rank
         kl = self.mean_over_ranks(self.loss_module.measure_kl(batch))
         self.loss_module.adapt_beta(kl)

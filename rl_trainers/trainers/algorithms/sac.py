@@ -28,7 +28,7 @@ __all__ = ["SACTrainer", "check_buffer_fits_memory"]
 class SACTrainer(OffPolicyTrainer):
     """SAC on the shared :class:`~rl_trainers.trainers.Trainer` loop.
 
-    Args:
+    Keyword Args:
         collector: yields batches of transitions (random actions for its warm-up frames).
         total_frames: frames to train for.
         loss_module: a ``SACLoss``.

@@ -150,39 +150,57 @@ class DelayedPolicyUpdate(TrainerHookBase):
 class TD3Trainer(OffPolicyTrainer):
     """TD3 on the shared :class:`~rl_trainers.trainers.Trainer` loop.
 
-    Args:
+    Keyword Args:
         optimizers: ``{"critic": ..., "actor": ...}`` (see :func:`finish_build`'s
-            ``param_groups``).
+            ``param_groups``). None: ``optimizer`` steps on the sum of every loss (the
+            actor's and the critics') at every update and ``target_updater`` steps after
+            each, with no delay (torchrl's TD3Trainer given an ``optimizer``).
         target_updater: moves the target actor and critics toward the online ones; stepped
             after each actor update only.
-        policy_delay: critic updates per actor (and target) update.
+        policy_delay: critic updates per actor (and target) update (default 2).
         exploration: the collector policy's noise module (annealed by ``frames_per_batch``
             after every batch, checkpointed as ``exploration``).
         critic_loss: the critics' loss entry (``loss_qvalue``; DDPG's ``loss_value``).
         **kwargs: the :class:`OffPolicyTrainer` arguments (collector, loss_module,
             replay_buffer, utd_ratio, learning_starts...; ``optimizer`` is None).
+
+    torchrl's arguments work too (``optim_steps_per_batch``, ``optimizer``,
+    ``replay_buffer``, ``target_net_updater``, ``exploration_module`` (checkpointed, not
+    annealed, as torchrl), the logging flags...): one optimizer over every loss and the
+    targets updated after every update, as torchrl's (:class:`~.torchrl_args.TorchrlOffPolicy`).
     """
 
-    def __init__(
+    torchrl_episode_reward = ("reward", "sum")
+
+    def _build(
         self,
         *,
-        optimizers: dict[str, torch.optim.Optimizer],
+        optimizers: dict[str, torch.optim.Optimizer] | None = None,
         target_updater,
-        policy_delay: int = 2,
+        policy_delay: int | None = None,
         exploration=None,
         critic_loss: str = "loss_qvalue",
         **kwargs: Any,
     ) -> None:
-        super().__init__(target_updater=None, **kwargs)
-        self.policy_update = DelayedPolicyUpdate(
-            self.loss_module,
-            optimizers["critic"],
-            optimizers["actor"],
-            target_updater,
-            policy_delay,
-            critic_loss=critic_loss,
-        )
-        self.policy_update.register(self)
+        if optimizers is None:  # one optimizer over every loss (torchrl's TD3Trainer)
+            if policy_delay is not None:
+                raise TypeError(
+                    f"{type(self).__name__}(policy_delay={policy_delay}) delays the actor's "
+                    "optimizer: give optimizers={'critic': ..., 'actor': ...} with it"
+                )
+            super()._build(target_updater=target_updater, **kwargs)
+            self.policy_update = None
+        else:
+            super()._build(target_updater=None, **kwargs)
+            self.policy_update = DelayedPolicyUpdate(
+                self.loss_module,
+                optimizers["critic"],
+                optimizers["actor"],
+                target_updater,
+                2 if policy_delay is None else policy_delay,
+                critic_loss=critic_loss,
+            )
+            self.policy_update.register(self)
         self.exploration = exploration
         if exploration is not None:
             self.register_module("exploration", exploration)

@@ -127,9 +127,17 @@ class ReplayBufferTrainer(TrainerHookBase):
         if update is not None:
             update(batch)
 
-    def register(self, trainer: Trainer, name: str = "replay_buffer") -> None:
-        """Register extend/sample/update_priority and checkpoint the buffer."""
-        trainer.register_op("batch_process", self.extend)
+    def register(
+        self, trainer: Trainer, name: str = "replay_buffer", extend_at: str | None = "batch_process"
+    ) -> None:
+        """Register extend/sample/update_priority and checkpoint the buffer.
+
+        ``extend_at`` is the hook point of :meth:`extend`: ``"pre_epoch"`` writes the batch
+        before every pass over it (torchrl's on-policy trainers), None never (a collector
+        that writes to the buffer itself, ``async_collection``).
+        """
+        if extend_at is not None:
+            trainer.register_op(extend_at, self.extend)
         trainer.register_op("process_optim_batch", self.sample)
         if _is_prioritized(self.replay_buffer):
             trainer.register_op("post_loss", self.update_priority)
