@@ -54,6 +54,7 @@ from rl_trainers.modules.exploration import (
     OrnsteinUhlenbeckProcessModule,
     OrnsteinUhlenbeckProcessWrapper,
 )
+from rl_trainers.modules.gsde import GSDEActor, StateDependentNoiseNet, make_gsde_actor
 from rl_trainers.modules.model_builders import (
     PolicyKindError,
     activation_from_name,
@@ -142,6 +143,9 @@ __all__ = [
     "DdpgMlpQNet",
     "ddpg_init_last_layer",
     "make_actor",
+    "make_gsde_actor",
+    "GSDEActor",
+    "StateDependentNoiseNet",
     "make_value",
     "make_qvalue",
     "observation_size",

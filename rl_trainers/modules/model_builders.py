@@ -22,6 +22,7 @@ from torch import nn
 
 from rl_trainers.modules.actors import spec_kind
 from rl_trainers.modules.builders import make_actor, make_qvalue, make_value
+from rl_trainers.modules.gsde import make_gsde_actor
 from rl_trainers.modules.models import ConvNet
 from rl_trainers.trainers.algorithms.errors import ConfigError
 
@@ -161,8 +162,12 @@ def make_tanh_normal_model(
     return_log_prob: bool = True,
     state_dependent_scale: bool = True,
     log_std_init: float | None = None,
+    use_sde: bool = False,
+    sde_sample_freq: int = -1,
 ):
-    """A TanhNormal policy (continuous actions; squashed into the spec's bounds if bounded).
+    """A TanhNormal policy (continuous actions; squashed into the spec's bounds if bounded),
+    or with ``use_sde`` an unsquashed Gaussian exploring with gSDE
+    (:mod:`~rl_trainers.modules.gsde`; the env clips its actions to the bounds).
 
     Args:
         observation_spec: the env's observation spec.
@@ -171,10 +176,36 @@ def make_tanh_normal_model(
         return_log_prob: write ``"sample_log_prob"`` with each action.
         state_dependent_scale: the network predicts the scale (else a learned vector).
         log_std_init: initial log of the learned scale vector (only with
-            ``state_dependent_scale=False``; ``None``: 0, a scale of 1).
+            ``state_dependent_scale=False``; ``None``: 0, a scale of 1), or with
+            ``use_sde`` of every entry of the ``[latent, action]`` gSDE scale matrix.
+        use_sde: explore with gSDE (needs ``state_dependent_scale=False``).
+        sde_sample_freq: with ``use_sde``, resample the noise every this many env steps
+            (-1: only at the start of each collected batch).
     """
     if _actions(action_spec) == "discrete":
         raise PolicyKindError("tanh_normal", "discrete", "categorical or auto")
+    if use_sde and state_dependent_scale:
+        raise ConfigError(
+            "model.policy.use_sde",
+            True,
+            "needs model.policy.state_dependent_scale=false (gSDE's scale is a learned "
+            "matrix over the policy's last hidden layer, not a network output)",
+        )
+    if not use_sde and sde_sample_freq != -1:
+        raise ConfigError(
+            "model.policy.sde_sample_freq",
+            sde_sample_freq,
+            "only used with model.policy.use_sde=true",
+        )
+    if use_sde:
+        return make_gsde_actor(
+            observation_spec,
+            action_spec,
+            return_log_prob=return_log_prob,
+            log_std_init=0.0 if log_std_init is None else log_std_init,
+            sample_freq=sde_sample_freq,
+            **_head(observation_spec, network, "policy"),
+        )
     if log_std_init is not None and state_dependent_scale:
         raise ConfigError(
             "model.policy.log_std_init",

@@ -336,6 +336,18 @@ def _action_converter(spec: TensorSpec, space: spaces.Space, batched: bool) -> C
 
         return conv_cat
     dtype = space.dtype
+    low, high = getattr(space, "low", None), getattr(space, "high", None)
+    if (
+        isinstance(space, spaces.Box)
+        and np.issubdtype(dtype, np.floating)
+        and np.isfinite(low).any() | np.isfinite(high).any()
+    ):
+        # an unsquashed Gaussian policy (gSDE) samples past the bounds: clip them as SB3
+        # does, while the batch keeps (and the loss scores) the unclipped action
+        def conv_clip(a: torch.Tensor) -> Any:
+            return np.clip(_np(a).astype(dtype, copy=False), low, high)
+
+        return conv_clip
 
     def conv(a: torch.Tensor) -> Any:
         return _np(a).astype(dtype, copy=False)

@@ -150,6 +150,9 @@ class OnPolicyTrainer(AlgorithmTrainer):
         self.minibatches = EpochMinibatches(minibatch_size)
         self.register_op("batch_process", self._advantage)
         self.minibatches.register(self)
+        reset_noise = getattr(loss_module.actor_network, "reset_noise", None)
+        if callable(reset_noise):  # gSDE: new exploration noise for every collected batch
+            self.register_op("post_steps", reset_noise)
 
     @property
     def current_batch(self) -> TensorDictBase | None:

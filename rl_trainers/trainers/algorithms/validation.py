@@ -362,6 +362,8 @@ def validate_config(cfg: DictConfig) -> None:
             )
     if cfg.algorithm in ("a2c", "pg"):
         _check_one_step_on_policy(cfg)
+    if OmegaConf.select(cfg, "model.policy.use_sde", default=False):
+        _check_gsde(cfg)
     if cfg.algorithm in ("sac", "dqn", "td3", "ddpg"):
         _positive(cfg, "replay_buffer.size")
         _positive(cfg, "replay_buffer.batch_size")
@@ -377,6 +379,33 @@ def validate_config(cfg: DictConfig) -> None:
         _check_dqn(cfg)
     if cfg.algorithm in ("td3", "ddpg"):
         _check_deterministic_actor_critic(cfg)
+
+
+def _check_gsde(cfg: DictConfig) -> None:
+    """gSDE (``model.policy.use_sde``): on-policy trainers, one process collecting, and a
+    resampling period of -1 or a positive number of steps."""
+    if cfg.algorithm not in ("ppo", "a2c", "pg"):
+        raise ConfigError(
+            "model.policy.use_sde",
+            True,
+            f"only for the on-policy trainers (ppo, a2c, pg); {cfg.algorithm}_trainer does "
+            "not support gSDE",
+        )
+    target = str(cfg.collector.get("_target_", ""))
+    if target.rsplit(".", 1)[-1].startswith("Multi"):
+        raise ConfigError(
+            "model.policy.use_sde",
+            True,
+            "needs a single-process collector (the workers' policy copies would not "
+            "resample their noise): drop the multi-process collector",
+        )
+    freq = cfg.model.policy.get("sde_sample_freq", -1)
+    if freq is None or (freq != -1 and freq < 1):
+        raise ConfigError(
+            "model.policy.sde_sample_freq",
+            freq,
+            "-1 (resample once per collected batch) or a positive number of env steps",
+        )
 
 
 def _check_deterministic_actor_critic(cfg: DictConfig) -> None:

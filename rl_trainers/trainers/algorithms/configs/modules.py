@@ -75,6 +75,15 @@ class TanhNormalModelConfig(PolicyModelConfig):
         "initial log of the learned scale (SB3's log_std_init); only with "
         "state_dependent_scale=false (null: 0, a scale of 1)",
     )
+    use_sde: bool = config_field(
+        False,
+        "explore with gSDE (SB3's use_sde; PPO, A2C, PG): noise linear in the last hidden "
+        "layer, an unsquashed Gaussian whose actions the env clips to its bounds; needs "
+        "state_dependent_scale=false",
+    )
+    sde_sample_freq: int = config_field(
+        -1, "with use_sde: resample the noise every this many env steps (-1: once per batch)"
+    )
 
 
 @dataclass
