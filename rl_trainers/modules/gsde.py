@@ -84,6 +84,9 @@ class GSDEActor(ProbabilisticActor):
         **kwargs: the :class:`ProbabilisticActor` arguments (``spec``, ``return_log_prob``).
     """
 
+    #: data-parallel training: each rank explores with its own noise (not compared)
+    rank_local_buffers = ("sde_noise", "sde_steps")
+
     def __init__(
         self,
         module: TensorDictModule,

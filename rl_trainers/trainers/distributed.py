@@ -231,10 +231,16 @@ class DataParallel:
 
 def parameters_digest(module: nn.Module) -> str:
     """A SHA-256 of ``module``'s parameters and buffers (names, dtypes, shapes and bytes):
-    equal digests mean bitwise equal states."""
+    equal digests mean bitwise equal states. Buffers a submodule names in its
+    ``rank_local_buffers`` (e.g. gSDE's exploration noise, drawn by each rank) are left out."""
+    local = {
+        f"{prefix}.{b}" if prefix else b
+        for prefix, sub in module.named_modules()
+        for b in getattr(sub, "rank_local_buffers", ())
+    }
     h = hashlib.sha256()
     for name, tensor in sorted(module.state_dict().items()):
-        if not isinstance(tensor, torch.Tensor):
+        if not isinstance(tensor, torch.Tensor) or name in local:
             continue
         t = tensor.detach().cpu().contiguous()
         h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())

@@ -293,3 +293,24 @@ def test_sigterm_to_torchrun_stops_every_rank_after_the_same_batch(tmp_path):
     assert rank1["counters"]["collected_frames"] == frames
     assert frames % 128 == 0 and frames < 10000000
     _assert_tree_equal(rank0["modules"]["loss_module"], rank1["modules"]["loss_module"], "loss")
+
+
+def test_gsde_ranks_share_the_policy_but_explore_with_their_own_noise(tmp_path):
+    """gSDE: the parameters (``log_std`` among them) stay equal across the ranks while each
+    rank redraws its noise matrices from its own RNG."""
+    overrides = [
+        *PPO,
+        "env=pendulum",
+        "model/policy=tanh_normal",
+        "model.policy.use_sde=true",
+        "model.policy.state_dependent_scale=false",
+        "trainer.total_frames=256",
+        f"hydra.run.dir={tmp_path}",
+    ]
+    done = checked(launch("ppo", overrides))
+    assert "on all 2 ranks" in done.stderr
+    rank0, rank1 = (r["modules"]["loss_module"] for r in _ranks(tmp_path))
+    noise = [k for k in rank0 if k.endswith("sde_noise")]
+    assert noise and not torch.equal(rank0[noise[0]], rank1[noise[0]])
+    log_std = [k for k in rank0 if k.endswith("log_std")]
+    assert log_std and torch.equal(rank0[log_std[0]], rank1[log_std[0]])

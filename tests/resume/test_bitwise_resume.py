@@ -52,6 +52,19 @@ CASES = {
     "a2c": ("a2c", 128, []),
     # the observation and reward normalisers' statistics and the linear lr schedule carry over
     "a2c_pendulum": ("a2c", 128, ["experiment=a2c_pendulum"]),
+    # gSDE: the noise matrices and their step count carry over (redrawn every 3 steps: the
+    # stop falls after a batch of 16 steps, mid-period)
+    "ppo_gsde": (
+        "ppo",
+        128,
+        [
+            "env=pendulum",
+            "model/policy=tanh_normal",
+            "model.policy.use_sde=true",
+            "model.policy.state_dependent_scale=false",
+            "model.policy.sde_sample_freq=3",
+        ],
+    ),
     "pg": ("pg", 128, []),
     "pg_no_baseline": ("pg", 128, ["loss.baseline=false"]),
 }
