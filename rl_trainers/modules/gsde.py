@@ -120,11 +120,11 @@ class GSDEActor(ProbabilisticActor):
         self.sde_noise.copy_(self._draw_noise(self.sde_noise.shape[:-2]))
         self.sde_steps.zero_()
 
-    def _noise_for(self, batch_shape: torch.Size) -> torch.Tensor:
-        """The noise matrices of a step of ``batch_shape``: the sub-envs' (resampled every
-        ``sample_freq`` steps), or for another batch shape (an evaluation env sampling)
-        fresh matrices for this call only."""
-        if batch_shape != self.sde_noise.shape[:-2]:
+    def _noise_for(self, batch_shape: torch.Size, fresh: bool) -> torch.Tensor:
+        """The noise matrices of a step of ``batch_shape``: the sub-envs' (redrawn every
+        ``sample_freq`` steps), or with ``fresh`` (or another batch shape) new matrices for
+        this call only, leaving the sub-envs' untouched."""
+        if fresh or batch_shape != self.sde_noise.shape[:-2]:
             return self._draw_noise(batch_shape)
         if self.sample_freq > 0 and self.sde_steps > 0 and self.sde_steps % self.sample_freq == 0:
             self.sde_noise.copy_(self._draw_noise(batch_shape))
@@ -132,12 +132,22 @@ class GSDEActor(ProbabilisticActor):
         return self.sde_noise
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Act: the mean, or under ``InteractionType.RANDOM`` with the sub-envs' noise."""
+        return self._act(tensordict, fresh_noise=False)
+
+    def act_with_fresh_noise(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Act as :meth:`forward`, but sample with noise drawn for this call alone: the
+        policy evaluations use (``eval.deterministic=false``), so they leave the collection's
+        noise and step count as they were."""
+        return self._act(tensordict, fresh_noise=True)
+
+    def _act(self, tensordict: TensorDictBase, fresh_noise: bool) -> TensorDictBase:
         if self._interaction() != InteractionType.RANDOM:
             return super().forward(tensordict)
         dist = self.get_dist(tensordict)
         latent = tensordict.get("sde_latent")
         with torch.no_grad():
-            noise = self._noise_for(tensordict.batch_size)
+            noise = self._noise_for(tensordict.batch_size, fresh_noise)
         action = dist.loc + (latent.unsqueeze(-2) @ noise).squeeze(-2)
         tensordict.set(self.action_key, action)
         if self.return_log_prob:

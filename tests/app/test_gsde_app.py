@@ -115,3 +115,22 @@ def test_gsde_combinations_that_make_no_sense_are_refused(
 )
 def test_gsde_errors_are_one_line(algorithm, args, expected, tmp_path):
     assert_user_error(run_bad(algorithm, tmp_path, *args), *expected)
+
+
+def test_sampled_evaluations_leave_the_training_run_unchanged(tiny_config, tmp_path):
+    """``eval.deterministic=false`` with as many evaluation sub-envs as training ones: the
+    evaluations draw their own noise, so the run trains as without them."""
+    overrides = [*GSDE, "model.policy.sde_sample_freq=3", "eval.deterministic=false"]
+    overrides += ["eval.episodes=4", "env.num_envs=4"]
+    params = []
+    for interval in (0, 64):
+        trainer = build_trainer(
+            tiny_config("ppo", [*overrides, f"eval.interval={interval}"]), tmp_path / str(interval)
+        )
+        try:
+            trainer.train()
+            params.append([p.detach().clone() for p in trainer.loss_module.parameters()])
+        finally:
+            close_trainer(trainer)
+    for a, b in zip(*params, strict=True):
+        assert torch.equal(a, b)

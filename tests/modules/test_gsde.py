@@ -148,13 +148,17 @@ def test_noise_and_step_count_are_in_the_state_dict():
     assert all(torch.equal(x, y) for x, y in zip(na, nb, strict=True))
 
 
-def test_another_batch_shape_samples_without_touching_the_envs_noise():
+def test_evaluations_and_other_batch_shapes_sample_without_touching_the_envs_noise():
     policy = actor(sample_freq=2)
+    noise_per_step(policy, 1)
     noise, steps = policy.sde_noise.clone(), int(policy.sde_steps)
     with set_interaction_type(InteractionType.RANDOM), torch.no_grad():
-        out = policy(observations(5))
-    assert out["action"].shape == (5, ACT)
+        other = policy(observations(5))
+        evaluations = [policy.act_with_fresh_noise(observations(seed=1)) for _ in range(3)]
+    assert other["action"].shape == (5, ACT)
     assert torch.equal(policy.sde_noise, noise) and int(policy.sde_steps) == steps
+    # a new noise matrix at every evaluation step
+    assert not torch.equal(evaluations[0]["action"], evaluations[1]["action"])
 
 
 def ppo_batch(policy, n: int = 16) -> TensorDict:

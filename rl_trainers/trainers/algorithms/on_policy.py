@@ -132,6 +132,9 @@ class OnPolicyTrainer(AlgorithmTrainer):
     ) -> None:
         """rl_trainers' form (the arguments of the class doc)."""
         minibatch_size = frames_per_batch if minibatch_size is None else minibatch_size
+        fresh_noise = getattr(loss_module.actor_network, "act_with_fresh_noise", None)
+        if fresh_noise is not None and kwargs.get("eval_policy") is None:
+            kwargs["eval_policy"] = fresh_noise  # gSDE: evaluations keep off the batch's noise
         if minibatch_size > frames_per_batch:
             raise ConfigError(
                 "trainer.minibatch_size",
