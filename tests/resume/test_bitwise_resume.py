@@ -50,7 +50,8 @@ CASES = {
     "ddpg_ou": ("ddpg", 100, ["collector.frames_per_batch=5", "trainer.exploration_noise=ou"]),
     # RMSprop's square averages carry over (one step per batch: 4 before the stop, 4 after)
     "a2c": ("a2c", 128, []),
-    # the observation and reward normalisers' statistics and the linear lr schedule carry over
+    # the observation and reward normalisers' statistics, the linear lr schedule and gSDE's
+    # noise (redrawn once per batch) carry over
     "a2c_pendulum": ("a2c", 128, ["experiment=a2c_pendulum"]),
     # gSDE: the noise matrices and their step count carry over (redrawn every 3 steps: the
     # stop falls after a batch of 16 steps, mid-period)
