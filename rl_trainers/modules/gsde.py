@@ -58,9 +58,8 @@ class StateDependentNoiseNet(nn.Module):
     ) -> None:
         super().__init__()
         self.body = body
-        self.mean = nn.Linear(
-            latent_size, action_size
-        )  # the last Linear: orthogonal_init_'s output
+        # registered after the body: the last Linear, which orthogonal_init_ treats as output
+        self.mean = nn.Linear(latent_size, action_size)
         self.log_std = nn.Parameter(torch.full((latent_size, action_size), float(log_std_init)))
 
     def forward(self, observation: torch.Tensor) -> tuple[torch.Tensor, ...]:
