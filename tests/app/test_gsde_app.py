@@ -100,6 +100,12 @@ def test_gsde_combinations_that_make_no_sense_are_refused(
     ("algorithm", "args", "expected"),
     [
         ("sac", GSDE, ["model.policy.use_sde=True", "sac_trainer"]),
+        # the default policy (auto) has no gSDE option
+        (
+            "ppo",
+            ["env=pendulum", "model.policy.use_sde=true"],
+            ["model.policy.use_sde", "model/policy=tanh_normal"],
+        ),
         ("ppo", [*GSDE, "env=cartpole"], ["model.policy='tanh_normal'", "discrete actions"]),
         (
             "a2c",
