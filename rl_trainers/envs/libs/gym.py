@@ -345,7 +345,8 @@ def _action_converter(spec: TensorSpec, space: spaces.Space, batched: bool) -> C
         # an unsquashed Gaussian policy (gSDE) samples past the bounds: clip them as SB3
         # does, while the batch keeps (and the loss scores) the unclipped action
         def conv_clip(a: torch.Tensor) -> Any:
-            return np.clip(_np(a).astype(dtype, copy=False), low, high)
+            # maximum/minimum: ~2 us cheaper per call than np.clip on small arrays
+            return np.minimum(np.maximum(_np(a).astype(dtype, copy=False), low), high)
 
         return conv_clip
 
