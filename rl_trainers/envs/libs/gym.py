@@ -419,6 +419,10 @@ class GymWrapper(EnvBase):
     ``env._env.foo``, through gymnasium wrappers); for batched envs they are read in every
     sub-env (a list-like, callable for methods), as torchrl's ``ParallelEnv`` does.
 
+    Continuous (``Box``) actions are clipped to the space's bounds before the gymnasium env
+    steps (an unsquashed Gaussian policy, e.g. gSDE, samples past them, as in SB3); the
+    TensorDict keeps the action as given.
+
     Args:
         env: a ``gymnasium.Env`` or a ``gymnasium.vector.VectorEnv`` built with
             ``autoreset_mode=AutoresetMode.SAME_STEP``.
