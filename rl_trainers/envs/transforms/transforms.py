@@ -932,7 +932,10 @@ class RunningStatistics(Transform):
     def load_statistics_(self, statistics: dict[str, torch.Tensor]) -> None:
         """Take the hub's statistics (per-sub-env state, if any, is kept)."""
         for name, value in statistics.items():
-            getattr(self, name).copy_(value)
+            if getattr(self, name) is None:  # a lazily shaped buffer not made yet
+                setattr(self, name, value.clone())
+            else:
+                getattr(self, name).copy_(value)
 
 
 def running_statistics(env: Any) -> list[RunningStatistics]:
@@ -971,6 +974,8 @@ class VecNorm(RunningStatistics):
         self.decay = decay
         self.eps = eps
         self.frozen = False
+        #: as a collector's hub (``merge_updates_``): each worker's latest decayed sums
+        self._worker_sums: dict[int, dict[str, torch.Tensor]] = {}
         for i in range(len(self.in_keys)):
             self.register_buffer(f"sum_{i}", None)
             self.register_buffer(f"ssq_{i}", None)
@@ -1027,25 +1032,16 @@ class VecNorm(RunningStatistics):
     statistics_update = statistics
 
     def load_statistics_(self, statistics: dict[str, torch.Tensor]) -> None:
-        self.__dict__.pop("_worker_sums", None)  # a hub starts over from these
-        for name, value in statistics.items():
-            if getattr(self, name) is None:
-                setattr(self, name, value.clone())
-            else:
-                getattr(self, name).copy_(value)
+        self._worker_sums = {}  # a hub starts over from these
+        super().load_statistics_(statistics)
 
-    @torch.no_grad()
     def merge_updates_(self, updates: dict[int, dict[str, torch.Tensor]]) -> None:
         """The mean of every worker's latest decayed sums, as data-parallel ranks average
         theirs (an async collector's other workers count with the sums they last sent)."""
-        latest = self.__dict__.setdefault("_worker_sums", {})
-        latest.update(updates)
-        for name in next(iter(updates.values())):
-            mean = torch.stack([sums[name] for sums in latest.values()]).mean(0)
-            if getattr(self, name) is None:  # the hub's copy never saw an observation
-                setattr(self, name, mean)
-            else:
-                getattr(self, name).copy_(mean)
+        self._worker_sums.update(updates)
+        latest = list(self._worker_sums.values())
+        means = {name: torch.stack([s[name] for s in latest]).mean(0) for name in latest[0]}
+        super().load_statistics_(means)  # not this class's: the workers' sums are kept
 
     def to_observation_norm(self) -> ObservationNorm:
         """An ObservationNorm with the current mean/std (first key)."""
