@@ -73,6 +73,13 @@ class EnvFromConfig:
 _MULTI_COLLECTORS = ("MultiSyncDataCollector", "MultiaSyncDataCollector")
 
 
+def collects_in_worker_processes(cfg: DictConfig) -> bool:
+    """Whether ``cfg.collector`` is a multi-process collector (``multi_sync``,
+    ``multi_async``)."""
+    target = str(cfg.collector.get("_target_", ""))
+    return target.rsplit(".", 1)[-1] in _MULTI_COLLECTORS
+
+
 def build_collector(cfg: DictConfig, env, policy):
     """The collector node with its env: ``env`` itself, or for multi-process collectors a
     factory each worker calls (``env`` is then closed: it served only to read the specs).
@@ -83,8 +90,7 @@ def build_collector(cfg: DictConfig, env, policy):
     from rl_trainers.trainers.distributed import rank_seed
 
     total = cfg.trainer.total_frames
-    target = str(cfg.collector.get("_target_", ""))
-    if target.rsplit(".", 1)[-1] in _MULTI_COLLECTORS:
+    if collects_in_worker_processes(cfg):
         collector = build(
             cfg,
             "collector",

@@ -391,8 +391,9 @@ def _check_gsde(cfg: DictConfig) -> None:
             f"only for the on-policy trainers (ppo, a2c, pg); {cfg.algorithm}_trainer does "
             "not support gSDE",
         )
-    target = str(cfg.collector.get("_target_", ""))
-    if target.rsplit(".", 1)[-1].startswith("Multi"):
+    from rl_trainers.trainers.algorithms.common import collects_in_worker_processes
+
+    if collects_in_worker_processes(cfg):
         raise ConfigError(
             "model.policy.use_sde",
             True,
