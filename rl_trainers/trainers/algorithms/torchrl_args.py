@@ -238,7 +238,35 @@ def _update_weights(trainer, weight_update_map: dict[str, str] | None) -> None:
     UpdateWeights(trainer.collector, 1, weight_update_map=weight_update_map).register(trainer)
 
 
-class TorchrlOnPolicy:
+class _TorchrlForm:
+    """What both families take from torchrl's arguments and register alike: the logging
+    switches, the ``*_key`` arguments, ``episode_reward_key`` and ``weight_update_map``;
+    the collector's weight sync and torchrl's logging hooks."""
+
+    episode_reward_reduction = "sum"
+
+    def _pop_logging_and_keys(
+        self, kwargs: dict[str, Any], *, log_actions: bool, episode_reward_key: str
+    ) -> None:
+        defaults = {**LOGGING_ARGS, "log_actions": log_actions}
+        self.logging = {n: kwargs.pop(n, d) for n, d in defaults.items()}
+        self.keys = _pop_keys(kwargs)
+        self.episode_reward_key = kwargs.pop("episode_reward_key", episode_reward_key)
+        self.weight_update_map = kwargs.pop("weight_update_map", None)
+
+    def _install_weight_sync_and_logging(self, trainer, *, log_utd_ratio: bool) -> None:
+        _update_weights(trainer, self.weight_update_map)
+        register_torchrl_logging(
+            trainer,
+            logging=self.logging,
+            keys=self.keys,
+            episode_reward_key=self.episode_reward_key,
+            episode_reward_reduction=self.episode_reward_reduction,
+            log_utd_ratio=log_utd_ratio,
+        )
+
+
+class TorchrlOnPolicy(_TorchrlForm):
     """torchrl's arguments of ``PPOTrainer``/``A2CTrainer``/``ReinforceTrainer``, taken out
     of ``kwargs``: :attr:`arguments` are the :class:`AlgorithmTrainer` arguments, and
     :meth:`install` registers torchrl's hooks on the built trainer (see the module doc).
@@ -269,10 +297,9 @@ class TorchrlOnPolicy:
         self.gae = kwargs.pop("gae", None)
         if not self.add_gae and self.gae is not None:
             raise ValueError(f"{name}: gae must not be given with add_gae=False")
-        self.logging = {n: kwargs.pop(n, d) for n, d in LOGGING_ARGS.items()}
-        self.keys = _pop_keys(kwargs)
-        self.episode_reward_key = kwargs.pop("episode_reward_key", "reward")
-        self.weight_update_map = kwargs.pop("weight_update_map", None)
+        self._pop_logging_and_keys(
+            kwargs, log_actions=LOGGING_ARGS["log_actions"], episode_reward_key="reward"
+        )
         if kwargs.get("num_epochs") is None:
             kwargs["num_epochs"] = trainer.torchrl_num_epochs
         if kwargs.get("frames_per_batch") is None:
@@ -297,18 +324,10 @@ class TorchrlOnPolicy:
             trainer.replay_buffer = self.replay_buffer
             buffer = ReplayBufferTrainer(self.replay_buffer, flatten_tensordicts=True, iterate=True)
             buffer.register(trainer, extend_at=None if trainer.async_collection else "pre_epoch")
-        _update_weights(trainer, self.weight_update_map)
-        register_torchrl_logging(
-            trainer,
-            logging=self.logging,
-            keys=self.keys,
-            episode_reward_key=self.episode_reward_key,
-            episode_reward_reduction="sum",
-            log_utd_ratio=False,
-        )
+        self._install_weight_sync_and_logging(trainer, log_utd_ratio=False)
 
 
-class TorchrlOffPolicy:
+class TorchrlOffPolicy(_TorchrlForm):
     """torchrl's arguments of ``SACTrainer``/``DQNTrainer``/``TD3Trainer``/``DDPGTrainer``,
     taken out of ``kwargs``: :attr:`arguments` are rl_trainers' :class:`OffPolicyTrainer`
     arguments (``utd_ratio`` from ``optim_steps_per_batch``, ``learning_starts=1``: no
@@ -339,13 +358,10 @@ class TorchrlOffPolicy:
             raise TypeError(f"{name} needs replay_buffer=... to sample its updates from")
         greedy = kwargs.pop("greedy_module", None)
         self.exploration_module = kwargs.pop("exploration_module", None)
-        key, reduction = trainer.torchrl_episode_reward
-        defaults = {**LOGGING_ARGS, "log_actions": trainer.torchrl_log_actions}
-        self.logging = {n: kwargs.pop(n, d) for n, d in defaults.items()}
-        self.keys = _pop_keys(kwargs)
-        self.episode_reward_key = kwargs.pop("episode_reward_key", key)
-        self.episode_reward_reduction = reduction
-        self.weight_update_map = kwargs.pop("weight_update_map", None)
+        key, self.episode_reward_reduction = trainer.torchrl_episode_reward
+        self._pop_logging_and_keys(
+            kwargs, log_actions=trainer.torchrl_log_actions, episode_reward_key=key
+        )
         kwargs.update(
             frames_per_batch=frames,
             utd_ratio=steps / frames,
@@ -366,12 +382,4 @@ class TorchrlOffPolicy:
         if module is not None and hasattr(module, "state_dict"):
             # torchrl sends it with the policy's weights and does not anneal it
             trainer.register_module("exploration", module)
-        _update_weights(trainer, self.weight_update_map)
-        register_torchrl_logging(
-            trainer,
-            logging=self.logging,
-            keys=self.keys,
-            episode_reward_key=self.episode_reward_key,
-            episode_reward_reduction=self.episode_reward_reduction,
-            log_utd_ratio=True,
-        )
+        self._install_weight_sync_and_logging(trainer, log_utd_ratio=True)
