@@ -707,6 +707,9 @@ class Trainer:
         self.interrupted: str | None = None
         #: The last checkpoint written or loaded.
         self.last_checkpoint: Path | None = None
+        # a stop asked for (signal, request_stop) at any moment, and the stop this loop
+        # acts on: the request as read once per batch (data-parallel: agreed by the ranks)
+        self._stop_request: str | None = None
         self._stop_reason: str | None = None
         #: Why the last :meth:`train` finished before ``total_frames`` (see :meth:`finish`).
         self.finished_early: str | None = None
@@ -867,14 +870,14 @@ class Trainer:
         """
         self.interrupted = None
         self.finished_early = None
-        self._stop_reason = None
+        self._stop_request = self._stop_reason = None
         with self._signal_handlers():
             self._train()
         self.interrupted = self._stop_reason
 
     def request_stop(self, reason: str = "stop requested") -> None:
         """Stop :meth:`train` after the current batch, saving a checkpoint (as SIGTERM does)."""
-        self._stop_reason = reason
+        self._stop_request = reason
 
     def finish(self, reason: str) -> None:
         """End :meth:`train` after the current batch as if ``total_frames`` were reached
@@ -891,9 +894,9 @@ class Trainer:
 
         def on_signal(signum: int, frame: Any) -> None:
             name = signal.Signals(signum).name
-            if self._stop_reason is not None:
+            if self._stop_request is not None:
                 raise KeyboardInterrupt(f"second signal ({name}): stopping without a checkpoint")
-            self._stop_reason = name
+            self._stop_request = name
             saving = ", saving a checkpoint" if self.save_trainer_file is not None else ""
             msg = (
                 f"\n{name} received: finishing the current batch{saving} and stopping "
@@ -979,18 +982,24 @@ class Trainer:
             return value
         return self._data_parallel.mean(value)
 
-    def _sync_stop(self) -> None:
-        """Data-parallel: a stop (signal, :meth:`request_stop`) or :meth:`finish` on any
-        rank applies to every rank, with the reason of the first rank that has one."""
+    def _decide_stop(self) -> bool:
+        """Whether this batch is the last one because a stop was requested (signal,
+        :meth:`request_stop`) or :meth:`finish` was called.
+
+        The request is read once: a signal arriving after that is acted on after the next
+        batch. Data-parallel: a request or finish on any rank applies to every rank, with
+        the reason of the first rank that has one, so every rank ends after the same batch
+        (re-reading the request later could let one rank stop alone and leave the others
+        waiting in a collective).
+        """
+        request, finished = self._stop_request, self.finished_early
         dp = self._data_parallel
-        stop, finished = dp.sum_ints(self._stop_reason is not None, self.finished_early is not None)
-        if not (stop or finished):
-            return
-        reasons = dp.gather_objects((self._stop_reason, self.finished_early))
-        if stop and self._stop_reason is None:
-            self._stop_reason = next(r for r, _ in reasons if r is not None)
-        if finished and self.finished_early is None:
-            self.finished_early = next(f for _, f in reasons if f is not None)
+        if dp is not None and any(dp.sum_ints(request is not None, finished is not None)):
+            reasons = dp.gather_objects((request, finished))
+            request = next((r for r, _ in reasons if r is not None), None)
+            finished = next((f for _, f in reasons if f is not None), None)
+        self._stop_reason, self.finished_early = request, finished
+        return request is not None or finished is not None
 
     def shutdown(self) -> None:
         """Shut the collector down (``collector.shutdown()``, if it has one); ``train()``
@@ -1091,8 +1100,7 @@ class Trainer:
 
     def _end_iteration(self, frames: int) -> bool:
         self.iteration += 1
-        if self._data_parallel is not None:
-            self._sync_stop()
+        stop = self._decide_stop()
         pbar = self._pbar
         if pbar is not None:
             if self._pbar_values:
@@ -1102,11 +1110,7 @@ class Trainer:
             pbar.update(frames)
         if self.save_trainer_file is not None:
             self.save_trainer()
-        return (
-            self.collected_frames >= self.total_frames
-            or self._stop_reason is not None
-            or self.finished_early is not None
-        )
+        return stop or self.collected_frames >= self.total_frames
 
     def optim_steps(self, batch: TensorDictBase) -> None:
         """Run ``pre_optim_steps``, then ``num_epochs`` passes of ``optim_steps_per_batch``

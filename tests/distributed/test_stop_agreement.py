@@ -1,0 +1,72 @@
+"""A stop requested on one rank after the ranks agreed to go on (a signal landing during a
+checkpoint save) is taken by every rank after the next batch: no rank stops alone and
+leaves the others waiting in a collective. Two ranks under torchrun, a plain Trainer."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from .conftest import REPO
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, os, sys
+    import torch
+    from tensordict import TensorDict
+    from torch import nn
+    from rl_trainers.trainers.distributed import init_distributed
+    from rl_trainers.trainers.trainer import Trainer
+
+    init_distributed()
+    rank = int(os.environ["RANK"])
+
+    class Collector:
+        def __iter__(self):
+            while True:
+                yield TensorDict({"observation": torch.zeros(8, 2)}, batch_size=[8])
+
+    trainer = Trainer(
+        collector=Collector(),
+        total_frames=10**6,
+        frame_skip=1,
+        loss_module=nn.Linear(2, 1),
+        optim_steps_per_batch=0,
+        progress_bar=False,
+        save_trainer_file=os.path.join(sys.argv[1], "trainer.pt"),
+    )
+    save = trainer.save_trainer
+
+    def save_then_a_late_request(*args, **kwargs):
+        # rank 0 only, after the ranks decided to go on past batch 3
+        if rank == 0 and trainer.iteration == 3:
+            trainer.request_stop("late request")
+        return save(*args, **kwargs)
+
+    trainer.save_trainer = save_then_a_late_request
+    trainer.train()
+    print(json.dumps({"iteration": trainer.iteration, "interrupted": trainer.interrupted,
+                      "frames": trainer.collected_frames}))
+    """
+)
+
+
+def test_a_stop_requested_after_the_agreement_stops_every_rank_after_the_next_batch(tmp_path):
+    script = tmp_path / "late_stop.py"
+    script.write_text(SCRIPT)
+    args = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    done = subprocess.run(
+        [*args, str(script), str(tmp_path)],
+        cwd=REPO,
+        env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,  # a rank stopping alone would leave the other one waiting forever
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    ends = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    # every rank: 4 batches of 8 frames on each of the 2 ranks, interrupted with the reason
+    assert ends == [{"iteration": 4, "interrupted": "late request", "frames": 64}] * 2
