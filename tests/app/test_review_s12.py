@@ -28,7 +28,9 @@ from .test_config_errors import assert_user_error, run_bad
 
 def test_sac_learning_starts_past_total_frames_is_one_error_line(tmp_path):
     proc = run_bad("sac", tmp_path, "trainer.learning_starts=5000", "trainer.total_frames=1000")
-    assert_user_error(proc, "trainer.learning_starts=5000", "less than trainer.total_frames (1000)")
+    assert_user_error(
+        proc, "trainer.learning_starts=5000", "a number of frames below trainer.total_frames (1000)"
+    )
     assert not (tmp_path / "run" / "summary.json").exists()
 
 
@@ -38,7 +40,7 @@ def test_sac_learning_starts_past_total_frames_is_one_error_line(tmp_path):
         (
             "sac",
             ["trainer.learning_starts=200", "trainer.total_frames=200"],
-            ["trainer.learning_starts=200", "less than trainer.total_frames (200)"],
+            ["trainer.learning_starts=200", "a number of frames below trainer.total_frames (200)"],
         ),
         (
             "sac",

@@ -517,8 +517,9 @@ def _check_learning_starts(cfg: DictConfig) -> None:
         raise ConfigError(
             "trainer.learning_starts",
             starts,
-            f"less than trainer.total_frames ({total}): updates wait until the replay buffer "
-            "holds learning_starts transitions, so the run would end (almost) without training",
+            f"a number of frames below trainer.total_frames ({total}): updates wait until the "
+            "replay buffer holds learning_starts transitions, so the run would end (almost) "
+            "without training",
         )
     size = cfg.replay_buffer.size
     if starts > size:
