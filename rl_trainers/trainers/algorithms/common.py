@@ -135,8 +135,9 @@ class LogEpisodeReturn(TrainerHookBase):
             return None
         returns = returns[done]
         out: dict[str, Any] = {"train/episode_return": returns.mean()}
-        if ("next", "step_count") in batch.keys(True):
-            out["train/episode_length"] = batch.get(("next", "step_count"))[done].float().mean()
+        step_count = batch.get(("next", "step_count"), None)
+        if step_count is not None:
+            out["train/episode_length"] = step_count[done].float().mean()
         out["log_pbar"] = self.log_pbar
         return out
 
