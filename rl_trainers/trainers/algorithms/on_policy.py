@@ -38,6 +38,7 @@ class EpochMinibatches(TrainerHookBase):
     def __init__(self, minibatch_size: int) -> None:
         self.minibatch_size = minibatch_size
         self._flat: TensorDictBase | None = None
+        self._size = 0  # len(self._flat), read on every sample
         self._order = torch.empty(0, dtype=torch.long)
         self._cursor = 0
 
@@ -47,7 +48,7 @@ class EpochMinibatches(TrainerHookBase):
     def extend(self, flat_batch: TensorDictBase) -> None:
         """Use ``flat_batch`` (one batch dimension) for the next epochs."""
         self._flat = flat_batch
-        self._cursor = len(flat_batch)  # forces a new permutation on the next sample
+        self._size = self._cursor = len(flat_batch)  # forces a new permutation next sample
 
     @property
     def current_batch(self) -> TensorDictBase | None:
@@ -55,7 +56,7 @@ class EpochMinibatches(TrainerHookBase):
         return self._flat
 
     def sample(self, batch: TensorDictBase | None = None) -> TensorDictBase:
-        n = len(self._flat)
+        n = self._size
         if self.minibatch_size == n:
             # one minibatch per epoch: every permutation holds the same transitions and the
             # loss is a mean over them, so skip the shuffle and the copy
