@@ -141,8 +141,8 @@ def test_flat_step_falls_back_when_step_counts_disagree():
     assert [float(opt.state[p]["step"]) for p in params] == [3.0, 2.0]
 
 
-def _tiny_ppo_trainer(path, force_autograd: bool):
-    config = compose_config("ppo", [*TINY["ppo"], "trainer.num_epochs=3"])
+def _tiny_ppo_trainer(path, force_autograd: bool, *overrides: str):
+    config = compose_config("ppo", [*TINY["ppo"], "trainer.num_epochs=3", *overrides])
     trainer = build_trainer(config, path)
     if force_autograd:  # a post_loss op needs the loss before the step: the autograd path
         trainer.register_op("post_loss", lambda batch: None)
@@ -162,6 +162,27 @@ def test_trainer_fast_path_trains_like_the_autograd_path(tmp_path):
     assert fast._optim_count == slow._optim_count > 0
     for a, b in zip(fast.loss_module.parameters(), slow.loss_module.parameters(), strict=True):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_trainer_fast_path_logs_what_the_autograd_path_logs(tmp_path):
+    """Losses logged every other batch (``log_interval`` two batches): the one-call step logs
+    the same entries as forward + backward, ``grad_norm`` among them, at the same frames."""
+    every_other_batch = "trainer.log_interval=128"
+    fast = _tiny_ppo_trainer(tmp_path / "fast", False, every_other_batch)
+    fast.train()
+    slow = _tiny_ppo_trainer(tmp_path / "slow", True, every_other_batch)
+    slow.train()
+    assert "grad_norm" in fast.logged_values
+    assert fast.logged_values.keys() == slow.logged_values.keys()
+    for key, (_, frame, value) in fast.logged_values.items():
+        _, slow_frame, slow_value = slow.logged_values[key]
+        assert frame == slow_frame, key
+        torch.testing.assert_close(
+            torch.as_tensor(value, dtype=torch.float64),
+            torch.as_tensor(slow_value, dtype=torch.float64),
+            rtol=1e-4,
+            atol=1e-5,
+        )
 
 
 def test_non_finite_loss_on_the_fast_path_stops_before_the_step(tmp_path):
