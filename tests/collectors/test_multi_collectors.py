@@ -132,7 +132,10 @@ def test_worker_killed_is_reported_not_hung():
 
 SCRIPT = textwrap.dedent(
     """
-    import sys
+    import signal, sys
+    # Ctrl-C as in a terminal, even when the tests run with SIGINT ignored (a background
+    # job of a non-interactive shell: nohup pytest &), which a child inherits
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.path.insert(0, {here!r})
     from collector_fake_env import CountingEnv
     from rl_trainers.collectors import MultiSyncDataCollector
