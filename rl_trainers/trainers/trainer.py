@@ -886,7 +886,9 @@ class Trainer:
         self._stop_request = self._stop_reason = None
         with self._signal_handlers():
             self._train()
-        self.interrupted = self._stop_reason
+            # set before the handlers are restored: a handler installed around train()
+            # (the app's, data-parallel) sees the stop from the first moment it is back
+            self.interrupted = self._stop_reason
 
     def request_stop(self, reason: str = "stop requested") -> None:
         """Stop :meth:`train` after the current batch, saving a checkpoint (as SIGTERM does)."""

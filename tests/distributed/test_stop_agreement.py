@@ -10,7 +10,7 @@ import subprocess
 import sys
 import textwrap
 
-from .conftest import REPO
+from .conftest import PPO, REPO
 
 SCRIPT = textwrap.dedent(
     """
@@ -70,3 +70,56 @@ def test_a_stop_requested_after_the_agreement_stops_every_rank_after_the_next_ba
     ends = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     # every rank: 4 batches of 8 frames on each of the 2 ranks, interrupted with the reason
     assert ends == [{"iteration": 4, "interrupted": "late request", "frames": 64}] * 2
+
+
+LATE_COPY = textwrap.dedent(
+    """
+    import os, signal, sys
+    from app.conftest import compose_config
+    from rl_trainers.trainers.algorithms.app import run
+    from rl_trainers.trainers.trainer import Trainer
+
+    rank = int(os.environ["RANK"])
+    decide, train = Trainer._decide_stop, Trainer.train
+
+    def decide_after_rank0s_copy(self):
+        if rank == 0 and self.iteration == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return decide(self)
+
+    def train_then_rank1s_copy(self):
+        train(self)
+        if rank == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    Trainer._decide_stop = decide_after_rank0s_copy
+    Trainer.train = train_then_rank1s_copy
+    run(compose_config("ppo", sys.argv[2:]), sys.argv[1])
+    """
+)
+
+
+def test_a_forwarded_sigterm_reaching_a_rank_after_the_agreed_stop_does_not_kill_it(tmp_path):
+    """torchrun forwards a SIGTERM to each rank in turn: rank 0's copy can stop both ranks
+    (they agree after each batch) before rank 1's copy arrives. That late copy must not
+    kill rank 1 while rank 0 waits for it to compare the parameters and exit."""
+    script = tmp_path / "late_copy.py"
+    script.write_text(LATE_COPY)
+    overrides = [*PPO, "trainer.total_frames=100000", f"hydra.run.dir={tmp_path / 'run'}"]
+    args = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    done = subprocess.run(
+        [*args, str(script), str(tmp_path / "run"), *overrides],
+        cwd=REPO,
+        env={
+            **os.environ,
+            "OMP_NUM_THREADS": "1",
+            "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), str(REPO)]),
+        },
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    stopped = [line for line in done.stderr.splitlines() if line.startswith("Stopped by SIGTERM")]
+    # rank 0 prints this line after comparing its parameters with rank 1's: rank 1 lived on
+    assert len(stopped) == 1 and "at frame 256;" in stopped[0], done.stderr[-3000:]
+    assert "parameters sha256" in done.stderr

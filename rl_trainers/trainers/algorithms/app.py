@@ -31,6 +31,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 import types
 import typing
@@ -388,10 +389,45 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
         out = shared_run_dir(out)
     check_fresh_run_dir(cfg, out)
     trainer = build_trainer(cfg, out)
+    with _late_forwarded_signal_ignored(trainer):
+        try:
+            return _train_and_summarise(cfg, trainer, out, start)
+        finally:
+            close_trainer(trainer)
+
+
+@contextlib.contextmanager
+def _late_forwarded_signal_ignored(trainer) -> Iterator[None]:
+    """Data-parallel: once :meth:`Trainer.train` was interrupted, ignore the first SIGTERM
+    or SIGINT; any other signal acts as it would without this handler.
+
+    torchrun forwards a signal to each rank in turn. The ranks agree on a stop after each
+    batch, so the copy reaching rank 0 can stop every rank before rank 1's copy arrives;
+    that late copy, acted on by the default handler, killed rank 1 while rank 0 waited for
+    it in the parameter check, and the run ended in a gloo error instead of its message.
+    """
+    main = threading.current_thread() is threading.main_thread()
+    if trainer.world_size <= 1 or not main:
+        yield
+        return
+    ignored: list[int] = []
+
+    def on_signal(signum: int, frame: Any) -> None:
+        if trainer.interrupted is not None and not ignored:
+            ignored.append(signum)
+            return
+        signal.signal(signum, previous[signum])
+        signal.raise_signal(signum)
+
+    previous = {
+        sig: signal.signal(sig, on_signal) or signal.SIG_DFL  # None: not set from Python
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
     try:
-        return _train_and_summarise(cfg, trainer, out, start)
+        yield
     finally:
-        close_trainer(trainer)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def shared_run_dir(out: Path) -> Path:
