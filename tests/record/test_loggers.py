@@ -382,7 +382,7 @@ def _wandb_records(path):
     from wandb.proto import wandb_internal_pb2
 
     data = Path(path).read_bytes()
-    assert data[:4] == b":W&B"
+    assert data[:4] == b":W&B" or len(data) < 4  # the service may not have written it yet
     block, pos, pending = 32768, 7, b""
     while pos + 7 <= len(data):
         left = block - pos % block
@@ -392,7 +392,7 @@ def _wandb_records(path):
         _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
         chunk = data[pos + 7 : pos + 7 + length]
         pos += 7 + length
-        if kind == 0:
+        if kind == 0 or len(chunk) < length:  # the end, or a record still being written
             break
         pending = chunk if kind in (1, 2) else pending + chunk
         if kind in (1, 4):
