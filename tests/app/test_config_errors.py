@@ -123,7 +123,10 @@ def test_bad_value_is_one_line_with_exit_status_2(algorithm, args, expected, tmp
         ),
         (["trainer.tau=0"], ["trainer.tau=0", "(0, 1]"]),
         (["trainer.utd_ratio=0"], ["trainer.utd_ratio=0", "positive"]),
-        (["trainer.learning_starts=300"], ["trainer.learning_starts=300", "less than"]),
+        (
+            ["trainer.learning_starts=300"],
+            ["trainer.learning_starts=300", "below trainer.total_frames"],
+        ),
         (["replay_buffer.batch_size=0"], ["replay_buffer.batch_size=0", "positive"]),
     ],
 )
@@ -164,7 +167,10 @@ def test_dqn_on_a_continuous_env_or_a_bad_epsilon_is_one_line(args, expected, tm
         (["trainer.ou_theta=0"], ["trainer.ou_theta=0", "positive"]),
         (["trainer.tau=0"], ["trainer.tau=0", "(0, 1]"]),
         (["trainer.utd_ratio=0"], ["trainer.utd_ratio=0", "positive"]),
-        (["trainer.learning_starts=300"], ["trainer.learning_starts=300", "less than"]),
+        (
+            ["trainer.learning_starts=300"],
+            ["trainer.learning_starts=300", "below trainer.total_frames"],
+        ),
         (["replay_buffer.batch_size=0"], ["replay_buffer.batch_size=0", "positive"]),
     ],
 )
