@@ -351,7 +351,7 @@ def _report_composition_errors_in_workers() -> contextlib.AbstractContextManager
         return None
     from .compose_errors import composition_errors
 
-    block = composition_errors()
+    block = composition_errors(in_launcher_worker=True)
     block.__enter__()
     return block
 

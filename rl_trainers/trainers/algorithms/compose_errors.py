@@ -230,12 +230,23 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
 
 
 @contextlib.contextmanager
-def composition_errors() -> Iterator[None]:
+def composition_errors(in_launcher_worker: bool = False) -> Iterator[None]:
     """Report Hydra's composition mistakes as one ``Error:`` line and exit status 2.
 
     Wraps Hydra's config loader while the block runs (``train.py`` runs ``main()`` in it),
     so every composition is covered: a run, each job of a sweep, ``--cfg`` and ``--help``.
+
+    ``in_launcher_worker``: the block wraps a launcher's worker process (joblib), which
+    composes its jobs' configs itself. A mistake there raises :class:`JobFailed` with the
+    ``Error:`` line, which the launcher hands to ``train.py``'s process, which prints it
+    once; printing it in the worker printed it once per parallel job.
     """
+
+    def fail(message: str) -> typing.NoReturn:
+        if in_launcher_worker:
+            raise JobFailed(f"Error: {message}") from None
+        report_and_exit(message)
+
     try:
         from hydra._internal.config_loader_impl import ConfigLoaderImpl
     except ImportError:  # another Hydra layout: its own messages stay
@@ -257,12 +268,12 @@ def composition_errors() -> Iterator[None]:
             check_sweeper_storage(cfg)
             return cfg
         except ConfigError as err:
-            report_and_exit(str(err))
+            fail(str(err))
         except Exception as exc:
             message = explain(exc, algorithm)
             if message is None:
                 raise
-            report_and_exit(message)
+            fail(message)
 
     ConfigLoaderImpl.load_configuration = load_configuration
     try:
