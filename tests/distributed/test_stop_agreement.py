@@ -13,6 +13,25 @@ import textwrap
 
 from .conftest import PPO, REPO
 
+
+def _torchrun(script, args, pythonpath, timeout) -> subprocess.CompletedProcess:
+    """``script`` with ``args`` on 2 ranks under torchrun, one thread each."""
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join(map(str, pythonpath)),
+    }
+    return subprocess.run(
+        [*launcher, str(script), *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 SCRIPT = textwrap.dedent(
     """
     import json, os, sys
@@ -58,15 +77,8 @@ SCRIPT = textwrap.dedent(
 def test_a_stop_requested_after_the_agreement_stops_every_rank_after_the_next_batch(tmp_path):
     script = tmp_path / "late_stop.py"
     script.write_text(SCRIPT)
-    args = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
-    done = subprocess.run(
-        [*args, str(script), str(tmp_path)],
-        cwd=REPO,
-        env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=120,  # a rank stopping alone would leave the other one waiting forever
-    )
+    # a rank stopping alone would leave the other one waiting forever
+    done = _torchrun(script, [str(tmp_path)], [REPO], timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     ends = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     # every rank: 4 batches of 8 frames on each of the 2 ranks, interrupted with the reason
@@ -107,19 +119,7 @@ def test_a_forwarded_sigterm_reaching_a_rank_after_the_agreed_stop_does_not_kill
     script = tmp_path / "late_copy.py"
     script.write_text(LATE_COPY)
     overrides = [*PPO, "trainer.total_frames=100000", f"hydra.run.dir={tmp_path / 'run'}"]
-    args = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
-    done = subprocess.run(
-        [*args, str(script), str(tmp_path / "run"), *overrides],
-        cwd=REPO,
-        env={
-            **os.environ,
-            "OMP_NUM_THREADS": "1",
-            "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), str(REPO)]),
-        },
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    done = _torchrun(script, [str(tmp_path / "run"), *overrides], [REPO / "tests", REPO], 240)
     stopped = [line for line in done.stderr.splitlines() if line.startswith("Stopped by SIGTERM")]
     # rank 0 prints this line after comparing its parameters with rank 1's: rank 1 lived on
     assert len(stopped) == 1, done.stderr[-3000:]
