@@ -10,6 +10,7 @@ import pytest
 import torch
 from hydra.utils import get_object
 
+from rl_trainers.trainers.algorithms import configs
 from rl_trainers.trainers.algorithms.configs import GROUP_OPTIONS, ROOT_SCHEMAS
 
 from .conftest import ENV_OPTIONS, compose_config
@@ -54,12 +55,44 @@ def _nodes() -> list[type]:
     for options in GROUP_OPTIONS.values():
         for node in options.values():
             walk(node)
+    for name in configs.__all__:  # the nodes exported but in no group (torchrl's names)
+        node = getattr(configs, name)
+        if isinstance(node, type) and dataclasses.is_dataclass(node):
+            walk(node)
     return [n for n in seen.values() if any(f.name == "_target_" for f in dataclasses.fields(n))]
 
 
-def test_signature_check_covers_network_and_model_nodes():
+def _accepted_keywords(target) -> tuple[set[str], bool]:
+    """The keywords ``target`` accepts, and whether it accepts any keyword.
+
+    A class whose ``__init__`` takes ``**kwargs`` (e.g. ``TensorDictReplayBuffer``) is taken
+    to pass them to its base class (``ReplayBuffer``), whose parameters are then the ones
+    accepted: a node cannot hide a field its target drops into ``**kwargs``.
+    """
+    params = inspect.signature(target).parameters
+    names = {n for n, p in params.items() if p.kind is not p.VAR_KEYWORD}
+    takes_kwargs = len(names) < len(params)
+    for base in target.__mro__[1:] if isinstance(target, type) else ():
+        if not takes_kwargs or base is object:
+            break
+        if "__init__" in vars(base):
+            params = inspect.signature(base).parameters
+            names |= {n for n, p in params.items() if p.kind is not p.VAR_KEYWORD}
+            takes_kwargs = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    return names, takes_kwargs
+
+
+def test_signature_check_covers_network_model_and_torchrl_named_nodes():
     names = {n.__name__ for n in _nodes()}
     for name in (
+        "BatchedEnvConfig",
+        "TransformedEnvConfig",
+        "TensorDictReplayBufferConfig",
+        "LazyMemmapStorageConfig",
+        "PrioritizedSamplerConfig",
+        "TensorDictRoundRobinWriterConfig",
+        "ComposeConfig",
+        "VecNormConfig",
         "ConvNetConfig",
         "PolicyModelConfig",
         "TanhNormalModelConfig",
@@ -74,9 +107,9 @@ def test_signature_check_covers_network_and_model_nodes():
 def test_node_fields_match_target_signature(node):
     target = get_object(node._target_)
     params = inspect.signature(target).parameters
-    takes_kwargs = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    accepted, takes_kwargs = _accepted_keywords(target)
     fields = {f.name for f in dataclasses.fields(node) if not f.name.startswith("_")}
-    unknown = fields - set(params)
+    unknown = fields - accepted
     assert takes_kwargs or not unknown, (
         f"{node.__name__} fields not accepted by {node._target_}: {unknown}"
     )
