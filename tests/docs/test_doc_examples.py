@@ -24,6 +24,7 @@ PAGES = [
     "checkpointing.md",
     "hooks.md",
     "plotting.md",
+    "porting.md",
 ]
 _BLOCK = re.compile(r"^```python[^\n]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
 _SKIP = "<!-- skip -->"
