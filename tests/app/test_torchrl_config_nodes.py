@@ -153,6 +153,21 @@ def test_batched_env_of_a_plain_env_node_instantiates_it_in_each_worker():
         env.close()
 
 
+def test_batched_env_takes_a_callable_and_torchrls_partial_gym_node():
+    from rl_trainers.envs import GymEnv
+    from rl_trainers.trainers.helpers.torchrl_nodes import make_batched_env
+
+    env = make_batched_env(lambda: GymEnv("CartPole-v1"), num_workers=2, batched_env_type="serial")
+    assert env.batch_size == torch.Size([2])
+    env.close()
+    # torchrl's BatchedEnvConfig marks create_env_fn partial; a ported YAML keeps the flag
+    node = OmegaConf.structured(BatchedEnvConfig(num_workers=3, batched_env_type="serial"))
+    node.create_env_fn = {**OmegaConf.structured(GymEnvConfig()), "_partial_": True}
+    env = instantiate(node)
+    assert env.batch_size == torch.Size([3])
+    env.close()
+
+
 def test_bad_batched_env_type_names_the_field():
     node = BatchedEnvConfig(create_env_fn=GymEnvConfig(), num_workers=2, batched_env_type="async")
     with pytest.raises(InstantiationException) as info:
