@@ -1,4 +1,6 @@
-"""Replay buffer config nodes (group ``replay_buffer``)."""
+"""Replay buffer config nodes: the root ``replay_buffer`` node of the algorithm configs
+(:class:`ReplayBufferConfig`, storage and sampler by name) and torchrl's nested nodes
+(:class:`TensorDictReplayBufferConfig` with storage, sampler and writer nodes)."""
 
 from __future__ import annotations
 

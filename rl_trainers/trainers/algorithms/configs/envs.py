@@ -1,4 +1,5 @@
-"""Environment config nodes (group ``env``)."""
+"""Environment config nodes: the root ``env`` node (:class:`GymEnvConfig`) and torchrl's
+:class:`BatchedEnvConfig` and :class:`TransformedEnvConfig`."""
 
 from __future__ import annotations
 
