@@ -4,6 +4,7 @@ as their storage, sampler and writer say, and a trainer run built from them."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 
 import pytest
@@ -69,6 +70,41 @@ def test_nodes_import_from_torchrls_module_paths(module, name):
     node = getattr(importlib.import_module(path), name)
     configs = importlib.import_module("rl_trainers.trainers.algorithms.configs")
     assert getattr(configs, name) is node and name in configs.__all__
+
+
+def _torchrl_named_nodes() -> list[type]:
+    modules = [
+        importlib.import_module(f"rl_trainers.trainers.algorithms.configs.{name}")
+        for name in ("envs", "data", "transforms")
+    ]
+    return [
+        node
+        for module in modules
+        for name, node in vars(module).items()
+        if name.endswith("Config")
+        and node.__module__ == module.__name__
+        and name not in ("GymEnvConfig", "ReplayBufferConfig")  # the root nodes, built elsewhere
+        and name not in ("BatchedEnvConfig", "TransformedEnvConfig")  # need an env, below
+    ]
+
+
+#: the fields a node needs set (its class raises, naming them, otherwise)
+CHOICES = {
+    "ClipTransformConfig": {"low": -1.0},
+    "RewardClippingConfig": {"clamp_max": 1.0},
+    "SliceSamplerConfig": {"slice_len": 4},
+    "SliceSamplerWithoutReplacementConfig": {"slice_len": 4},
+    "PrioritizedSliceSamplerConfig": {"slice_len": 4},
+}
+
+
+@pytest.mark.parametrize("node", _torchrl_named_nodes(), ids=lambda n: n.__name__)
+def test_each_node_builds_the_class_it_is_named_after(node, tmp_path):
+    kwargs = CHOICES.get(node.__name__, {})
+    if "scratch_dir" in {f.name for f in dataclasses.fields(node)}:
+        kwargs["scratch_dir"] = str(tmp_path)
+    built = instantiate(node(**kwargs))
+    assert type(built).__name__ == node.__name__.removesuffix("Config")
 
 
 def _collect(env, frames: int = 300, frames_per_batch: int = 100):

@@ -29,7 +29,8 @@ class GymEnvConfig:
     """A gymnasium environment, batched and transformed for training.
 
     Observation and action sizes and action bounds are read from the environment at build
-    time; nothing here describes a network.
+    time; nothing here describes a network. As a :class:`BatchedEnvConfig`'s
+    ``create_env_fn`` it describes one env per worker (``num_envs`` becomes ``num_workers``).
     """
 
     _target_: str = "rl_trainers.trainers.helpers.make_env"

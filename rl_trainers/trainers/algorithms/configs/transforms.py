@@ -225,7 +225,7 @@ class UnsqueezeTransformConfig:
     """Adds a dim of size one to entries."""
 
     _target_: str = "rl_trainers.envs.UnsqueezeTransform"
-    dim: int | None = config_field(None, "position of the new dim (negative)")
+    dim: int = config_field(-1, "position of the new dim (negative)")
     in_keys: list[str] | None = config_field(None, _KEYS)
     out_keys: list[str] | None = config_field(None, _OUT_KEYS)
 
