@@ -439,10 +439,19 @@ class SyncDataCollector(DataCollectorBase):
     @property
     def is_running(self) -> bool:
         """Whether the background collection thread is alive (raises its error if it died)."""
-        if self._thread_error is not None:
-            err, self._thread_error = self._thread_error, None
-            raise RuntimeError("background collection failed") from err
-        return self._thread is not None and self._thread.is_alive()
+        # alive first: a thread seen dead has already stored the error it died of
+        alive = self._thread is not None and self._thread.is_alive()
+        self._raise_thread_error()
+        return alive
+
+    def _raise_thread_error(self) -> None:
+        """Raise, once, the error the background thread died of, naming its type and
+        message (the original, with its traceback, is the ``__cause__``)."""
+        err, self._thread_error = self._thread_error, None
+        if err is not None:
+            raise RuntimeError(
+                f"background collection failed: {type(err).__name__}: {err}"
+            ) from err
 
     def async_shutdown(self, timeout: float | None = 30.0) -> None:
         """Stop the background thread (after its current batch) and close the env."""
@@ -451,9 +460,7 @@ class SyncDataCollector(DataCollectorBase):
             self._thread.join(timeout)
             self._thread = None
         self.shutdown()
-        if self._thread_error is not None:
-            err, self._thread_error = self._thread_error, None
-            raise RuntimeError("background collection failed") from err
+        self._raise_thread_error()
 
     # ------------------------------------------------------------------ misc
     def update_policy_weights_(

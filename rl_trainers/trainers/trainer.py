@@ -570,7 +570,10 @@ class Trainer:
             ``torchsnapshot``); None disables saving.
         async_collection: the collector runs in the background (``collector.start()``) and
             writes into a replay buffer it owns; the trainer polls its frame count and logs
-            the update-to-data ratio (optimisation steps per frame) as ``utd_ratio``.
+            the update-to-data ratio (optimisation steps per frame) as ``utd_ratio``. A
+            collector with ``is_running`` (:class:`SyncDataCollector`) that stops ends the
+            run: with its error if it died of one, as finished if it reached its own
+            ``total_frames``.
         keep_checkpoints: None writes every checkpoint to ``save_trainer_file``; an int K
             writes ``<stem>_<frames><suffix>`` next to it instead, keeps the last K, and
             makes ``save_trainer_file`` a link to the latest (see ``checkpoint.save_rotating``).
@@ -1069,11 +1072,10 @@ class Trainer:
         post_steps_log = self._ops["post_steps_log"]
         warm_up = self._random_frames()
         while True:
-            produced = self._async_frames()
-            while produced * self.frame_skip <= self.collected_frames:
-                time.sleep(0.001)
-                produced = self._async_frames()
-            frames = produced * self.frame_skip - self.collected_frames
+            frames = self._wait_async_frames()
+            if frames == 0:  # a stop while waiting, or the collector ended: end as a batch does
+                self._decide_stop()
+                break
             self._count_frames(frames)
             self._run_log_ops(pre_steps_log, batch)
             if self.collected_frames > warm_up:
@@ -1085,6 +1087,34 @@ class Trainer:
                 self._log({"utd_ratio": self._optim_count / max(self.collected_frames, 1)})
             if self._end_iteration(frames):
                 break
+
+    def _wait_async_frames(self) -> int:
+        """Wait for frames the background collector wrote and the loop has not counted yet;
+        returns how many, or 0 when a stop was asked for while waiting (:meth:`request_stop`,
+        a signal, :meth:`finish`) or the collector stopped without writing more.
+
+        A collector that died of an error raises it here, within a poll (see
+        :meth:`_collector_running`), instead of leaving the loop waiting for ever.
+        """
+        while True:
+            frames = self._async_frames() * self.frame_skip - self.collected_frames
+            if frames > 0:
+                return frames
+            if self._stop_request is not None or self.finished_early is not None:
+                return 0
+            if not self._collector_running():
+                # frames written just before it stopped still count
+                return max(self._async_frames() * self.frame_skip - self.collected_frames, 0)
+            time.sleep(0.001)
+
+    def _collector_running(self) -> bool:
+        """Whether the asynchronous collector still collects: its ``is_running`` (a property
+        or a method; :class:`SyncDataCollector`'s raises the error its thread died of).
+        A collector without ``is_running`` counts as running."""
+        running = getattr(self.collector, "is_running", True)
+        if callable(running):
+            running = running()
+        return bool(running)
 
     def _random_frames(self) -> int:
         """The collector's random warm-up (``init_random_frames``): no optimisation until the
