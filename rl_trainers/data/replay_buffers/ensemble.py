@@ -187,13 +187,22 @@ class SamplerEnsemble(Sampler):
             return len(self._samplers)
         return self._num_buffer_sampled
 
+    @property
+    def _rng(self) -> torch.Generator | None:
+        return self._samplers[0]._rng
+
+    @_rng.setter
+    def _rng(self, generator: torch.Generator | None) -> None:
+        for sampler in self._samplers:  # the buffers' samplers draw from it too
+            sampler._rng = generator
+
     def _buffer_ids(self) -> torch.Tensor:
         n = self.num_buffer_sampled
         if self.sample_from_all:
             return torch.arange(n)
         if self.p is None:
-            return torch.randint(len(self._samplers), (n,))
-        return torch.multinomial(self.p, n, replacement=True)
+            return torch.randint(len(self._samplers), (n,), generator=self._rng)
+        return torch.multinomial(self.p, n, replacement=True, generator=self._rng)
 
     def sample(  # type: ignore[override]
         self, storage: StorageEnsemble, batch_size: int
@@ -418,8 +427,9 @@ class ReplayBufferEnsemble(ReplayBuffer):
         p: relative weights of the buffers; exclusive with ``sample_from_all``.
         sample_from_all: sample each buffer once per batch.
         num_buffer_sampled: sub-batches per batch (ignored with ``sample_from_all``).
-        generator, shared: torchrl's options; only their defaults are supported (sampling
-            uses torch's global generator: seed it with ``torch.manual_seed``).
+        generator: the generator the ensemble's and its buffers' samplers draw from (see
+            :class:`ReplayBuffer`).
+        shared: torchrl's option; only its default is supported.
         **kwargs: other :class:`ReplayBuffer` options (``prefetch``, ``pin_memory``).
     """
 
@@ -440,11 +450,8 @@ class ReplayBufferEnsemble(ReplayBuffer):
         shared: bool = False,
         **kwargs: Any,
     ) -> None:
-        if generator is not None or shared:
-            raise NotImplementedError(
-                "ReplayBufferEnsemble: generator= and shared=True are not supported; sampling "
-                "uses torch's global generator (seed it with torch.manual_seed)"
-            )
+        if shared:
+            raise NotImplementedError("ReplayBufferEnsemble: shared=True is not supported")
         if rbs:
             rbs = _members("ReplayBufferEnsemble", rbs, ReplayBuffer)
             if storages is not None or samplers is not None or writers is not None:
@@ -479,6 +486,7 @@ class ReplayBufferEnsemble(ReplayBuffer):
             batch_size=batch_size,
             collate_fn=collate_fn,
             transform=transform,
+            generator=generator,
             **kwargs,
         )
 
@@ -622,22 +630,25 @@ class ReplayBufferEnsemble(ReplayBuffer):
     def state_dict(self) -> dict[str, Any]:
         """Every buffer's :meth:`ReplayBuffer.state_dict`, under ``"0"``, ``"1"``, ..."""
         self._drop_prefetched()
-        return {str(i): rb.state_dict() for i, rb in enumerate(self._rbs)}
+        return self._with_rng_state({str(i): rb.state_dict() for i, rb in enumerate(self._rbs)})
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned."""
         self._drop_prefetched()
         for i, rb in enumerate(self._rbs):
             rb.load_state_dict(state_dict[str(i)])
+        self._load_rng_state(state_dict)
 
     def dumps(self, path: str | os.PathLike) -> None:
         """Save every buffer into ``path/<i>`` (see :meth:`ReplayBuffer.dumps`)."""
         self._drop_prefetched()
         for i, rb in enumerate(self._rbs):
             rb.dumps(Path(path) / str(i))
+        self._dump_rng(Path(path))
 
     def loads(self, path: str | os.PathLike) -> None:
         """Load what :meth:`dumps` wrote."""
         self._drop_prefetched()
         for i, rb in enumerate(self._rbs):
             rb.loads(Path(path) / str(i))
+        self._load_rng(Path(path))

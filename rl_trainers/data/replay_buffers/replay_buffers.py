@@ -54,9 +54,18 @@ class ReplayBuffer:
         collate_fn: turns what the storage returns into a batch (default: ``torch.stack`` for
             lists, identity for tensor storages).
         prefetch: number of batches sampled ahead in a background thread (needs
-            ``batch_size``); None or 0 disables prefetching.
+            ``batch_size``); None or 0 disables prefetching. Prefetched batches are drawn
+            with the buffer's own generator, in the order they are asked for and from the
+            contents at that moment (a write or priority update first waits for them), so
+            seeded runs sample the same items and the main thread's random stream is left
+            alone.
         transform: a callable applied to every sampled batch.
         pin_memory: torchrl's option, accepted and without effect (CPU samples).
+        generator: the ``torch.Generator`` the sampler draws from (see :meth:`set_rng`).
+            None: with ``prefetch``, a generator seeded from torch's global one when the
+            buffer is built (``torch.manual_seed`` before building makes it
+            deterministic); without, torch's global generator, as before. Its state is
+            part of :meth:`state_dict`, so a resumed buffer continues the same draws.
 
     Example:
         >>> rb = TensorDictReplayBuffer(storage=LazyTensorStorage(100_000), batch_size=256)
@@ -75,6 +84,7 @@ class ReplayBuffer:
         prefetch: int | None = None,
         transform: Callable[[Any], Any] | None = None,
         pin_memory: bool = False,
+        generator: torch.Generator | None = None,
     ) -> None:
         del pin_memory  # torchrl's option: samples stay in CPU memory, pinned or not
         self._storage = storage if storage is not None else ListStorage(1000)
@@ -96,6 +106,14 @@ class ReplayBuffer:
         self._decode: Callable[[Any], Any] | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._futures: deque[Future] = deque()
+        if generator is None and self._prefetch:
+            # the background thread must not draw from the global generator the main
+            # thread uses (policy, exploration): which thread draws first would decide
+            seed = int(torch.randint(2**62, ()))
+            generator = torch.Generator().manual_seed(seed)
+        self._rng: torch.Generator | None = None
+        if generator is not None:
+            self.set_rng(generator)
         # A reopened storage (e.g. LazyMemmapStorage over an existing directory) already holds
         # items: continue writing after them.
         if len(self._storage):
@@ -121,6 +139,12 @@ class ReplayBuffer:
 
     def __len__(self) -> int:
         return len(self._storage)
+
+    def set_rng(self, generator: torch.Generator) -> None:
+        """Make the sampler draw from ``generator`` (torchrl's method)."""
+        self._settle_prefetched()
+        self._rng = generator
+        self._sampler._rng = generator
 
     @property
     def write_count(self) -> int:
@@ -237,6 +261,7 @@ class ReplayBuffer:
         """Write the items along ``data``'s leading dim; returns their storage indices (-1
         for items the writer dropped, e.g. :class:`TensorDictMaxValueWriter`)."""
         n = len(data) if not isinstance(data, (TensorDictBase, torch.Tensor)) else data.shape[0]
+        self._settle_prefetched()
         with self._lock:
             index, data, out = self._writer._select(data, n, self._storage.max_size)
             if index.numel():
@@ -305,6 +330,7 @@ class ReplayBuffer:
                 return (data, info) if return_info else data
         elif batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self._settle_prefetched()  # drawn after the batches asked for before
         data, info = self._sample(batch_size)
         return (data, info) if return_info else data
 
@@ -319,6 +345,12 @@ class ReplayBuffer:
         while self._futures:
             self._futures.popleft().result()
 
+    def _settle_prefetched(self) -> None:
+        """Wait until the batches being prefetched are drawn (they stay queued), so a
+        write, a priority update or another draw cannot land before them."""
+        for future in tuple(self._futures):
+            future.result()
+
     # ------------------------------------------------------------------ priorities
     def update_priority(self, index: torch.Tensor | int, priority: torch.Tensor | float) -> None:
         """Set the sampling priority of the items at ``index`` (prioritized samplers only).
@@ -330,6 +362,7 @@ class ReplayBuffer:
         index = torch.as_tensor(index)
         if index.ndim > 1:
             index = index.reshape(index.shape[0], -1)[:, 0]
+        self._settle_prefetched()
         with self._lock:
             self._sampler.update_priority(index, torch.as_tensor(priority))
 
@@ -343,14 +376,20 @@ class ReplayBuffer:
             self._sampler.empty()
 
     def state_dict(self) -> dict[str, Any]:
-        """Contents, write cursor and sampler state, for an exact resume."""
+        """Contents, write cursor, sampler state and the generator's state (``"rng"``,
+        with a generator of its own), for an exact resume.
+
+        Batches prefetched and not yet handed out are dropped: the buffer continues, as a
+        resumed one does, with fresh draws from the saved generator state.
+        """
         self._drop_prefetched()
         with self._lock:
-            return {
+            state = {
                 "storage": self._storage.state_dict(),
                 "sampler": self._sampler.state_dict(),
                 "writer": self._writer.state_dict(),
             }
+        return self._with_rng_state(state)
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned."""
@@ -359,6 +398,35 @@ class ReplayBuffer:
             self._storage.load_state_dict(state_dict["storage"])
             self._sampler.load_state_dict(state_dict["sampler"])
             self._writer.load_state_dict(state_dict["writer"])
+        self._load_rng_state(state_dict)
+
+    def _with_rng_state(self, state: dict[str, Any]) -> dict[str, Any]:
+        """``state`` with the generator's state under ``"rng"`` (none without one: the
+        global generator is the checkpoint's ``"rng"``)."""
+        if self._rng is not None:
+            state["rng"] = self._rng.get_state()
+        return state
+
+    def _load_rng_state(self, state: dict[str, Any]) -> None:
+        """Restore a saved generator state; a buffer without a generator gets one, so it
+        continues the saved draws."""
+        rng_state = state.get("rng")
+        if rng_state is None:
+            return
+        if self._rng is None:
+            self.set_rng(torch.Generator())
+        self._rng.set_state(rng_state)
+
+    def _dump_rng(self, path: Path) -> None:
+        """:meth:`dumps`' part for the generator: ``path/rng.pt`` (only with one)."""
+        rng = self._with_rng_state({})
+        if rng:
+            torch.save(rng, path / "rng.pt")
+
+    def _load_rng(self, path: Path) -> None:
+        """:meth:`loads`' part for the generator."""
+        if (path / "rng.pt").exists():
+            self._load_rng_state(torch.load(path / "rng.pt"))
 
     def dumps(self, path: str | os.PathLike) -> None:
         """Save storage, sampler and writer into directory ``path`` (see :meth:`loads`)."""
@@ -369,6 +437,7 @@ class ReplayBuffer:
             self._storage.dumps(path / "storage")
             torch.save(self._sampler.state_dict(), path / "sampler.pt")
             (path / "writer.json").write_text(json.dumps(self._writer.state_dict()))
+        self._dump_rng(path)
 
     def loads(self, path: str | os.PathLike) -> None:
         """Load what :meth:`dumps` wrote into directory ``path``."""
@@ -378,6 +447,7 @@ class ReplayBuffer:
             self._storage.loads(path / "storage")
             self._sampler.load_state_dict(torch.load(path / "sampler.pt", weights_only=False))
             self._writer.load_state_dict(json.loads((path / "writer.json").read_text()))
+        self._load_rng(path)
 
     def __del__(self) -> None:
         executor = getattr(self, "_executor", None)
@@ -482,7 +552,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         beta: importance-sampling exponent (1 = full correction).
         eps: added to priorities so no item has probability zero.
         storage: where items live (default: ``ListStorage(1000)``).
-        batch_size, collate_fn, prefetch, transform: as :class:`ReplayBuffer`.
+        batch_size, collate_fn, prefetch, transform, generator: as :class:`ReplayBuffer`.
         reduction: how a priority with several entries per item is reduced (see
             :class:`PrioritizedSampler`).
 
@@ -506,6 +576,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         transform: Callable[[Any], Any] | None = None,
         reduction: str = "max",
         pin_memory: bool = False,
+        generator: torch.Generator | None = None,
     ) -> None:
         storage, sampler = _storage_and_prioritized_sampler(storage, alpha, beta, eps, reduction)
         super().__init__(
@@ -515,6 +586,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
             collate_fn=collate_fn,
             prefetch=prefetch,
             transform=transform,
+            generator=generator,
         )
 
 
@@ -534,7 +606,7 @@ class TensorDictPrioritizedReplayBuffer(TensorDictReplayBuffer):
         priority_key: the entry holding priorities (default ``"td_error"``).
         eps: added to priorities so no item has probability zero.
         storage: where items live (default: ``ListStorage(1000)``).
-        batch_size, collate_fn, prefetch, transform: as :class:`ReplayBuffer`.
+        batch_size, collate_fn, prefetch, transform, generator: as :class:`ReplayBuffer`.
         reduction: how a priority with several entries per item is reduced: ``"max"``,
             ``"min"``, ``"mean"`` or ``"median"``.
 
@@ -562,6 +634,7 @@ class TensorDictPrioritizedReplayBuffer(TensorDictReplayBuffer):
         transform: Callable[[Any], Any] | None = None,
         reduction: str = "max",
         pin_memory: bool = False,
+        generator: torch.Generator | None = None,
     ) -> None:
         storage, sampler = _storage_and_prioritized_sampler(storage, alpha, beta, eps, reduction)
         super().__init__(
@@ -572,6 +645,7 @@ class TensorDictPrioritizedReplayBuffer(TensorDictReplayBuffer):
             collate_fn=collate_fn,
             prefetch=prefetch,
             transform=transform,
+            generator=generator,
         )
 
 

@@ -28,7 +28,13 @@ __all__ = [
 
 
 class Sampler:
-    """Base sampler (stateless)."""
+    """Base sampler (stateless).
+
+    Random draws use :attr:`_rng`: the replay buffer's generator (set by
+    :meth:`ReplayBuffer.set_rng`), or None for torch's global one.
+    """
+
+    _rng: torch.Generator | None = None
 
     def sample(self, storage_len: int, batch_size: int) -> tuple[torch.Tensor, dict[str, Any]]:
         """Draw ``batch_size`` indices among ``storage_len`` stored items."""
@@ -68,11 +74,11 @@ def _check_nonempty(storage_len: int) -> None:
 
 
 class RandomSampler(Sampler):
-    """Uniform sampling with replacement (draws use torch's global generator)."""
+    """Uniform sampling with replacement."""
 
     def sample(self, storage_len: int, batch_size: int) -> tuple[torch.Tensor, dict[str, Any]]:
         _check_nonempty(storage_len)
-        return torch.randint(storage_len, (batch_size,)), {}
+        return torch.randint(storage_len, (batch_size,), generator=self._rng), {}
 
 
 class SamplerWithoutReplacement(Sampler):
@@ -92,7 +98,11 @@ class SamplerWithoutReplacement(Sampler):
         self._ran_out = False
 
     def _new_epoch(self, storage_len: int) -> None:
-        self._order = torch.randperm(storage_len) if self.shuffle else torch.arange(storage_len)
+        self._order = (
+            torch.randperm(storage_len, generator=self._rng)
+            if self.shuffle
+            else torch.arange(storage_len)
+        )
         self._pos = 0
 
     def sample(self, storage_len: int, batch_size: int) -> tuple[torch.Tensor, dict[str, Any]]:
@@ -239,7 +249,7 @@ class PrioritizedSampler(Sampler):
         total = self._sum_tree.reduce()
         if total <= 0:
             raise RuntimeError("all priorities are zero: cannot sample")
-        u = torch.rand(batch_size, dtype=torch.float64).numpy()
+        u = torch.rand(batch_size, dtype=torch.float64, generator=self._rng).numpy()
         index = self._sum_tree.find_prefixsum_index(u * total)
         np.minimum(index, storage_len - 1, out=index)
         p = self._sum_tree[index]

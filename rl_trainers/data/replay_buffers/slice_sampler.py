@@ -184,7 +184,7 @@ class SliceSampler(Sampler):
 
     def _pick(self, count: int, n_slices: int) -> torch.Tensor:
         """Which of the ``count`` trajectories the ``n_slices`` slices come from."""
-        return torch.randint(count, (n_slices,))
+        return torch.randint(count, (n_slices,), generator=self._rng)
 
     def _stored_trajectories(
         self, storage_len: int, batch_size: int
@@ -204,7 +204,7 @@ class SliceSampler(Sampler):
         pick = self._pick(starts.numel(), batch_size // length)
         n_slices = pick.numel()
         seq_len = lengths[pick].clamp(max=length)
-        offset = (torch.rand(n_slices) * (lengths[pick] - seq_len + 1)).long()
+        offset = (torch.rand(n_slices, generator=self._rng) * (lengths[pick] - seq_len + 1)).long()
         return self._slices(starts[pick] + offset, seq_len, length)
 
     def _slices(
@@ -432,7 +432,8 @@ class PrioritizedSliceSampler(SliceSampler, PrioritizedSampler):
         cdf = np.cumsum(p)
         if cdf[-1] <= 0:
             raise RuntimeError("PrioritizedSliceSampler: all start priorities are zero")
-        u = torch.rand(batch_size // length, dtype=torch.float64).numpy() * cdf[-1]
+        u = torch.rand(batch_size // length, dtype=torch.float64, generator=self._rng)
+        u = u.numpy() * cdf[-1]
         # positions of zero priority are never drawn; round-off at the top end is clipped
         pick = np.minimum(np.searchsorted(cdf, u, side="right"), int(np.flatnonzero(p)[-1]))
         first = torch.from_numpy(positions[pick])
