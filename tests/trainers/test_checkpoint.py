@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 import torch
 
+from rl_trainers.data import LazyTensorStorage, TensorDictReplayBuffer
 from rl_trainers.trainers import (
     CheckpointError,
     CountFramesLog,
+    ReplayBufferTrainer,
     RewardNormalizer,
     Trainer,
     UpdateWeights,
@@ -86,6 +88,30 @@ def test_round_trip_restores_everything(fakes, tmp_path, monkeypatch, backend):
     assert torch.equal(torch.rand(4), torch_next)
     assert np.array_equal(np.random.rand(3), np_next)
     assert random.random() == py_next
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_prefetching_buffer_continues_its_draws_after_a_resume(
+    fakes, tmp_path, monkeypatch, backend
+):
+    """The buffer's own generator (prefetch) is in the checkpoint: a resumed trainer's
+    buffer draws what the saving one draws next."""
+    monkeypatch.setenv("CKPT_BACKEND", backend)
+    path = tmp_path / ("ckpt.pt" if backend == "torch" else "ckpt_dir")
+
+    def build_with_buffer(seed):
+        torch.manual_seed(seed)
+        trainer = build(fakes, path, seed=seed)
+        rb = TensorDictReplayBuffer(storage=LazyTensorStorage(100), batch_size=4, prefetch=2)
+        ReplayBufferTrainer(rb, flatten_tensordicts=True).register(trainer)
+        return trainer, rb
+
+    t1, rb1 = build_with_buffer(0)
+    t1.train()  # saves at the end (forced)
+    t2, rb2 = build_with_buffer(1)
+    t2.load_from_file(path)
+    for _ in range(5):
+        assert torch.equal(rb1.sample()["index"], rb2.sample()["index"])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
