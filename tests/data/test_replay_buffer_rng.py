@@ -98,6 +98,15 @@ def test_a_loaded_buffer_continues_the_same_samples(sampler, how, tmp_path):
     assert training_like_run(resumed, batches=2) == continued
 
 
+def test_a_failed_prefetch_is_reported_once_by_sample():
+    rb = buffer("random")
+    with pytest.raises(RuntimeError, match="empty replay buffer"):
+        rb.sample()
+    rb.extend(items(10))  # the failed batches queued behind it are not raised here
+    assert rb.state_dict()["writer"] is not None
+    assert rb.sample().shape == (8,)
+
+
 def test_a_buffer_without_prefetch_draws_from_the_global_generator_as_before():
     """No prefetch: building draws nothing and samples are torch's global draws, so seeded
     runs and recorded figures are unchanged."""

@@ -8,7 +8,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -339,17 +339,24 @@ class ReplayBuffer:
             self._executor = ThreadPoolExecutor(max_workers=1)
         while len(self._futures) < self._prefetch + 1:
             self._futures.append(self._executor.submit(self._sample, self._batch_size))
-        return self._futures.popleft().result()
+        try:
+            return self._futures.popleft().result()
+        except BaseException:
+            # the batches queued behind it were drawn from the same state: draw afresh
+            self._drop_prefetched()
+            raise
 
     def _drop_prefetched(self) -> None:
-        while self._futures:
-            self._futures.popleft().result()
+        """Wait for the batches being prefetched and discard them (errors included)."""
+        self._settle_prefetched()
+        self._futures.clear()
 
     def _settle_prefetched(self) -> None:
-        """Wait until the batches being prefetched are drawn (they stay queued), so a
-        write, a priority update or another draw cannot land before them."""
-        for future in tuple(self._futures):
-            future.result()
+        """Wait until the batches being prefetched are drawn (they stay queued, an error
+        raised when one is handed out), so a write, a priority update or another draw
+        cannot land before them."""
+        if self._futures:
+            wait(tuple(self._futures))
 
     # ------------------------------------------------------------------ priorities
     def update_priority(self, index: torch.Tensor | int, priority: torch.Tensor | float) -> None:
