@@ -1545,6 +1545,8 @@ class FrameSkipTransform(Transform):
 class NoopResetEnv(Transform):
     """After each reset, play a random number (1..noops) of no-op actions (action 0).
 
+    For an unbatched env or a batch of one sub-env (torchrl's batched env of one worker).
+
     Args:
         noops: maximum number of no-ops.
         random: draw the number uniformly; otherwise always ``noops``.
@@ -1565,8 +1567,11 @@ class NoopResetEnv(Transform):
         parent = self.parent
         if parent is None or self.noops == 0:
             return tensordict_reset
-        if parent.batch_size:
-            raise RuntimeError("NoopResetEnv supports unbatched envs only (put it per sub-env).")
+        if parent.batch_size.numel() > 1:
+            raise RuntimeError(
+                "NoopResetEnv supports unbatched envs (or a batch of one) only: put it per "
+                "sub-env, e.g. in each worker's env of a ParallelEnv"
+            )
         n = int(torch.randint(1, self.noops + 1, ())) if self.random else self.noops
         td = tensordict_reset
         for _ in range(n):

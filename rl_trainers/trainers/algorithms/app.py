@@ -224,8 +224,8 @@ def group_options(algorithm: str) -> dict[str, list[str]]:
     its root schema's ``action_space_kind`` needs.
     """
     schema = ROOT_SCHEMAS.get(f"{algorithm}_trainer_schema")
-    groups: dict[str, list[str]] = {
-        g: [o for o in options if not o.endswith("_schema")]
+    groups: dict[str, list[str]] = {  # ``<name>_schema``: the node of configs/<group>/<name>.yaml
+        g: [o.removesuffix("_schema") for o in options]
         for g, options in _groups_of(schema).items()
     }
     for path in sorted(Path(CONFIG_DIR).glob("*/*.yaml")):

@@ -24,7 +24,7 @@ import typing
 from collections.abc import Iterator
 from typing import Any
 
-from .configs import GROUP_OPTIONS, ROOT_SCHEMAS
+from .configs import GROUP_OPTIONS, ROOT_SCHEMAS, TORCHRL_GROUP_OPTIONS
 from .errors import ConfigError, JobFailed, report_and_exit
 
 
@@ -188,8 +188,13 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
                     "pip install -e '.[sweep]' (docs/scaling.md)",
                 )
             )
-        # the dataclass nodes YAML options extend (``logger/csv_schema``) are not options
-        options = [o for o in exc.options or [] if not o.endswith("_schema")]
+        # the dataclass nodes YAML options extend (``logger/csv_schema``) are not options,
+        # nor are the nodes only torchrl's recipes pick (``env/batched_env``)
+        options = [
+            o
+            for o in exc.options or []
+            if not o.endswith("_schema") and not _torchrl_only(group, o)
+        ]
         if group in PRESET_GROUPS:
             options = [o for o in options if o.startswith(f"{algorithm}_")] or options
         close = difflib.get_close_matches(option, options, n=1, cutoff=0.5)
@@ -325,6 +330,16 @@ def _options_with_field(full_key: str) -> list[str]:
             if full_key[len(prefix) :] in _fields(node):
                 found.append(f"{group}={option.removesuffix('_schema')}")
     return found
+
+
+def _torchrl_only(group: str, option: str) -> bool:
+    """Whether ``group/option`` is one of torchrl's schema nodes with no rl_trainers YAML."""
+    from pathlib import Path
+
+    from .app import CONFIG_DIR
+
+    torchrl = option in TORCHRL_GROUP_OPTIONS.get(group, {})
+    return torchrl and not (Path(CONFIG_DIR) / group / f"{option}.yaml").exists()
 
 
 def _script_algorithm() -> str:

@@ -7,6 +7,8 @@ entry points and helpers.
 
 from __future__ import annotations
 
+from typing import Any
+
 from hydra.core.config_store import ConfigStore
 
 from .collectors import (
@@ -103,6 +105,20 @@ from .trainers import (
     TD3LoopConfig,
     TD3TrainerConfig,
 )
+from .torchrl_schema import (
+    TORCHRL_GROUP_OPTIONS,
+    HardUpdateConfig,
+    SoftUpdateConfig,
+    TorchrlCollectorConfig,
+    TorchrlCSVLoggerConfig,
+    TorchrlMLPConfig,
+    TorchrlPPOLossConfig,
+    TorchrlPPOTrainerConfig,
+    TorchrlSACLossConfig,
+    TorchrlSACTrainerConfig,
+    TorchrlTanhNormalModelConfig,
+    TorchrlValueModelConfig,
+)
 from .transforms import (
     BinarizeRewardConfig,
     CatFramesConfig,
@@ -135,18 +151,18 @@ from .transforms import (
 #: Options of each config group that users switch with ``group=option`` on the command line.
 GROUP_OPTIONS: dict[str, dict[str, type]] = {
     "collector": {
-        "sync": SyncDataCollectorConfig,
-        "multi_sync": MultiSyncDataCollectorConfig,
-        "multi_async": MultiaSyncDataCollectorConfig,
+        "sync_schema": SyncDataCollectorConfig,
+        "multi_sync_schema": MultiSyncDataCollectorConfig,
+        "multi_async_schema": MultiaSyncDataCollectorConfig,
     },
     "logger": {
         "csv_schema": CSVLoggerConfig,
+        "mlflow_schema": MLFlowLoggerConfig,
         "tensorboard_schema": TensorboardLoggerConfig,
         "wandb_schema": WandbLoggerConfig,
-        "mlflow_schema": MLFlowLoggerConfig,
     },
     "network": {
-        "mlp": ActorCriticNetworkConfig,
+        "mlp_schema": ActorCriticNetworkConfig,
         "convnet": ConvActorCriticNetworkConfig,
     },
     "model/policy": {
@@ -155,12 +171,15 @@ GROUP_OPTIONS: dict[str, dict[str, type]] = {
         "categorical": CategoricalModelConfig,
     },
     "optimizer": {
-        "adam": AdamConfig,
-        "adamw": AdamWConfig,
-        "sgd": SGDConfig,
-        "rmsprop": RMSpropConfig,
+        "adam_schema": AdamConfig,
+        "adamw_schema": AdamWConfig,
+        "sgd_schema": SGDConfig,
+        "rmsprop_schema": RMSpropConfig,
     },
 }
+# An option named ``<name>_schema`` is reached through ``configs/<group>/<name>.yaml``
+# (``defaults: [<name>_schema]``): torchrl's recipes, which lack those files, get torchrl's
+# node of the same name instead (:data:`TORCHRL_GROUP_OPTIONS`, see ``torchrl_schema``).
 
 #: The root schema of each algorithm's primary config (configs/<algorithm>_trainer.yaml).
 ROOT_SCHEMAS: dict[str, type] = {
@@ -181,9 +200,18 @@ def register_configs() -> None:
     store = ConfigStore.instance()
     for name, node in ROOT_SCHEMAS.items():
         store.store(name=name, node=node)
-    for group, options in GROUP_OPTIONS.items():
-        for name, node in options.items():
-            store.store(group=group, name=name, node=node)
+    for options_of_group in (GROUP_OPTIONS, TORCHRL_GROUP_OPTIONS):
+        for group, options in options_of_group.items():
+            for name, node in options.items():
+                store.store(group=group, name=name, node=node)
+
+
+def instantiate_trainer(cfg: Any) -> Any:
+    """The trainer ``cfg.trainer`` describes: ``hydra.utils.instantiate(cfg.trainer)``
+    (torchrl's name; works for torchrl's recipes and rl_trainers' root configs alike)."""
+    from hydra.utils import instantiate
+
+    return instantiate(cfg.trainer)
 
 
 register_configs()
@@ -233,6 +261,7 @@ __all__ = [
     "GROUP_OPTIONS",
     "GrayScaleConfig",
     "GymEnvConfig",
+    "HardUpdateConfig",
     "ImmutableDatasetWriterConfig",
     "InitTrackerConfig",
     "LRSchedulerConfig",
@@ -276,9 +305,11 @@ __all__ = [
     "SamplerWithoutReplacementConfig",
     "SignTransformConfig",
     "SliceSamplerConfig",
+    "SoftUpdateConfig",
     "SliceSamplerWithoutReplacementConfig",
     "StepCounterConfig",
     "SyncDataCollectorConfig",
+    "TORCHRL_GROUP_OPTIONS",
     "TD3LoopConfig",
     "TD3LossConfig",
     "TD3TrainerConfig",
@@ -289,6 +320,15 @@ __all__ = [
     "TensorDictRoundRobinWriterConfig",
     "TensorStorageConfig",
     "TensorboardLoggerConfig",
+    "TorchrlCSVLoggerConfig",
+    "TorchrlCollectorConfig",
+    "TorchrlMLPConfig",
+    "TorchrlPPOLossConfig",
+    "TorchrlPPOTrainerConfig",
+    "TorchrlSACLossConfig",
+    "TorchrlSACTrainerConfig",
+    "TorchrlTanhNormalModelConfig",
+    "TorchrlValueModelConfig",
     "ToTensorImageConfig",
     "TrajCounterConfig",
     "TransformedEnvConfig",
@@ -298,6 +338,7 @@ __all__ = [
     "WandbLoggerConfig",
     "config_field",
     "field_help",
+    "instantiate_trainer",
     "register_configs",
     "register_root_resolver",
 ]
