@@ -19,7 +19,7 @@ import threading
 import time
 import warnings
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from enum import Enum
 from functools import partial
 from pathlib import Path
@@ -892,6 +892,17 @@ class Trainer:
             # set before the handlers are restored: a handler installed around train()
             # (the app's, data-parallel) sees the stop from the first moment it is back
             self.interrupted = self._stop_reason
+
+    @contextlib.contextmanager
+    def stop_on_signal(self) -> Iterator[Trainer]:
+        """torchrl's ``with trainer.stop_on_signal(): trainer.train()``: within the block,
+        SIGINT and SIGTERM end :meth:`train` after the current batch (with a checkpoint),
+        as ``handle_signals=True`` does; a second signal stops at once."""
+        handle_signals, self.handle_signals = self.handle_signals, True
+        try:
+            yield self
+        finally:
+            self.handle_signals = handle_signals
 
     def request_stop(self, reason: str = "stop requested") -> None:
         """Stop :meth:`train` after the current batch, saving a checkpoint (as SIGTERM does)."""
