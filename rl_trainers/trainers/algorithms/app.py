@@ -225,8 +225,7 @@ def group_options(algorithm: str) -> dict[str, list[str]]:
     """
     schema = ROOT_SCHEMAS.get(f"{algorithm}_trainer_schema")
     groups: dict[str, list[str]] = {  # ``<name>_schema``: the node of configs/<group>/<name>.yaml
-        g: [o.removesuffix("_schema") for o in options]
-        for g, options in _groups_of(schema).items()
+        g: [o.removesuffix("_schema") for o in options] for g, options in _groups_of(schema).items()
     }
     for path in sorted(Path(CONFIG_DIR).glob("*/*.yaml")):
         options = groups.setdefault(path.parent.name, [])

@@ -1,0 +1,165 @@
+"""torchrl's own PPO and SAC trainer recipes (``tests/app/torchrl_recipes/``: torchrl's
+``config/config.yaml`` and ``train.py`` with ``torchrl`` replaced by ``rl_trainers``) compose
+and train, with one policy module shared by the collector and the loss; rl_trainers' own
+apps do not list torchrl's options."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from hydra.errors import InstantiationException
+from hydra.utils import instantiate
+
+from rl_trainers.trainers.algorithms import configs  # noqa: F401  (registers the nodes)
+
+RECIPES = Path(__file__).parent / "torchrl_recipes"
+REPO = Path(__file__).resolve().parents[2]
+
+#: SAC's recipe: HalfCheetah with 4 collector workers of 4 envs each and wandb online;
+#: here 2 workers of 1 env, offline, and a few updates per batch, for two cores.
+SAC_SMALL = [
+    "trainer.total_frames=2000",
+    "collector.frames_per_batch=250",
+    "collector.init_random_frames=500",
+    "collector.num_workers=2",
+    "training_env.num_workers=1",
+    "trainer.optim_steps_per_batch=8",
+    "logger.offline=true",
+]
+
+
+@pytest.fixture
+def recipe(tmp_path):
+    """A copy of one of torchrl's recipes in a fresh directory; returns its path."""
+
+    def copy(name: str) -> Path:
+        target = tmp_path / name
+        shutil.copytree(RECIPES / name, target)
+        return target
+
+    return copy
+
+
+def _run(directory: Path, *overrides: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_SILENT": "true"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return subprocess.run(
+        [sys.executable, "train.py", *overrides],
+        cwd=directory,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def _run_dir(directory: Path) -> Path:
+    (run,) = (directory / "outputs").glob("*/*")  # hydra.job.chdir: true
+    return run
+
+
+def test_recipes_are_torchrls_text_with_only_the_package_renamed():
+    for name in ("ppo_trainer", "sac_trainer"):
+        text = "".join(p.read_text() for p in sorted((RECIPES / name).rglob("*.y*ml")))
+        text += (RECIPES / name / "train.py").read_text()
+        assert "torchrl." not in text and "rl_trainers" in text
+
+
+def test_ppo_recipe_trains_and_writes_csv_logs(recipe):
+    directory = recipe("ppo_trainer")
+    proc = _run(directory, "trainer.total_frames=2048")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    scalars = _run_dir(directory) / "csv_logs" / "ppo_pendulum_v1" / "scalars"
+    for name in ("r_training", "loss_objective", "loss_critic"):
+        rows = (scalars / f"{name}.csv").read_text().strip().splitlines()
+        assert len(rows) == 2  # one per collected batch of 1024 frames
+
+
+def test_sac_recipe_trains_and_saves_the_checkpoint_it_asks_for(recipe):
+    directory = recipe("sac_trainer")
+    proc = _run(
+        directory,
+        *SAC_SMALL,
+        "trainer.save_trainer_file=sac.pt",
+        "trainer.save_trainer_interval=1000",
+        "trainer.log_interval=500",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # the recipe keeps the working directory (no hydra.job.chdir): outputs land there
+    assert (directory / "sac.pt").exists()
+    (wandb_run,) = (directory / "wandb").glob("offline-run-*")
+    assert any(wandb_run.rglob("*.wandb"))
+
+
+def _trainer(name: str, out: Path, *overrides: str):
+    """The trainer of a recipe composed in this process, its logs under ``out``."""
+    logs = {"ppo_trainer": f"logger.log_dir={out}", "sac_trainer": f"logger.save_dir={out}"}
+    with initialize_config_dir(str(RECIPES / name / "config"), version_base="1.3"):
+        cfg = compose("config", overrides=[logs[name], *overrides])
+    return instantiate(cfg.trainer)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        [],  # weight_update_map: {policy: loss_module.actor_network}
+        ["trainer.weight_update_map=null"],  # the same node in collector.policy and loss
+    ],
+)
+def test_ppo_collector_acts_with_the_losss_actor(overrides, tmp_path):
+    trainer = _trainer("ppo_trainer", tmp_path, *overrides)
+    try:
+        assert trainer.collector.policy is trainer.loss_module.actor_network
+        before = [p.clone() for p in trainer.loss_module.actor_network.parameters()]
+        batch = next(iter(trainer.collector))
+        loss = trainer.loss_module(batch.reshape(-1))
+        sum(v for k, v in loss.items() if k.startswith("loss_")).backward()
+        trainer.optimizer.step()
+        moved = [p for p, b in zip(trainer.collector.policy.parameters(), before) if p.ne(b).any()]
+        assert moved  # the optimizer's step changed the collector's policy
+    finally:
+        trainer.collector.shutdown()
+
+
+def test_sac_multi_process_collector_holds_the_losss_actor(tmp_path):
+    trainer = _trainer("sac_trainer", tmp_path, *SAC_SMALL)
+    try:
+        assert trainer.collector.policy is trainer.loss_module.actor_network
+    finally:
+        trainer.collector.shutdown()
+
+
+def test_weight_update_map_naming_no_module_is_one_line_error(tmp_path):
+    with pytest.raises(InstantiationException, match="weight_update_map.policy"):
+        _trainer("ppo_trainer", tmp_path, "trainer.weight_update_map.policy=loss_module.nope")
+
+
+def test_seed_set_before_the_networks_are_built(tmp_path):
+    first = _trainer("ppo_trainer", tmp_path)
+    second = _trainer("ppo_trainer", tmp_path)
+    try:
+        for a, b in zip(first.loss_module.parameters(), second.loss_module.parameters()):
+            assert torch.equal(a, b)
+    finally:
+        first.collector.shutdown()
+        second.collector.shutdown()
+
+
+def test_rl_trainers_option_errors_do_not_list_torchrls_options():
+    proc = subprocess.run(
+        [sys.executable, "sota-implementations/ppo_trainer/train.py", "env=nope"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "options of env: acrobot" in proc.stderr
+    assert "batched_env" not in proc.stderr and "gym" not in proc.stderr
