@@ -87,6 +87,20 @@ from .optim import (
     RMSpropConfig,
     SGDConfig,
 )
+from .torchrl_schema import (
+    TORCHRL_GROUP_OPTIONS,
+    HardUpdateConfig,
+    SoftUpdateConfig,
+    TorchrlCollectorConfig,
+    TorchrlCSVLoggerConfig,
+    TorchrlMLPConfig,
+    TorchrlPPOLossConfig,
+    TorchrlPPOTrainerConfig,
+    TorchrlSACLossConfig,
+    TorchrlSACTrainerConfig,
+    TorchrlTanhNormalModelConfig,
+    TorchrlValueModelConfig,
+)
 from .trainers import (
     A2CLoopConfig,
     A2CTrainerConfig,
@@ -104,20 +118,6 @@ from .trainers import (
     SACTrainerConfig,
     TD3LoopConfig,
     TD3TrainerConfig,
-)
-from .torchrl_schema import (
-    TORCHRL_GROUP_OPTIONS,
-    HardUpdateConfig,
-    SoftUpdateConfig,
-    TorchrlCollectorConfig,
-    TorchrlCSVLoggerConfig,
-    TorchrlMLPConfig,
-    TorchrlPPOLossConfig,
-    TorchrlPPOTrainerConfig,
-    TorchrlSACLossConfig,
-    TorchrlSACTrainerConfig,
-    TorchrlTanhNormalModelConfig,
-    TorchrlValueModelConfig,
 )
 from .transforms import (
     BinarizeRewardConfig,
