@@ -30,6 +30,7 @@ RUNTIME_ARGS = {
     "observation_spec",
     "action_spec",
     "network",
+    "loss_module",  # torchrl's target updater nodes are partials the trainer gives the loss
 }
 
 
@@ -53,6 +54,9 @@ def _nodes() -> list[type]:
     for root in ROOT_SCHEMAS.values():
         walk(root)
     for options in GROUP_OPTIONS.values():
+        for node in options.values():
+            walk(node)
+    for options in configs.TORCHRL_GROUP_OPTIONS.values():  # torchrl's option names
         for node in options.values():
             walk(node)
     for name in configs.__all__:  # the nodes exported but in no group (torchrl's names)

@@ -338,6 +338,8 @@ def _torchrl_only(group: str, option: str) -> bool:
 
     from .app import CONFIG_DIR
 
+    if option.endswith("_torchrl"):  # torchrl's node behind an option name both use
+        return True
     torchrl = option in TORCHRL_GROUP_OPTIONS.get(group, {})
     return torchrl and not (Path(CONFIG_DIR) / group / f"{option}.yaml").exists()
 

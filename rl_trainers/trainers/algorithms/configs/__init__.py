@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
+from hydra.core.plugins import Plugins
 
 from .collectors import (
     MultiaSyncDataCollectorConfig,
@@ -90,6 +91,7 @@ from .optim import (
 from .torchrl_schema import (
     TORCHRL_GROUP_OPTIONS,
     HardUpdateConfig,
+    TorchrlOptionsSearchPath,
     SoftUpdateConfig,
     TorchrlCollectorConfig,
     TorchrlCSVLoggerConfig,
@@ -100,6 +102,7 @@ from .torchrl_schema import (
     TorchrlSACTrainerConfig,
     TorchrlTanhNormalModelConfig,
     TorchrlValueModelConfig,
+    torchrl_store_name,
 )
 from .trainers import (
     A2CLoopConfig,
@@ -179,7 +182,7 @@ GROUP_OPTIONS: dict[str, dict[str, type]] = {
 }
 # An option named ``<name>_schema`` is reached through ``configs/<group>/<name>.yaml``
 # (``defaults: [<name>_schema]``): torchrl's recipes, which lack those files, get torchrl's
-# node of the same name instead (:data:`TORCHRL_GROUP_OPTIONS`, see ``torchrl_schema``).
+# node of that name instead (``torchrl_schema.SHARED_OPTION_NAMES``).
 
 #: The root schema of each algorithm's primary config (configs/<algorithm>_trainer.yaml).
 ROOT_SCHEMAS: dict[str, type] = {
@@ -200,10 +203,13 @@ def register_configs() -> None:
     store = ConfigStore.instance()
     for name, node in ROOT_SCHEMAS.items():
         store.store(name=name, node=node)
-    for options_of_group in (GROUP_OPTIONS, TORCHRL_GROUP_OPTIONS):
-        for group, options in options_of_group.items():
-            for name, node in options.items():
-                store.store(group=group, name=name, node=node)
+    for group, options in GROUP_OPTIONS.items():
+        for name, node in options.items():
+            store.store(group=group, name=name, node=node)
+    for group, options in TORCHRL_GROUP_OPTIONS.items():
+        for name, node in options.items():
+            store.store(group=group, name=torchrl_store_name(group, name), node=node)
+    Plugins.instance().register(TorchrlOptionsSearchPath)
 
 
 def instantiate_trainer(cfg: Any) -> Any:

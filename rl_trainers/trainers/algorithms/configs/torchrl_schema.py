@@ -7,11 +7,15 @@ torchrl's ``sota-implementations/*_trainer/config/config.yaml`` compose a traine
 :data:`TORCHRL_GROUP_OPTIONS` in Hydra's ConfigStore under torchrl's name, so such a recipe,
 with ``torchrl`` replaced by ``rl_trainers``, composes and trains.
 
-Where an option name is also one of rl_trainers' own (``collector/sync``, ``network/mlp``,
-``optimizer/adam``, ``logger/csv``...), rl_trainers' node is stored as ``<name>_schema`` and
-reached through a YAML option of the same name in ``configs/<group>/``: Hydra searches the
-primary config directory before the ConfigStore, so rl_trainers' apps get their YAML option
-and a torchrl recipe (whose config directory has no such file) gets the node below.
+Where an option name is also one of rl_trainers' own (:data:`SHARED_OPTION_NAMES`:
+``collector/sync``, ``network/mlp``, ``optimizer/adam``, ``logger/csv``...), neither node is
+stored under that name: Hydra merges a ConfigStore node into any YAML option of the same
+name ("automatic schema matching"). rl_trainers' node is stored as ``<name>_schema`` and
+reached through ``configs/<group>/<name>.yaml``; torchrl's as ``<name>_torchrl``, reached
+through ``torchrl_options/<group>/<name>.yaml`` (next to this module), a directory that
+:class:`TorchrlOptionsSearchPath` puts on every app's search path after the app's own
+config directory: rl_trainers' apps find their YAML option first, a torchrl recipe (whose
+config directory has no such file) finds torchrl's.
 
 The env, transform, storage, sampler and writer nodes are the torchrl-named ones of
 :mod:`.envs`, :mod:`.transforms` and :mod:`.data`; the nodes defined here are the ones
@@ -24,8 +28,11 @@ builders are in :mod:`rl_trainers.trainers.helpers.torchrl_schema`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from hydra.core.config_search_path import ConfigSearchPath
+from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import MISSING
 
 from .common import config_field
@@ -487,6 +494,33 @@ class TorchrlSACTrainerConfig(TorchrlTrainerConfig):
     critic_network: Any = config_field(None, "Q-value model node given to the loss")
     target_net_updater: Any = config_field(None, "target updater node (partial of the loss)")
     episode_reward_key: Any = config_field("reward_sum", "entry of r_total")
+
+
+#: torchrl's option names that rl_trainers' ``configs/`` also uses (see the module doc):
+#: their nodes are stored as ``<name>_torchrl`` behind ``torchrl_options/<group>/<name>.yaml``.
+SHARED_OPTION_NAMES: dict[str, tuple[str, ...]] = {
+    "collector": ("sync", "multi_sync", "multi_async"),
+    "network": ("mlp",),
+    "optimizer": ("adam", "adamw", "sgd", "rmsprop"),
+    "logger": ("csv", "tensorboard", "wandb"),
+}
+
+#: The directory of the YAML options leading to torchrl's nodes of shared option names.
+TORCHRL_OPTIONS_DIR = Path(__file__).parent / "torchrl_options"
+
+
+def torchrl_store_name(group: str, option: str) -> str:
+    """The ConfigStore name of torchrl's ``group/option`` node (``<option>_torchrl`` for the
+    names rl_trainers' configs also use)."""
+    return f"{option}_torchrl" if option in SHARED_OPTION_NAMES.get(group, ()) else option
+
+
+class TorchrlOptionsSearchPath(SearchPathPlugin):
+    """Appends :data:`TORCHRL_OPTIONS_DIR` to the search path, after the app's config
+    directory (registered by ``register_configs``)."""
+
+    def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
+        search_path.append("rl_trainers-torchrl", f"file://{TORCHRL_OPTIONS_DIR}")
 
 
 #: torchrl's option names in each ConfigStore group, and the node each one stores.
