@@ -114,17 +114,14 @@ class TorchrlTransformedEnvConfig(TransformedEnvConfig):
 
 @dataclass
 class TorchrlMLPConfig:
-    """torchrl's ``network/mlp``: an :class:`~rl_trainers.modules.MLP` with its sizes.
-
-    ``in_features``/``out_features`` may be left null: the trainer builder reads them from
-    the env (a model's ``network`` gets the observation size, a TanhNormal policy's twice
-    the action size, a value network 1); given ones are checked against the env.
-    """
+    """torchrl's ``network/mlp``: an :class:`~rl_trainers.modules.MLP` with its sizes, as
+    torchrl's recipes write them for their env (a TanhNormal policy's ``out_features`` is
+    twice the action size)."""
 
     _target_: str = "rl_trainers.modules.MLP"
     _partial_: bool = False
-    in_features: int | None = config_field(None, "input size (None: read from the env)")
-    out_features: Any = config_field(None, "output size (None: read from the env)")
+    in_features: int | None = config_field(None, "input size (None: lazy, from the first input)")
+    out_features: Any = config_field(None, "output size")
     depth: int | None = config_field(None, "hidden layers (None: len(num_cells))")
     num_cells: Any = config_field(None, "hidden layer widths, e.g. [128, 128]")
     activation_class: Any = config_field(
@@ -158,8 +155,8 @@ class TorchrlTanhNormalModelConfig:
     extract_normal_params: bool = config_field(True, "split the output into loc and scale")
     scale_mapping: str = config_field("biased_softplus_1.0", "map of the raw scale")
     scale_lb: float = config_field(1e-4, "lower bound of the scale")
-    low: float | None = config_field(None, "lowest action (None: the env's action spec)")
-    high: float | None = config_field(None, "highest action (None: the env's action spec)")
+    low: float | None = config_field(None, "lowest action (None: -1)")
+    high: float | None = config_field(None, "highest action (None: 1)")
     tanh_loc: bool = config_field(False, "squash the location with a tanh too")
     upscale: float = config_field(5.0, "tanh_loc: scale of the squashed location")
     exploration_type: str = config_field("RANDOM", "interaction type when collecting")
