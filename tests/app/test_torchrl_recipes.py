@@ -16,8 +16,12 @@ import torch
 from hydra import compose, initialize_config_dir
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
+from omegaconf import OmegaConf
 
-from rl_trainers.trainers.algorithms import configs  # noqa: F401  (registers the nodes)
+from rl_trainers.trainers.algorithms.configs import GROUP_OPTIONS, TORCHRL_GROUP_OPTIONS
+from rl_trainers.trainers.algorithms.configs.torchrl_schema import SHARED_OPTION_NAMES
+
+from .conftest import compose_config
 
 RECIPES = Path(__file__).parent / "torchrl_recipes"
 REPO = Path(__file__).resolve().parents[2]
@@ -163,3 +167,18 @@ def test_rl_trainers_option_errors_do_not_list_torchrls_options():
     assert proc.returncode == 2
     assert "options of env: acrobot" in proc.stderr
     assert "batched_env" not in proc.stderr and "gym" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("group", "option"), [(g, o) for g, names in SHARED_OPTION_NAMES.items() for o in names]
+)
+def test_an_option_name_both_use_picks_each_apps_own_node(group, option, tmp_path):
+    """rl_trainers' app gets its own node for ``group=option``; a torchrl-style config
+    (``group@node: option``) gets torchrl's (Hydra would merge a ConfigStore node into a
+    YAML option of the same name)."""
+    ours = compose_config("ppo", [f"{group}={option}"])
+    assert OmegaConf.get_type(ours[group]) is GROUP_OPTIONS[group][f"{option}_schema"]
+    (tmp_path / "config.yaml").write_text(f"defaults:\n  - {group}@node: {option}\n")
+    with initialize_config_dir(str(tmp_path), version_base="1.3"):
+        theirs = compose("config")
+    assert OmegaConf.get_type(theirs.node) is TORCHRL_GROUP_OPTIONS[group][option]

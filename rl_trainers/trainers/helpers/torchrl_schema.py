@@ -345,16 +345,11 @@ def _attribute_path(roots: dict[str, Any], path: str) -> Any:
 
 
 def _instantiate_partial(node: Any) -> Any:
-    """A callable building what ``node`` describes with the arguments still missing."""
+    """A callable building what the config ``node`` describes, given the arguments it lacks
+    (the optimizer its parameters, a target updater its loss...)."""
     from hydra.utils import instantiate
 
-    if isinstance(node, dict):
-        node = OmegaConf.create(node)
-    if isinstance(node, DictConfig):
-        return instantiate(node, _partial_=True)
-    if callable(node) and not isinstance(node, torch.nn.Module | torch.optim.Optimizer):
-        return node
-    return functools.partial(lambda obj, *args, **kwargs: obj, node)
+    return instantiate(OmegaConf.create(node) if isinstance(node, dict) else node, _partial_=True)
 
 
 def _plain(value: Any) -> Any:
