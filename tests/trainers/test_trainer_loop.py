@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 import torch
 from tensordict import TensorDict
@@ -406,3 +409,19 @@ def test_csv_logs_are_on_disk_when_train_returns(collector, loss_module, tmp_pat
     trainer.train()
     files = list(tmp_path.rglob("r_training.csv"))
     assert files and files[0].read_text().strip().count("\n") >= 1
+
+
+def test_stop_on_signal_ends_train_after_the_batch_a_sigint_arrives_in(collector, loss_module):
+    """torchrl's ``with trainer.stop_on_signal(): trainer.train()``, even for a trainer
+    built with ``handle_signals=False``."""
+    trainer = make_trainer(collector, loss_module, optim_steps_per_batch=0, handle_signals=False)
+
+    def interrupt_on_the_second_batch():
+        if trainer.collected_frames == 32:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    trainer.register_op("post_steps", interrupt_on_the_second_batch)
+    with trainer.stop_on_signal():
+        trainer.train()
+    assert trainer.interrupted == "SIGINT" and collector.batches_yielded == 2
+    assert trainer.handle_signals is False
