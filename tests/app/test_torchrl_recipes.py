@@ -145,6 +145,13 @@ def test_weight_update_map_naming_no_module_is_one_line_error(tmp_path):
         _trainer("ppo_trainer", tmp_path, "trainer.weight_update_map.policy=loss_module.nope")
 
 
+def test_network_sizes_not_fitting_the_env_are_one_error_naming_the_model(tmp_path):
+    # the recipe's in_features: 3 is Pendulum's; MountainCarContinuous observes 2 values
+    env = "training_env.create_env_fn.base_env.env_name=MountainCarContinuous-v0"
+    with pytest.raises(InstantiationException, match=r"loss.actor_network.*\(2,\).*in_features"):
+        _trainer("ppo_trainer", tmp_path, env)
+
+
 def test_seed_set_before_the_networks_are_built(tmp_path):
     first = _trainer("ppo_trainer", tmp_path)
     second = _trainer("ppo_trainer", tmp_path)

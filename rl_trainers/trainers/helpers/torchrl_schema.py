@@ -256,6 +256,7 @@ def _build_trainer(
     actor_node = fields.pop("actor_network", None)
     critic_node = fields.pop("critic_network", None)
     loss = _build_loss(loss_node, actor_node, critic_node, critic_name)
+    _check_models_fit_env(fields["collector"], loss, critic_name)
     weight_update_map = fields.pop("weight_update_map", None)
     policy = _collector_policy(fields["collector"], loss_node, loss, weight_update_map)
     collector = _instantiate_partial(fields.pop("collector"))
@@ -302,6 +303,39 @@ def _build_loss(loss_node: Any, actor_node: Any, critic_node: Any, critic_name: 
     if critic_node is not None and node.get(critic_name) is None:
         node[critic_name] = critic_node
     return _instantiate(node)
+
+
+def _check_models_fit_env(collector_node: Any, loss: Any, critic_name: str) -> None:
+    """Run the loss's actor (and PPO's critic) once on a reset of the collector's env, in
+    this process: sizes that do not fit the env (torchrl's recipes write ``in_features``
+    and ``out_features`` by hand) raise one ConfigError here, not a shape error in a
+    collector worker; lazy layers are initialised before the policy is sent to workers."""
+    node = (
+        _as_node(collector_node.get("create_env_fn")) if isinstance(collector_node, dict) else None
+    )
+    if node is None:
+        return
+    env = _NodeEnvFactory(node)()
+    try:
+        batch = env.reset()
+        modules = [("actor_network", loss.actor_network)]
+        if critic_name == "critic_network" and getattr(loss, "critic_network", None) is not None:
+            modules.append(("critic_network", loss.critic_network))
+        for name, module in modules:
+            try:
+                with torch.no_grad():
+                    module(batch.clone())
+            except RuntimeError as err:
+                keys = [k for k in getattr(module, "in_keys", []) if k in batch.keys(True)]
+                sizes = {k: tuple(batch.get(k).shape[batch.batch_dims :]) for k in keys}
+                raise ConfigError(
+                    f"loss.{name}",
+                    type(module).__name__,
+                    f"does not fit the env's {sizes} ({str(err).splitlines()[0]}): "
+                    "set its network's in_features/out_features to the env's sizes",
+                ) from None
+    finally:
+        env.close()
 
 
 def _collector_policy(
