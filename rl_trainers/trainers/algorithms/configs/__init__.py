@@ -91,11 +91,11 @@ from .optim import (
 from .torchrl_schema import (
     TORCHRL_GROUP_OPTIONS,
     HardUpdateConfig,
-    TorchrlOptionsSearchPath,
     SoftUpdateConfig,
     TorchrlCollectorConfig,
     TorchrlCSVLoggerConfig,
     TorchrlMLPConfig,
+    TorchrlOptionsSearchPath,
     TorchrlPPOLossConfig,
     TorchrlPPOTrainerConfig,
     TorchrlSACLossConfig,
