@@ -1,9 +1,8 @@
-# Copyright (c) Meta Platforms, Inc. and affiliates.
-# This source code is licensed under the MIT license found in the
-# LICENSE file in the root directory of this source tree.
+"""A torchrl-style entry point that stops cleanly on Ctrl-C (after the current batch)."""
 
 import hydra
-from rl_trainers.trainers.algorithms.configs import *  # noqa: F401, F403
+
+from rl_trainers.trainers.algorithms.configs import *  # noqa: F401, F403  (registers the nodes)
 from rl_trainers.trainers.algorithms.configs import instantiate_trainer
 
 
