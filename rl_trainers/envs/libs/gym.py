@@ -69,8 +69,16 @@ def resolve_env_id(env_name: str) -> str:
         try:
             module = importlib.import_module(module_name)
         except ImportError as err:
+            hint = ""
+            top_level = module_name.split(".")[0]
+            if isinstance(err, ModuleNotFoundError) and err.name == top_level:
+                # Python looks next to the script and on sys.path, not in the working directory
+                hint = (
+                    f"; put the directory holding {top_level!r} on PYTHONPATH "
+                    "(e.g. PYTHONPATH=. when it is in the working directory) or install it"
+                )
             raise ValueError(
-                f"Cannot import module {module_name!r} of environment {env_name!r}: {err}"
+                f"Cannot import module {module_name!r} of environment {env_name!r}: {err}{hint}"
             ) from err
         if attr in gym.registry:
             return attr

@@ -158,6 +158,18 @@ def check_gemm_backend() -> None:
     )
 
 
+def _check_optimizer_numbers(cfg: DictConfig) -> None:
+    """The optimizer's learning rate is positive and its other coefficients are not
+    negative (torch's own message would not name the field)."""
+    lr = cfg.optimizer.get("lr")
+    if lr is not None and not lr > 0:
+        raise ConfigError("optimizer.lr", lr, "a positive learning rate, e.g. 3e-4")
+    for name in ("eps", "weight_decay", "momentum", "alpha"):
+        value = cfg.optimizer.get(name)
+        if value is not None and not value >= 0:
+            raise ConfigError(f"optimizer.{name}", value, "a number >= 0")
+
+
 def _check_betas(cfg: DictConfig) -> None:
     betas = cfg.optimizer.get("betas")
     if betas is None:
@@ -278,6 +290,23 @@ def validate_config(cfg: DictConfig) -> None:
     check_gemm_backend()
     for path in ("trainer.total_frames", "env.num_envs", "collector.frames_per_batch"):
         _positive(cfg, path)
+    if cfg.env.get("frame_skip", 1) < 1:
+        raise ConfigError(
+            "env.frame_skip", cfg.env.frame_skip, "a positive number of repeats (1: none)"
+        )
+    if not cfg.env.get("reward_scale", 1.0) > 0:
+        raise ConfigError(
+            "env.reward_scale",
+            cfg.env.reward_scale,
+            "a positive factor (1: rewards unchanged); 0 would train on zero rewards",
+        )
+    max_steps = cfg.env.get("max_episode_steps")
+    if max_steps is not None and max_steps < 1:
+        raise ConfigError(
+            "env.max_episode_steps",
+            max_steps,
+            "a positive number of steps, or null to keep the env's time limit",
+        )
     if cfg.trainer.log_interval <= 0:
         raise ConfigError(
             "trainer.log_interval", cfg.trainer.log_interval, "a positive number of frames"
@@ -287,6 +316,13 @@ def validate_config(cfg: DictConfig) -> None:
             "trainer.save_trainer_interval",
             cfg.trainer.save_trainer_interval,
             "0 (at the end) or a positive number of frames",
+        )
+    clip_norm = cfg.trainer.get("clip_norm")
+    if clip_norm is not None and not clip_norm > 0:
+        raise ConfigError(
+            "trainer.clip_norm",
+            clip_norm,
+            "a positive gradient bound, e.g. 0.5, or null (no clipping)",
         )
     keep = cfg.trainer.get("keep_checkpoints", 1)
     if keep is None or keep < 1:
@@ -300,6 +336,7 @@ def validate_config(cfg: DictConfig) -> None:
         )
     check_reward_norm(cfg.env.get("reward_norm_gamma"), cfg.env.get("reward_norm_clip", 10.0))
     if "optimizer" in cfg:
+        _check_optimizer_numbers(cfg)
         _check_betas(cfg)
     _check_layer_sizes(cfg)
     if cfg.eval.episodes <= 0:
@@ -321,6 +358,10 @@ def validate_config(cfg: DictConfig) -> None:
             raise ConfigError(path, value, allowed)
     frames, envs = cfg.collector.frames_per_batch, cfg.env.num_envs
     workers = cfg.collector.get("num_workers", 1)
+    if workers is None or workers < 1:
+        raise ConfigError(
+            "collector.num_workers", workers, "a positive number of worker processes, e.g. 2"
+        )
     if frames % (envs * workers):
         raise ConfigError(
             "collector.frames_per_batch",
@@ -519,7 +560,8 @@ def _check_learning_starts(cfg: DictConfig) -> None:
             starts,
             f"a number of frames below trainer.total_frames ({total}): updates wait until the "
             "replay buffer holds learning_starts transitions, so the run would end (almost) "
-            "without training",
+            f"without training; lower it, e.g. trainer.learning_starts={total // 4}, or raise "
+            "trainer.total_frames",
         )
     size = cfg.replay_buffer.size
     if starts > size:

@@ -103,7 +103,6 @@ def make_env(
         TransformedEnv,
         VecNorm,
     )
-    from rl_trainers.envs.libs.gym import tuple_observation_keys
 
     if num_envs < 1:
         raise ConfigError("env.num_envs", num_envs, "a positive number of environments")
@@ -133,8 +132,8 @@ def make_env(
                 "{_target_: rl_trainers.envs.StepCounter, max_steps: 200}",
             )
     chain = [RewardSum()]
-    parts = tuple_observation_keys(base.observation_spec)
-    if parts and not from_pixels:  # a Tuple space: the networks read one "observation"
+    parts = [] if from_pixels else _observation_parts(base, env_name)
+    if parts:  # a Tuple or Dict space: the networks read one "observation"
         chain.append(CatTensors(in_keys=parts, out_key="observation", sort=False))
     if from_pixels:
         chain += _pixel_transforms(image_size, grayscale, frame_stack)
@@ -146,6 +145,38 @@ def make_env(
     if reward_scale != 1.0:
         chain.append(RewardScaling(loc=0.0, scale=reward_scale))
     return TransformedEnv(base, Compose(*chain, *extra))
+
+
+def _observation_parts(base, env_name: str) -> list[str]:
+    """The entries to join into one ``"observation"`` vector: a Tuple space's
+    ``observation_<i>`` in order, a Dict space's entries in its order; ``[]`` for a single
+    ``"observation"``. Entries that are not vectors (images, nested Dicts) cannot be joined:
+    a :class:`ConfigError` says which."""
+    from rl_trainers.envs.libs.gym import tuple_observation_keys
+
+    spec = base.observation_spec
+    parts = tuple_observation_keys(spec)
+    keys = list(spec.keys())
+    if parts or keys == ["observation"]:
+        return parts
+    batch_dims = len(base.batch_size)
+    not_vectors = [
+        key
+        for key in keys
+        if not hasattr(spec[key], "shape")
+        or isinstance(spec[key], type(spec))
+        or len(spec[key].shape) - batch_dims > 1
+    ]
+    if not_vectors:
+        raise ConfigError(
+            "env.env_name",
+            env_name,
+            f"its observations are a Dict with entries {keys}, and {not_vectors} are not "
+            "vectors; the networks read one 'observation' vector: make the env return one "
+            "(e.g. wrap it in gymnasium.wrappers.FlattenObservation in the module that "
+            "defines it)",
+        )
+    return keys
 
 
 @contextlib.contextmanager
@@ -521,6 +552,8 @@ def make_sac_loss(
     _check_unit_interval("loss.gamma", gamma)
     if num_qvalue_nets < 1:
         raise ConfigError("loss.num_qvalue_nets", num_qvalue_nets, "at least 1")
+    if not alpha_init > 0:
+        raise ConfigError("loss.alpha_init", alpha_init, "a positive temperature, e.g. 1.0")
     if target_entropy != "auto":
         try:
             target_entropy = float(target_entropy)

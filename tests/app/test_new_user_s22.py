@@ -1,0 +1,150 @@
+"""Session 22's new-user audit: the mistakes and environments a first hour of the app met.
+
+Each mistake below crashed with a traceback or a message naming the wrong thing (a
+component's internals, torch's or gymnasium's wording) before; now it is one ``Error:`` line
+naming the field. Dict-observation environments, refused with an internal message, train.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from rl_trainers.envs.libs.gym import resolve_env_id
+from rl_trainers.trainers.algorithms.app import run
+from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.trainers.algorithms.validation import validate_config
+from rl_trainers.trainers.helpers.components import make_sac_loss
+
+from .test_config_errors import assert_user_error, run_bad
+
+
+@pytest.mark.parametrize(
+    "algorithm, overrides, expected",
+    [
+        # a ZeroDivisionError traceback before
+        ("ppo", ["collector=multi_sync", "collector.num_workers=0"], "collector.num_workers=0"),
+        # "num_workers=-1 does not match the 0 env factories" before
+        ("ppo", ["collector=multi_sync", "collector.num_workers=-1"], "collector.num_workers=-1"),
+        # "could not build 'env': frame_skip must be >= 1" before
+        ("ppo", ["env.frame_skip=0"], "env.frame_skip=0"),
+        # gymnasium's "Expect the `max_episode_steps` to be positive" before; -1 trained
+        ("ppo", ["env.max_episode_steps=0"], "env.max_episode_steps=0"),
+        ("ppo", ["env.max_episode_steps=-1"], "env.max_episode_steps=-1"),
+        # trained on zero rewards before
+        ("ppo", ["env.reward_scale=0"], "env.reward_scale=0.0"),
+        # torch's "Invalid learning rate: -1.0" under 'optimizer' before; lr=0 trained nothing
+        ("ppo", ["optimizer.lr=-1"], "optimizer.lr=-1.0"),
+        ("ppo", ["optimizer.lr=0"], "optimizer.lr=0.0"),
+        ("ppo", ["optimizer.eps=-1"], "optimizer.eps=-1.0"),
+        ("ppo", ["optimizer=sgd", "optimizer.momentum=-1"], "optimizer.momentum=-1.0"),
+        # a ValueError traceback from the Trainer before
+        ("ppo", ["trainer.clip_norm=0"], "trainer.clip_norm=0.0"),
+        ("sac", ["trainer.clip_norm=-1"], "trainer.clip_norm=-1.0"),
+    ],
+)
+def test_bad_numbers_name_their_field(tiny_config, algorithm, overrides, expected):
+    with pytest.raises(ConfigError) as err:
+        validate_config(tiny_config(algorithm, overrides))
+    assert str(err.value).startswith(f"{expected} is invalid: ")
+
+
+def test_zero_collector_workers_is_one_error_line(tmp_path):
+    proc = run_bad("ppo", tmp_path, "collector=multi_sync", "collector.num_workers=0")
+    assert_user_error(proc, "collector.num_workers=0 is invalid", "positive")
+
+
+def test_zero_clip_norm_is_one_error_line(tmp_path):
+    proc = run_bad("ppo", tmp_path, "trainer.clip_norm=0")
+    assert_user_error(proc, "trainer.clip_norm=0.0 is invalid", "null (no clipping)")
+
+
+@pytest.mark.parametrize("alpha_init", [0.0, -1.0])
+def test_sac_alpha_init_must_be_positive(alpha_init):
+    """``math domain error`` under 'loss' before."""
+    with pytest.raises(ConfigError, match=rf"loss.alpha_init={alpha_init} is invalid"):
+        make_sac_loss(None, None, alpha_init=alpha_init)
+
+
+def test_learning_starts_past_the_run_suggests_a_value(tiny_config):
+    with pytest.raises(ConfigError) as err:
+        validate_config(tiny_config("sac", ["trainer.learning_starts=1000"]))
+    assert "e.g. trainer.learning_starts=50" in str(err.value)
+
+
+def test_a_module_outside_the_path_says_to_put_it_on_pythonpath():
+    with pytest.raises(ValueError) as err:
+        resolve_env_id("my_local_envs_s22:MyEnv")
+    message = str(err.value)
+    assert "No module named 'my_local_envs_s22'" in message
+    assert "PYTHONPATH" in message
+
+
+DICT_ENVS = textwrap.dedent(
+    """
+    import gymnasium as gym
+    import numpy as np
+    from gymnasium import spaces
+
+
+    class DictObs(gym.Env):
+        '''The reward is 1 when the action equals the sign of pos[0]: learnable only from
+        the observation's entries.'''
+
+        def __init__(self, render_mode=None):
+            self.observation_space = spaces.Dict(
+                {"pos": spaces.Box(-1, 1, (2,), np.float32), "flag": spaces.Discrete(3)}
+            )
+            self.action_space = spaces.Discrete(2)
+
+        def reset(self, seed=None, options=None):
+            super().reset(seed=seed)
+            self.t = 0
+            self.obs = self.observation_space.sample()
+            return self.obs, {}
+
+        def step(self, action):
+            self.t += 1
+            reward = float(int(action) == int(self.obs["pos"][0] > 0))
+            self.obs = self.observation_space.sample()
+            return self.obs, reward, False, self.t >= 10, {}
+
+
+    class ImageInDict(DictObs):
+        def __init__(self, render_mode=None):
+            super().__init__()
+            self.observation_space = spaces.Dict(
+                {"pos": spaces.Box(-1, 1, (2,), np.float32),
+                 "camera": spaces.Box(0, 255, (8, 8, 3), np.uint8)}
+            )
+    """
+)
+
+
+@pytest.fixture
+def dict_envs(tmp_path, monkeypatch):
+    (tmp_path / "dict_envs_s22.py").write_text(DICT_ENVS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "dict_envs_s22"
+
+
+def test_a_dict_observation_env_trains(tiny_config, dict_envs, tmp_path):
+    """Its vector entries are joined into one 'observation' (as a Tuple's are); before:
+    "could not build 'model.policy': observation key 'observation' not in the spec"."""
+    cfg = tiny_config("ppo", [f"env.env_name={dict_envs}:DictObs"])
+    run(cfg, output_dir=tmp_path / "run")
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["frames"] == 256
+    assert 0 <= summary["eval_return_mean"] <= 10
+
+
+def test_a_dict_observation_with_an_image_names_the_entries(tiny_config, dict_envs, tmp_path):
+    cfg = tiny_config("ppo", [f"env.env_name={dict_envs}:ImageInDict"])
+    with pytest.raises(ConfigError) as err:
+        run(cfg, output_dir=tmp_path / "run")
+    message = str(err.value)
+    assert message.startswith(f"env.env_name='{dict_envs}:ImageInDict' is invalid")
+    assert "['camera'] are not vectors" in message
+    assert "FlattenObservation" in message
