@@ -43,6 +43,10 @@ from .test_config_errors import assert_user_error, run_bad
         # a ValueError traceback from the Trainer before
         ("ppo", ["trainer.clip_norm=0"], "trainer.clip_norm=0.0"),
         ("sac", ["trainer.clip_norm=-1"], "trainer.clip_norm=-1.0"),
+        # a ValueError traceback from SoftUpdate before (DQN, TD3 and DDPG checked it)
+        ("sac", ["trainer.tau=0"], "trainer.tau=0.0"),
+        ("sac", ["trainer.tau=-1"], "trainer.tau=-1.0"),
+        ("dqn", ["trainer.tau=1.5"], "trainer.tau=1.5"),
     ],
 )
 def test_bad_numbers_name_their_field(tiny_config, algorithm, overrides, expected):
@@ -148,3 +152,29 @@ def test_a_dict_observation_with_an_image_names_the_entries(tiny_config, dict_en
     assert message.startswith(f"env.env_name='{dict_envs}:ImageInDict' is invalid")
     assert "['camera'] are not vectors" in message
     assert "FlattenObservation" in message
+
+
+@pytest.mark.parametrize("field", ["loss.critic_coef", "loss.entropy_coef"])
+def test_ppo_negative_loss_weights_are_refused_as_a2c_refuses_them(tiny_config, field, tmp_path):
+    """PPO trained with a negative critic or entropy weight before (A2C refused them)."""
+    cfg = tiny_config("ppo", [f"{field}=-1"])
+    with pytest.raises(ConfigError, match=rf"^{field}=-1.0 is invalid: a non-negative weight"):
+        run(cfg, output_dir=tmp_path / "run")
+
+
+def test_an_unknown_added_key_does_not_suggest_its_own_node(tmp_path):
+    """``+trainer.foo=1`` read "did you mean trainer?" before."""
+    proc = run_bad("ppo", tmp_path, "+trainer.foo=1")
+    assert_user_error(proc, "trainer.foo=1 is invalid: not a field")
+    assert "did you mean" not in proc.stderr
+
+
+def test_a_used_run_directory_says_it_holds_a_previous_run(tiny_config, tmp_path):
+    """Read "is invalid: a directory without a previous run (it holds ...)" before."""
+    run(tiny_config("ppo"), output_dir=tmp_path)
+    with pytest.raises(ConfigError) as err:
+        run(tiny_config("ppo"), output_dir=tmp_path)
+    assert f"hydra.run.dir='{tmp_path}' is invalid: it holds a previous run (checkpoints/" in (
+        str(err.value)
+    )
+    assert "add trainer.resume=true to continue that run" in str(err.value)

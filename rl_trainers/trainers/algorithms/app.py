@@ -460,8 +460,9 @@ def check_fresh_run_dir(cfg: DictConfig, out: Path) -> None:
         raise ConfigError(
             "hydra.run.dir",
             str(out),
-            f"a directory without a previous run (it holds {previous[-1].name}): add "
-            "trainer.resume=true to continue that run, or choose another hydra.run.dir",
+            f"it holds a previous run (checkpoints/{previous[-1].name}), which a new run "
+            "would overwrite: add trainer.resume=true to continue that run, or choose "
+            "another hydra.run.dir",
         )
 
 

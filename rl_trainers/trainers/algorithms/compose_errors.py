@@ -123,7 +123,9 @@ def suggest_field(algorithm: str, full_key: str, node: Any = None) -> str | None
     close = difflib.get_close_matches(key, list(_fields(node)), n=1, cutoff=0.6)
     if close:
         return prefix + close[0]
-    close = difflib.get_close_matches(full_key, paths, n=1, cutoff=0.75)
+    # not a node holding full_key ("trainer" for "trainer.foo"): that is where it already is
+    others = [p for p in paths if not full_key.startswith(f"{p}.")]
+    close = difflib.get_close_matches(full_key, others, n=1, cutoff=0.75)
     return close[0] if close else None
 
 

@@ -416,6 +416,14 @@ def validate_config(cfg: DictConfig) -> None:
                 f"at most replay_buffer.size ({size})",
             )
         _check_learning_starts(cfg)
+        tau = cfg.trainer.tau
+        if tau is None or not 0.0 < tau <= 1.0:
+            raise ConfigError(
+                "trainer.tau",
+                tau,
+                "a number in (0, 1]: the fraction of the online network moved into the "
+                "target network at each update (1: a copy), e.g. 0.005",
+            )
     if cfg.algorithm == "dqn":
         _check_dqn(cfg)
     if cfg.algorithm in ("td3", "ddpg"):
@@ -479,8 +487,6 @@ def _check_deterministic_actor_critic(cfg: DictConfig) -> None:
     for name in ("ou_theta", "ou_dt"):
         if not loop[name] > 0:
             raise ConfigError(f"trainer.{name}", loop[name], "a positive number")
-    if not 0.0 < loop.tau <= 1.0:
-        raise ConfigError("trainer.tau", loop.tau, "a number in (0, 1], e.g. 0.005")
     if loop.utd_ratio is None or loop.utd_ratio <= 0:
         raise ConfigError(
             "trainer.utd_ratio", loop.utd_ratio, "a positive number of updates per frame"
@@ -537,10 +543,6 @@ def _check_dqn(cfg: DictConfig) -> None:
             loop.target_update_interval,
             "a positive number of gradient updates (1 with trainer.tau<1: Polyak averaging "
             "after every update)",
-        )
-    if not 0.0 < loop.tau <= 1.0:
-        raise ConfigError(
-            "trainer.tau", loop.tau, "a number in (0, 1] (1: copy the online network)"
         )
     if loop.utd_ratio <= 0:
         raise ConfigError(

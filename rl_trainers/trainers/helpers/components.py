@@ -359,9 +359,7 @@ def make_ppo_loss(
     """
     from rl_trainers.objectives import ClipPPOLoss, KLPENPPOLoss, PPOLoss, ValueEstimators
 
-    _check_unit_interval("loss.gamma", gamma)
-    _check_unit_interval("loss.lmbda", lmbda)
-    _check_loss_critic_type(loss_critic_type)
+    _check_actor_critic_fields(gamma, lmbda, critic_coef, entropy_coef, loss_critic_type)
     common = _actor_critic_kwargs(entropy_coef, critic_coef, loss_critic_type, normalize_advantage)
     if loss_type == "clip":
         if not clip_epsilon > 0:
@@ -413,7 +411,7 @@ def _actor_critic_kwargs(
 def _check_actor_critic_fields(
     gamma: float, lmbda: float, critic_coef: float, entropy_coef: float, loss_critic_type: str
 ) -> None:
-    """A2C's and REINFORCE's checks: discount and GAE lambda in [0, 1], the critic loss
+    """PPO's, A2C's and REINFORCE's checks: discount and GAE lambda in [0, 1], the critic loss
     known, its weight and the entropy weight non-negative."""
     _check_unit_interval("loss.gamma", gamma)
     _check_unit_interval("loss.lmbda", lmbda)
