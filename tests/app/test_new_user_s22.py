@@ -8,6 +8,8 @@ naming the field. Dict-observation environments, refused with an internal messag
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -178,3 +180,37 @@ def test_a_used_run_directory_says_it_holds_a_previous_run(tiny_config, tmp_path
         str(err.value)
     )
     assert "add trainer.resume=true to continue that run" in str(err.value)
+
+
+def test_an_unknown_make_kwarg_names_env_make_kwargs(tmp_path):
+    proc = run_bad("ppo", tmp_path, "env.make_kwargs={foo: 1}")
+    assert_user_error(
+        proc, "env.make_kwargs={'foo': 1} is invalid", "unexpected keyword argument 'foo'"
+    )
+
+
+def test_an_id_of_an_unimported_namespace_names_the_package_and_the_module_form():
+    """'Unknown environment id' alone before: ALE's ids exist once ale_py is imported."""
+    with pytest.raises(ValueError) as err:
+        resolve_env_id("ALE/Pong-v5")
+    assert "install ale-py" in str(err.value)
+    assert "'ale_py:ALE/Pong-v5'" in str(err.value)
+
+
+def test_mujoco_model_warnings_are_shown_once_per_process(tmp_path):
+    """MuJoCo 4 warns about gymnasium's half_cheetah.xml at each model load: 18 lines on
+    stderr in an app run before (one per sub-env and evaluation env)."""
+    pytest.importorskip("mujoco")
+    script = (
+        "from rl_trainers.envs import GymEnv\n"
+        "env = GymEnv('HalfCheetah-v5', num_envs=3)\n"
+        "GymEnv('HalfCheetah-v5').reset()\n"
+        "print(env.reset()['observation'].shape)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "torch.Size([3, 17])"
+    if "settotalmass" in proc.stderr:  # the installed MuJoCo warns about this model file
+        assert proc.stderr.count("settotalmass") == 1, proc.stderr

@@ -118,10 +118,19 @@ def make_env(
     if vectorization not in ("sync", "async"):
         raise ConfigError("env.vectorization", vectorization, "'sync' or 'async'")
     with _missing_dependencies_as_config_error(env_name):
-        if vectorization == "sync":
-            base = GymEnv(env_name, num_envs=num_envs, **kwargs)
-        else:
-            base = ParallelEnv(num_envs, _GymEnvFactory(env_name, kwargs))
+        try:
+            if vectorization == "sync":
+                base = GymEnv(env_name, num_envs=num_envs, **kwargs)
+            else:
+                base = ParallelEnv(num_envs, _GymEnvFactory(env_name, kwargs))
+        except TypeError as err:
+            if not make_kwargs:
+                raise
+            raise ConfigError(
+                "env.make_kwargs",
+                dict(make_kwargs),
+                f"arguments {env_name} accepts; gymnasium.make said: {err}",
+            ) from err
     extra = list(transforms)
     for i, transform in enumerate(extra):
         if not isinstance(transform, Transform):
