@@ -214,3 +214,21 @@ def test_mujoco_model_warnings_are_shown_once_per_process(tmp_path):
     assert proc.stdout.strip() == "torch.Size([3, 17])"
     if "settotalmass" in proc.stderr:  # the installed MuJoCo warns about this model file
         assert proc.stderr.count("settotalmass") == 1, proc.stderr
+
+
+def test_a_logger_that_is_not_a_logger_is_refused_when_the_trainer_is_built():
+    """``Trainer(logger="csv")`` failed at the first log with "'str' object has no attribute
+    'log_scalar'" before."""
+    import torch
+
+    from rl_trainers.trainers import Trainer
+
+    loss = torch.nn.Linear(2, 1)
+    with pytest.raises(TypeError, match=r"logger must be a Logger .* got 'csv'.*get_logger"):
+        Trainer(
+            collector=[],
+            total_frames=10,
+            loss_module=loss,
+            optimizer=torch.optim.SGD(loss.parameters(), lr=0.1),
+            logger="csv",
+        )
