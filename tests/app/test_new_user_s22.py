@@ -232,3 +232,17 @@ def test_a_logger_that_is_not_a_logger_is_refused_when_the_trainer_is_built():
             optimizer=torch.optim.SGD(loss.parameters(), lr=0.1),
             logger="csv",
         )
+
+
+def test_a_config_warning_is_one_warning_line(tmp_path):
+    """Printed with Python's file:line prefix and the source line
+    (``validate_config(cfg)``) below it before."""
+    proc = run_bad("ppo", tmp_path, "trainer.log_interval=100000")
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if "trainer.log_interval" in line]
+    assert lines == [
+        "Warning: trainer.log_interval=100000 is more than the 256 frames this run collects "
+        "(trainer.total_frames=256): no training scalar will be logged; set "
+        "trainer.log_interval=256 or less"
+    ], proc.stderr
+    assert "UserWarning" not in proc.stderr and "validate_config(cfg)" not in proc.stderr

@@ -43,7 +43,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
 
 from .configs import ENV_PRESET_ACTIONS, GROUP_OPTIONS, ROOT_SCHEMAS
-from .errors import ConfigError, JobFailed, report_and_exit
+from .errors import ConfigError, JobFailed, config_warnings_as_lines, report_and_exit
 
 # PyOpenGL, which MuJoCo's renderers import, logs its library probing at INFO: Hydra's
 # console handler would print it in every MuJoCo run
@@ -73,9 +73,11 @@ def user_errors() -> Iterator[None]:
     ends with that line and status 2 (or, with the Optuna sweeper, goes on while fewer than
     ``hydra.sweeper.max_failure_rate`` of a batch failed).
     With ``HYDRA_FULL_ERROR=1`` the exception propagates with its full traceback.
+    A :class:`~.errors.ConfigWarning` is printed as one ``Warning:`` line.
     """
     try:
-        yield
+        with config_warnings_as_lines():
+            yield
     except _user_error_types() as err:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise

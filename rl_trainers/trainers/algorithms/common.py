@@ -15,7 +15,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from tensordict import TensorDictBase
 
 from rl_trainers.envs.utils import ExplorationType, set_exploration_type
-from rl_trainers.trainers.algorithms.errors import ComponentError, ConfigError
+from rl_trainers.trainers.algorithms.errors import ComponentError, ConfigError, ConfigWarning
 from rl_trainers.trainers.algorithms.validation import check_compile_mode
 from rl_trainers.trainers.trainer import TrainerHookBase
 
@@ -198,6 +198,7 @@ def evaluate_episodes(
             f"{cut} evaluation episode(s) had not ended after {max_episode_steps} steps and "
             "were counted with their return so far; give the env a time limit "
             "(env.max_episode_steps=...).",
+            ConfigWarning,
             stacklevel=2,
         )
     flat = [r for env_returns in returns for r in env_returns[:per_env]]

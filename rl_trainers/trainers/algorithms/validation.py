@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.trainers.algorithms.errors import ConfigError, ConfigWarning
 
 #: The largest seed accepted (torch, numpy and gymnasium all take it; evaluation adds 10000).
 MAX_SEED = 2**63 - 1
@@ -585,5 +585,6 @@ def _warn_if_nothing_logged(cfg: DictConfig) -> None:
             f"trainer.log_interval={cfg.trainer.log_interval} is more than the "
             f"{collected} frames this run collects (trainer.total_frames={total}): no "
             f"training scalar will be logged; set trainer.log_interval={collected} or less",
+            ConfigWarning,
             stacklevel=3,
         )
