@@ -200,6 +200,21 @@ def _check_layer_sizes(cfg: DictConfig) -> None:
             raise ConfigError(path, values, "a list of positive integers, e.g. [256,256]")
 
 
+def _check_activations(cfg: DictConfig) -> None:
+    """Each network's activation is one the model builders know (their own message would
+    name the built component, not the field)."""
+    from rl_trainers.modules.model_builders import ACTIVATIONS
+
+    for path in (
+        "network.policy.activation",
+        "network.value.activation",
+        "network.encoder.activation",
+    ):
+        name = OmegaConf.select(cfg, path, default=None)
+        if name is not None and str(name).lower() not in ACTIVATIONS:
+            raise ConfigError(path, name, f"one of {', '.join(ACTIVATIONS)}")
+
+
 def check_unknown_keys(cfg: DictConfig, algorithm: str, prefix: str = "") -> None:
     """Raise :class:`ConfigError` for a key added with ``+`` (``+trainer.num_epoch=3``) that
     no field of its config node declares: nothing would read it, so it would be ignored."""
@@ -339,6 +354,7 @@ def validate_config(cfg: DictConfig) -> None:
         _check_optimizer_numbers(cfg)
         _check_betas(cfg)
     _check_layer_sizes(cfg)
+    _check_activations(cfg)
     if cfg.eval.episodes <= 0:
         raise ConfigError("eval.episodes", cfg.eval.episodes, "a positive number of episodes")
     stop_at = cfg.eval.get("stop_at_return")
