@@ -249,3 +249,13 @@ def test_a_config_warning_is_one_warning_line(tmp_path):
         "trainer.log_interval=256 or less"
     ], proc.stderr
     assert "UserWarning" not in proc.stderr and "validate_config(cfg)" not in proc.stderr
+
+
+def test_another_algorithms_preset_names_it_in_good_english(tmp_path):
+    """Read "a A2C preset" before."""
+    proc = run_bad("pg", tmp_path, "experiment=a2c_pendulum")
+    assert_user_error(
+        proc,
+        "experiment='a2c_pendulum' is invalid: a preset of A2C: run it with",
+        "a2c_trainer/train.py experiment=a2c_pendulum",
+    )

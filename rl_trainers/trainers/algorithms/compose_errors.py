@@ -8,7 +8,7 @@ messages the way :func:`~rl_trainers.trainers.algorithms.app.user_errors` report
 :class:`ConfigError`: the field, the value, what is allowed and the likely intended name::
 
     Error: optimizer.lrr is not a field: did you mean optimizer.lr? (--help lists every field)
-    Error: experiment='ppo_pendulum' is invalid: a PPO preset: run it with
+    Error: experiment='ppo_pendulum' is invalid: a preset of PPO: run it with
       python sota-implementations/ppo_trainer/train.py experiment=ppo_pendulum ...
 
 With ``HYDRA_FULL_ERROR=1`` Hydra's own error and traceback are shown unchanged.
@@ -67,7 +67,7 @@ def check_experiment(
     raise ConfigError(
         group,
         preset,
-        f"a {owner.upper()} preset: run it with {_app(owner)} {plus}{group}={preset} "
+        f"a preset of {owner.upper()}: run it with {_app(owner)} {plus}{group}={preset} "
         f"({algorithm}_trainer's presets: {own})",
     )
 
