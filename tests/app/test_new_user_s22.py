@@ -49,6 +49,9 @@ from .test_config_errors import assert_user_error, run_bad
         ("sac", ["trainer.tau=0"], "trainer.tau=0.0"),
         ("sac", ["trainer.tau=-1"], "trainer.tau=-1.0"),
         ("dqn", ["trainer.tau=1.5"], "trainer.tau=1.5"),
+        # trained as if 0 before
+        ("sac", ["collector.init_random_frames=-5"], "collector.init_random_frames=-5"),
+        ("dqn", ["collector.init_random_frames=-5"], "collector.init_random_frames=-5"),
         # "could not build 'model.policy': unknown activation 'relu6'" before
         ("ppo", ["network.policy.activation=relu6"], "network.policy.activation='relu6'"),
         ("sac", ["network.value.activation=swish"], "network.value.activation='swish'"),

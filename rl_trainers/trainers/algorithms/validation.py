@@ -386,6 +386,13 @@ def validate_config(cfg: DictConfig) -> None:
             + (f" times collector.num_workers ({workers})" if workers > 1 else "")
             + f", e.g. {max(1, frames // (envs * workers)) * envs * workers}",
         )
+    random_frames = cfg.collector.get("init_random_frames", 0)
+    if random_frames is None or random_frames < 0:
+        raise ConfigError(
+            "collector.init_random_frames",
+            random_frames,
+            "0 or a positive number of frames taken with random actions",
+        )
     if cfg.trainer.total_frames < frames:
         raise ConfigError(
             "trainer.total_frames",
@@ -403,7 +410,6 @@ def validate_config(cfg: DictConfig) -> None:
                 cfg.trainer.minibatch_size,
                 f"at most collector.frames_per_batch ({frames})",
             )
-        random_frames = cfg.collector.get("init_random_frames", 0)
         if random_frames:
             raise ConfigError(
                 "collector.init_random_frames",
