@@ -262,3 +262,20 @@ def test_another_algorithms_preset_names_it_in_good_english(tmp_path):
         "experiment='a2c_pendulum' is invalid: a preset of A2C: run it with",
         "a2c_trainer/train.py experiment=a2c_pendulum",
     )
+
+
+def test_a_dict_observation_joined_by_the_users_own_transform_trains(
+    tiny_config, dict_envs, tmp_path
+):
+    """The way a Dict env trained before: env.transforms joins its entries; the app's own
+    joining steps aside."""
+    cfg = tiny_config(
+        "ppo",
+        [
+            f"env.env_name={dict_envs}:DictObs",
+            "env.transforms=[{_target_: rl_trainers.envs.CatTensors, "
+            "in_keys: [flag, pos], out_key: observation}]",
+        ],
+    )
+    run(cfg, output_dir=tmp_path / "run")
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["frames"] == 256
