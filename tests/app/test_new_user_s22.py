@@ -8,6 +8,7 @@ naming the field. Dict-observation environments, refused with an internal messag
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -279,3 +280,15 @@ def test_a_dict_observation_joined_by_the_users_own_transform_trains(
     )
     run(cfg, output_dir=tmp_path / "run")
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["frames"] == 256
+
+
+def test_wandb_online_without_an_api_key_stops_before_training(tmp_path):
+    """A 37-line traceback before, after the training had started (W&B opens its run at the
+    first log; closing the logger then tried again and masked the first failure)."""
+    pytest.importorskip("wandb")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    env["HOME"] = str(tmp_path)  # no ~/.netrc holding a key
+    env["WANDB_CONFIG_DIR"] = str(tmp_path / "wandb_config")
+    proc = run_bad("ppo", tmp_path, "logger=wandb", "logger.offline=false", env=env)
+    assert_user_error(proc, "logger.offline=False is invalid", "wandb login", "WANDB_API_KEY")
+    assert not list((tmp_path / "run").glob("checkpoints/*.pt"))  # nothing trained

@@ -207,7 +207,30 @@ def evaluate_episodes(
 
 def resolve_logger(cfg: DictConfig, output_dir: Path):
     """Build the logger node with its relative directories placed under the run directory."""
+    check_wandb_login(cfg)
     return build(cfg, "logger", **check_logger_dirs(cfg, output_dir))
+
+
+def check_wandb_login(cfg: DictConfig) -> None:
+    """An online W&B logger needs an API key; without one the run would stop at its first
+    log (W&B opens its run then). Checked before training: a :class:`ConfigError`."""
+    cfg_logger = cfg.logger
+    if not str(cfg_logger.get("_target_", "")).endswith("WandbLogger"):
+        return
+    if cfg_logger.get("offline") or os.environ.get("WANDB_MODE") in ("offline", "disabled"):
+        return
+    import wandb
+
+    try:
+        wandb.login(verify=False)  # a key from WANDB_API_KEY, netrc or a terminal prompt
+    except wandb.errors.UsageError:
+        raise ConfigError(
+            "logger.offline",
+            False,
+            "W&B online needs an API key and none is configured: run `wandb login` or set "
+            "WANDB_API_KEY, or keep logger.offline=true and upload the run later with "
+            "wandb sync",
+        ) from None
 
 
 def check_logger_dirs(cfg: DictConfig, output_dir: Path) -> dict[str, Any]:
