@@ -292,3 +292,20 @@ def test_wandb_online_without_an_api_key_stops_before_training(tmp_path):
     proc = run_bad("ppo", tmp_path, "logger=wandb", "logger.offline=false", env=env)
     assert_user_error(proc, "logger.offline=False is invalid", "wandb login", "WANDB_API_KEY")
     assert not list((tmp_path / "run").glob("checkpoints/*.pt"))  # nothing trained
+
+
+def test_an_mlflow_server_that_is_down_stops_before_training(tmp_path):
+    """MLflow's client retried for minutes (urllib3 warnings), then failed mid-run."""
+    pytest.importorskip("mlflow")
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = run_bad("ppo", tmp_path, "logger=mlflow", f"logger.tracking_uri=http://127.0.0.1:{port}")
+    assert_user_error(
+        proc,
+        f"logger.tracking_uri='http://127.0.0.1:{port}' is invalid: no server answers",
+        "logger.tracking_uri=mlruns",
+    )
+    assert "Retrying" not in proc.stderr

@@ -208,7 +208,30 @@ def evaluate_episodes(
 def resolve_logger(cfg: DictConfig, output_dir: Path):
     """Build the logger node with its relative directories placed under the run directory."""
     check_wandb_login(cfg)
+    check_tracking_server(cfg)
     return build(cfg, "logger", **check_logger_dirs(cfg, output_dir))
+
+
+def check_tracking_server(cfg: DictConfig, timeout: float = 5.0) -> None:
+    """An ``http(s)://`` ``logger.tracking_uri`` (MLflow) must answer before training:
+    MLflow's client retries a server that is down for minutes, then fails mid-run."""
+    import socket
+    from urllib.parse import urlsplit
+
+    uri = cfg.logger.get("tracking_uri")
+    if not isinstance(uri, str) or not uri.startswith(("http://", "https://")):
+        return
+    parts = urlsplit(uri)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
+    except OSError as err:
+        raise ConfigError(
+            "logger.tracking_uri",
+            uri,
+            f"no server answers at {parts.hostname}:{port} ({err.strerror or err}): start "
+            "it (mlflow server ...), or log to a local store, e.g. logger.tracking_uri=mlruns",
+        ) from None
 
 
 def check_wandb_login(cfg: DictConfig) -> None:
