@@ -309,3 +309,13 @@ def test_an_mlflow_server_that_is_down_stops_before_training(tmp_path):
         "logger.tracking_uri=mlruns",
     )
     assert "Retrying" not in proc.stderr
+
+
+def test_torchsnapshot_checkpoints_do_not_print_the_scheduler_table(tmp_path):
+    """About 15 INFO lines of torchsnapshot's scheduler at every save before."""
+    pytest.importorskip("torchsnapshot")
+    env = {**os.environ, "CKPT_BACKEND": "torchsnapshot"}
+    proc = run_bad("ppo", tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert list((tmp_path / "run" / "checkpoints").glob("trainer_*"))
+    assert "torchsnapshot.scheduler" not in proc.stdout + proc.stderr

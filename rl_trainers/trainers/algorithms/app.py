@@ -51,6 +51,9 @@ logging.getLogger("OpenGL").setLevel(logging.WARNING)
 # alembic (imported by Optuna's storages) logs each of its plugins at INFO when the Optuna
 # sweeper starts: a screenful of "setup plugin" lines before the first trial
 logging.getLogger("alembic").setLevel(logging.WARNING)
+# torchsnapshot (CKPT_BACKEND=torchsnapshot) logs a table of its scheduler's stages at INFO:
+# about 15 lines at every checkpoint save
+logging.getLogger("torchsnapshot").setLevel(logging.WARNING)
 
 #: The directory of the YAML recipes (``configs/`` at the top of the repository).
 CONFIG_DIR = str(Path(__file__).resolve().parents[3] / "configs")
