@@ -319,3 +319,17 @@ def test_torchsnapshot_checkpoints_do_not_print_the_scheduler_table(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert list((tmp_path / "run" / "checkpoints").glob("trainer_*"))
     assert "torchsnapshot.scheduler" not in proc.stdout + proc.stderr
+
+
+def test_a_tuple_observation_is_still_joined_before_a_transform_reading_it(tiny_config, tmp_path):
+    """A user transform that reads and rewrites 'observation' does not replace the join."""
+    cfg = tiny_config(
+        "ppo",
+        [
+            "env.env_name=Blackjack-v1",
+            "env.transforms=[{_target_: rl_trainers.envs.RewardScaling, loc: 0, scale: 1, "
+            "in_keys: [observation], out_keys: [observation]}]",
+        ],
+    )
+    run(cfg, output_dir=tmp_path / "run")
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["frames"] == 256

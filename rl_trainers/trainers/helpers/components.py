@@ -142,7 +142,11 @@ def make_env(
             )
     chain = [RewardSum()]
     # a user's env.transforms may build "observation" themselves (e.g. a CatTensors)
-    builds_observation = any("observation" in getattr(t, "out_keys", ()) for t in extra)
+    builds_observation = any(
+        "observation" in getattr(t, "out_keys", ())
+        and "observation" not in getattr(t, "in_keys", ())
+        for t in extra
+    )
     parts = [] if from_pixels or builds_observation else _observation_parts(base, env_name)
     if parts:  # a Tuple or Dict space: the networks read one "observation"
         chain.append(CatTensors(in_keys=parts, out_key="observation", sort=False))
