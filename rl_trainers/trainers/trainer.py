@@ -667,6 +667,12 @@ class Trainer:
             )
         if clip_norm is not None and not clip_norm > 0:
             raise ValueError(f"clip_norm must be None or a positive number, got {clip_norm!r}.")
+        if logger is not None and not callable(getattr(logger, "log_scalar", None)):
+            raise TypeError(
+                f"logger must be a Logger (an object with log_scalar), got {logger!r}; build "
+                "one with rl_trainers.record.loggers.get_logger(logger_type, logger_name, "
+                "experiment_name), e.g. get_logger('csv', 'logs', 'exp')."
+            )
         if distributed is None:
             distributed = is_distributed()
         elif distributed and not is_distributed():

@@ -17,12 +17,22 @@ from .test_config_errors import assert_user_error
         (
             "sac",
             ["experiment=ppo_pendulum"],
-            ["experiment='ppo_pendulum'", "PPO preset", "ppo_trainer/train.py", "sac_halfcheetah"],
+            [
+                "experiment='ppo_pendulum'",
+                "a preset of PPO",
+                "ppo_trainer/train.py",
+                "sac_halfcheetah",
+            ],
         ),
         (
             "ppo",
             ["experiment=sac_halfcheetah"],
-            ["experiment='sac_halfcheetah'", "SAC preset", "sac_trainer/train.py", "ppo_pendulum"],
+            [
+                "experiment='sac_halfcheetah'",
+                "a preset of SAC",
+                "sac_trainer/train.py",
+                "ppo_pendulum",
+            ],
         ),
         ("ppo", ["optimizer.lrr=1e-3"], ["optimizer.lrr is not a field", "optimizer.lr?"]),
         ("ppo", ["trainer.num_epoch=3"], ["trainer.num_epoch", "trainer.num_epochs?"]),
@@ -59,7 +69,7 @@ def test_other_algorithms_preset_in_a_sweep_stops_before_any_job(tmp_path):
         f"hydra.sweep.dir={tmp_path}/sweep",
         cwd=tmp_path,
     )
-    assert_user_error(proc, "experiment='sac_halfcheetah'", "SAC preset")
+    assert_user_error(proc, "experiment='sac_halfcheetah'", "a preset of SAC")
     assert not (tmp_path / "sweep").exists()
 
 

@@ -342,7 +342,11 @@ def test_study_in_a_database_resumes_or_is_refused_in_one_line(tmp_path):
 @pytest.mark.parametrize(
     ("algorithm", "args", "expected"),
     [
-        ("sac", ["+hparams_search=ppo_cartpole"], ["PPO preset", "+hparams_search=ppo_cartpole"]),
+        (
+            "sac",
+            ["+hparams_search=ppo_cartpole"],
+            ["a preset of PPO", "+hparams_search=ppo_cartpole"],
+        ),
         ("ppo", ["hparams_search=ppo_cartpole"], ["use +hparams_search=ppo_cartpole"]),
         ("ppo", ["+hparams_search=ppo_cartpol"], ["did you mean hparams_search=ppo_cartpole?"]),
         (  # composed in joblib's worker processes, not in train.py's

@@ -53,6 +53,15 @@ _SAME_STEP = gym.vector.AutoresetMode.SAME_STEP
 
 
 # --- building gymnasium envs -----------------------------------------------------------------
+#: Namespaces of gymnasium ids registered by other packages when imported: namespace ->
+#: (the module to import, the package to install).
+_NAMESPACE_MODULES = {
+    "ALE": ("ale_py", "ale-py"),
+    "MiniGrid": ("minigrid", "minigrid"),
+    "BabyAI": ("minigrid", "minigrid"),
+}
+
+
 def resolve_env_id(env_name: str) -> str:
     """Return a gymnasium id for ``env_name``, importing/registering entry points as needed.
 
@@ -69,8 +78,16 @@ def resolve_env_id(env_name: str) -> str:
         try:
             module = importlib.import_module(module_name)
         except ImportError as err:
+            hint = ""
+            top_level = module_name.split(".")[0]
+            if isinstance(err, ModuleNotFoundError) and err.name == top_level:
+                # Python looks next to the script and on sys.path, not in the working directory
+                hint = (
+                    f"; put the directory holding {top_level!r} on PYTHONPATH "
+                    "(e.g. PYTHONPATH=. when it is in the working directory) or install it"
+                )
             raise ValueError(
-                f"Cannot import module {module_name!r} of environment {env_name!r}: {err}"
+                f"Cannot import module {module_name!r} of environment {env_name!r}: {err}{hint}"
             ) from err
         if attr in gym.registry:
             return attr
@@ -88,6 +105,15 @@ def resolve_env_id(env_name: str) -> str:
         return env_id
     matches = difflib.get_close_matches(env_name, list(gym.registry.keys()), n=3, cutoff=0.6)
     hint = f" Did you mean: {', '.join(matches)}?" if matches else ""
+    namespace = env_name.split("/", 1)[0] if "/" in env_name else None
+    if namespace and not any(key.startswith(f"{namespace}/") for key in gym.registry):
+        module, package = _NAMESPACE_MODULES.get(
+            namespace, ("<module>", "the package providing it")
+        )
+        hint = (
+            f" No imported package registers the namespace {namespace!r}: install "
+            f"{package} and name the module that registers it, '{module}:{env_name}'."
+        )
     raise ValueError(
         f"Unknown environment id {env_name!r}.{hint} "
         "(Use a registered gymnasium id, 'module:EnvId' or 'pkg.module:ClassName'.)"
@@ -157,7 +183,9 @@ class GymFactory:
             os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
             os.environ.setdefault("MUJOCO_GL", "egl")
             kwargs.setdefault("render_mode", "rgb_array")
-        env = gym.make(resolve_env_id(self.env_name), **kwargs)
+        env_id = resolve_env_id(self.env_name)
+        _route_mujoco_warnings(env_id)
+        env = gym.make(env_id, **kwargs)
         if self.frame_skip > 1:
             env = _FrameSkip(env, self.frame_skip)
         if self.from_pixels:
@@ -165,6 +193,29 @@ class GymFactory:
                 env, render_only=self.pixels_only, render_key="pixels", obs_key="observation"
             )
         return env
+
+
+def _route_mujoco_warnings(env_id: str) -> None:
+    """Before a MuJoCo env is built: MuJoCo's own warnings (e.g. a deprecated attribute in a
+    gymnasium model file, printed by the C library on stderr at every model load: once per
+    sub-env and evaluation env) become Python warnings, shown once per process. A handler
+    the user installed is kept."""
+    if "mujoco" not in str(gym.spec(env_id).entry_point):
+        return
+    import mujoco
+
+    if mujoco.get_mju_user_warning() is None:
+        mujoco.set_mju_user_warning(_warn_from_mujoco)
+
+
+def _warn_from_mujoco(message: str) -> None:
+    import sys
+    import warnings
+
+    try:
+        warnings.warn(f"MuJoCo: {message}", RuntimeWarning, stacklevel=1)
+    except Exception:  # warnings made errors: an exception must not reach MuJoCo's C code
+        print(f"MuJoCo warning: {message}", file=sys.stderr)
 
 
 class _AttributeFactory:

@@ -43,7 +43,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
 
 from .configs import ENV_PRESET_ACTIONS, GROUP_OPTIONS, ROOT_SCHEMAS
-from .errors import ConfigError, JobFailed, report_and_exit
+from .errors import ConfigError, JobFailed, config_warnings_as_lines, report_and_exit
 
 # PyOpenGL, which MuJoCo's renderers import, logs its library probing at INFO: Hydra's
 # console handler would print it in every MuJoCo run
@@ -51,6 +51,9 @@ logging.getLogger("OpenGL").setLevel(logging.WARNING)
 # alembic (imported by Optuna's storages) logs each of its plugins at INFO when the Optuna
 # sweeper starts: a screenful of "setup plugin" lines before the first trial
 logging.getLogger("alembic").setLevel(logging.WARNING)
+# torchsnapshot (CKPT_BACKEND=torchsnapshot) logs a table of its scheduler's stages at INFO:
+# about 15 lines at every checkpoint save
+logging.getLogger("torchsnapshot").setLevel(logging.WARNING)
 
 #: The directory of the YAML recipes (``configs/`` at the top of the repository).
 CONFIG_DIR = str(Path(__file__).resolve().parents[3] / "configs")
@@ -73,9 +76,11 @@ def user_errors() -> Iterator[None]:
     ends with that line and status 2 (or, with the Optuna sweeper, goes on while fewer than
     ``hydra.sweeper.max_failure_rate`` of a batch failed).
     With ``HYDRA_FULL_ERROR=1`` the exception propagates with its full traceback.
+    A :class:`~.errors.ConfigWarning` is printed as one ``Warning:`` line.
     """
     try:
-        yield
+        with config_warnings_as_lines():
+            yield
     except _user_error_types() as err:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
@@ -459,8 +464,9 @@ def check_fresh_run_dir(cfg: DictConfig, out: Path) -> None:
         raise ConfigError(
             "hydra.run.dir",
             str(out),
-            f"a directory without a previous run (it holds {previous[-1].name}): add "
-            "trainer.resume=true to continue that run, or choose another hydra.run.dir",
+            f"it holds a previous run (checkpoints/{previous[-1].name}), which a new run "
+            "would overwrite: add trainer.resume=true to continue that run, or choose "
+            "another hydra.run.dir",
         )
 
 

@@ -15,7 +15,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from tensordict import TensorDictBase
 
 from rl_trainers.envs.utils import ExplorationType, set_exploration_type
-from rl_trainers.trainers.algorithms.errors import ComponentError, ConfigError
+from rl_trainers.trainers.algorithms.errors import ComponentError, ConfigError, ConfigWarning
 from rl_trainers.trainers.algorithms.validation import check_compile_mode
 from rl_trainers.trainers.trainer import TrainerHookBase
 
@@ -198,6 +198,7 @@ def evaluate_episodes(
             f"{cut} evaluation episode(s) had not ended after {max_episode_steps} steps and "
             "were counted with their return so far; give the env a time limit "
             "(env.max_episode_steps=...).",
+            ConfigWarning,
             stacklevel=2,
         )
     flat = [r for env_returns in returns for r in env_returns[:per_env]]
@@ -206,7 +207,53 @@ def evaluate_episodes(
 
 def resolve_logger(cfg: DictConfig, output_dir: Path):
     """Build the logger node with its relative directories placed under the run directory."""
+    check_wandb_login(cfg)
+    check_tracking_server(cfg)
     return build(cfg, "logger", **check_logger_dirs(cfg, output_dir))
+
+
+def check_tracking_server(cfg: DictConfig, timeout: float = 5.0) -> None:
+    """An ``http(s)://`` ``logger.tracking_uri`` (MLflow) must answer before training:
+    MLflow's client retries a server that is down for minutes, then fails mid-run."""
+    import socket
+    from urllib.parse import urlsplit
+
+    uri = cfg.logger.get("tracking_uri")
+    if not isinstance(uri, str) or not uri.startswith(("http://", "https://")):
+        return
+    parts = urlsplit(uri)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
+    except OSError as err:
+        raise ConfigError(
+            "logger.tracking_uri",
+            uri,
+            f"no server answers at {parts.hostname}:{port} ({err.strerror or err}): start "
+            "it (mlflow server ...), or log to a local store, e.g. logger.tracking_uri=mlruns",
+        ) from None
+
+
+def check_wandb_login(cfg: DictConfig) -> None:
+    """An online W&B logger needs an API key; without one the run would stop at its first
+    log (W&B opens its run then). Checked before training: a :class:`ConfigError`."""
+    cfg_logger = cfg.logger
+    if not str(cfg_logger.get("_target_", "")).endswith("WandbLogger"):
+        return
+    if cfg_logger.get("offline") or os.environ.get("WANDB_MODE") in ("offline", "disabled"):
+        return
+    import wandb
+
+    try:
+        wandb.login(verify=False)  # a key from WANDB_API_KEY, netrc or a terminal prompt
+    except wandb.errors.UsageError:
+        raise ConfigError(
+            "logger.offline",
+            False,
+            "W&B online needs an API key and none is configured: run `wandb login` or set "
+            "WANDB_API_KEY, or keep logger.offline=true and upload the run later with "
+            "wandb sync",
+        ) from None
 
 
 def check_logger_dirs(cfg: DictConfig, output_dir: Path) -> dict[str, Any]:

@@ -8,7 +8,7 @@ messages the way :func:`~rl_trainers.trainers.algorithms.app.user_errors` report
 :class:`ConfigError`: the field, the value, what is allowed and the likely intended name::
 
     Error: optimizer.lrr is not a field: did you mean optimizer.lr? (--help lists every field)
-    Error: experiment='ppo_pendulum' is invalid: a PPO preset: run it with
+    Error: experiment='ppo_pendulum' is invalid: a preset of PPO: run it with
       python sota-implementations/ppo_trainer/train.py experiment=ppo_pendulum ...
 
 With ``HYDRA_FULL_ERROR=1`` Hydra's own error and traceback are shown unchanged.
@@ -67,7 +67,7 @@ def check_experiment(
     raise ConfigError(
         group,
         preset,
-        f"a {owner.upper()} preset: run it with {_app(owner)} {plus}{group}={preset} "
+        f"a preset of {owner.upper()}: run it with {_app(owner)} {plus}{group}={preset} "
         f"({algorithm}_trainer's presets: {own})",
     )
 
@@ -123,7 +123,9 @@ def suggest_field(algorithm: str, full_key: str, node: Any = None) -> str | None
     close = difflib.get_close_matches(key, list(_fields(node)), n=1, cutoff=0.6)
     if close:
         return prefix + close[0]
-    close = difflib.get_close_matches(full_key, paths, n=1, cutoff=0.75)
+    # not a node holding full_key ("trainer" for "trainer.foo"): that is where it already is
+    others = [p for p in paths if not full_key.startswith(f"{p}.")]
+    close = difflib.get_close_matches(full_key, others, n=1, cutoff=0.75)
     return close[0] if close else None
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import typing
+import warnings
+from collections.abc import Iterator
 
 from hydra.errors import CompactHydraException
 
@@ -16,6 +19,31 @@ class ConfigError(ValueError):
         self.value = value
         self.allowed = allowed
         super().__init__(f"{field}={value!r} is invalid: {allowed}")
+
+
+class ConfigWarning(UserWarning):
+    """A legal setting that is likely a mistake (e.g. a log interval the run never reaches);
+    the app prints it as one ``Warning:`` line (:func:`config_warnings_as_lines`)."""
+
+
+@contextlib.contextmanager
+def config_warnings_as_lines() -> Iterator[None]:
+    """While the block runs, a shown :class:`ConfigWarning` is one ``Warning: <message>``
+    line on stderr instead of Python's file, line number and source line; other warnings
+    keep their format, and filters (``-W error``, ``pytest.warns``) act as usual."""
+    original = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, ConfigWarning):
+            print(f"Warning: {message}", file=sys.stderr if file is None else file)
+        else:
+            original(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = original
 
 
 class ComponentError(ConfigError):

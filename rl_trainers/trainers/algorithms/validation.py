@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.trainers.algorithms.errors import ConfigError, ConfigWarning
 
 #: The largest seed accepted (torch, numpy and gymnasium all take it; evaluation adds 10000).
 MAX_SEED = 2**63 - 1
@@ -158,6 +158,18 @@ def check_gemm_backend() -> None:
     )
 
 
+def _check_optimizer_numbers(cfg: DictConfig) -> None:
+    """The optimizer's learning rate is positive and its other coefficients are not
+    negative (torch's own message would not name the field)."""
+    lr = cfg.optimizer.get("lr")
+    if lr is not None and not lr > 0:
+        raise ConfigError("optimizer.lr", lr, "a positive learning rate, e.g. 3e-4")
+    for name in ("eps", "weight_decay", "momentum", "alpha"):
+        value = cfg.optimizer.get(name)
+        if value is not None and not value >= 0:
+            raise ConfigError(f"optimizer.{name}", value, "a number >= 0")
+
+
 def _check_betas(cfg: DictConfig) -> None:
     betas = cfg.optimizer.get("betas")
     if betas is None:
@@ -186,6 +198,21 @@ def _check_layer_sizes(cfg: DictConfig) -> None:
         values = list(sizes)
         if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values):
             raise ConfigError(path, values, "a list of positive integers, e.g. [256,256]")
+
+
+def _check_activations(cfg: DictConfig) -> None:
+    """Each network's activation is one the model builders know (their own message would
+    name the built component, not the field)."""
+    from rl_trainers.modules.model_builders import ACTIVATIONS
+
+    for path in (
+        "network.policy.activation",
+        "network.value.activation",
+        "network.encoder.activation",
+    ):
+        name = OmegaConf.select(cfg, path, default=None)
+        if name is not None and str(name).lower() not in ACTIVATIONS:
+            raise ConfigError(path, name, f"one of {', '.join(ACTIVATIONS)}")
 
 
 def check_unknown_keys(cfg: DictConfig, algorithm: str, prefix: str = "") -> None:
@@ -278,6 +305,23 @@ def validate_config(cfg: DictConfig) -> None:
     check_gemm_backend()
     for path in ("trainer.total_frames", "env.num_envs", "collector.frames_per_batch"):
         _positive(cfg, path)
+    if cfg.env.get("frame_skip", 1) < 1:
+        raise ConfigError(
+            "env.frame_skip", cfg.env.frame_skip, "a positive number of repeats (1: none)"
+        )
+    if not cfg.env.get("reward_scale", 1.0) > 0:
+        raise ConfigError(
+            "env.reward_scale",
+            cfg.env.reward_scale,
+            "a positive factor (1: rewards unchanged); 0 would train on zero rewards",
+        )
+    max_steps = cfg.env.get("max_episode_steps")
+    if max_steps is not None and max_steps < 1:
+        raise ConfigError(
+            "env.max_episode_steps",
+            max_steps,
+            "a positive number of steps, or null to keep the env's time limit",
+        )
     if cfg.trainer.log_interval <= 0:
         raise ConfigError(
             "trainer.log_interval", cfg.trainer.log_interval, "a positive number of frames"
@@ -287,6 +331,13 @@ def validate_config(cfg: DictConfig) -> None:
             "trainer.save_trainer_interval",
             cfg.trainer.save_trainer_interval,
             "0 (at the end) or a positive number of frames",
+        )
+    clip_norm = cfg.trainer.get("clip_norm")
+    if clip_norm is not None and not clip_norm > 0:
+        raise ConfigError(
+            "trainer.clip_norm",
+            clip_norm,
+            "a positive gradient bound, e.g. 0.5, or null (no clipping)",
         )
     keep = cfg.trainer.get("keep_checkpoints", 1)
     if keep is None or keep < 1:
@@ -300,8 +351,10 @@ def validate_config(cfg: DictConfig) -> None:
         )
     check_reward_norm(cfg.env.get("reward_norm_gamma"), cfg.env.get("reward_norm_clip", 10.0))
     if "optimizer" in cfg:
+        _check_optimizer_numbers(cfg)
         _check_betas(cfg)
     _check_layer_sizes(cfg)
+    _check_activations(cfg)
     if cfg.eval.episodes <= 0:
         raise ConfigError("eval.episodes", cfg.eval.episodes, "a positive number of episodes")
     stop_at = cfg.eval.get("stop_at_return")
@@ -321,6 +374,10 @@ def validate_config(cfg: DictConfig) -> None:
             raise ConfigError(path, value, allowed)
     frames, envs = cfg.collector.frames_per_batch, cfg.env.num_envs
     workers = cfg.collector.get("num_workers", 1)
+    if workers is None or workers < 1:
+        raise ConfigError(
+            "collector.num_workers", workers, "a positive number of worker processes, e.g. 2"
+        )
     if frames % (envs * workers):
         raise ConfigError(
             "collector.frames_per_batch",
@@ -328,6 +385,13 @@ def validate_config(cfg: DictConfig) -> None:
             f"a multiple of env.num_envs ({envs})"
             + (f" times collector.num_workers ({workers})" if workers > 1 else "")
             + f", e.g. {max(1, frames // (envs * workers)) * envs * workers}",
+        )
+    random_frames = cfg.collector.get("init_random_frames", 0)
+    if random_frames is None or random_frames < 0:
+        raise ConfigError(
+            "collector.init_random_frames",
+            random_frames,
+            "0 or a positive number of frames taken with random actions",
         )
     if cfg.trainer.total_frames < frames:
         raise ConfigError(
@@ -346,7 +410,6 @@ def validate_config(cfg: DictConfig) -> None:
                 cfg.trainer.minibatch_size,
                 f"at most collector.frames_per_batch ({frames})",
             )
-        random_frames = cfg.collector.get("init_random_frames", 0)
         if random_frames:
             raise ConfigError(
                 "collector.init_random_frames",
@@ -375,6 +438,14 @@ def validate_config(cfg: DictConfig) -> None:
                 f"at most replay_buffer.size ({size})",
             )
         _check_learning_starts(cfg)
+        tau = cfg.trainer.tau
+        if tau is None or not 0.0 < tau <= 1.0:
+            raise ConfigError(
+                "trainer.tau",
+                tau,
+                "a number in (0, 1]: the fraction of the online network moved into the "
+                "target network at each update (1: a copy), e.g. 0.005",
+            )
     if cfg.algorithm == "dqn":
         _check_dqn(cfg)
     if cfg.algorithm in ("td3", "ddpg"):
@@ -438,8 +509,6 @@ def _check_deterministic_actor_critic(cfg: DictConfig) -> None:
     for name in ("ou_theta", "ou_dt"):
         if not loop[name] > 0:
             raise ConfigError(f"trainer.{name}", loop[name], "a positive number")
-    if not 0.0 < loop.tau <= 1.0:
-        raise ConfigError("trainer.tau", loop.tau, "a number in (0, 1], e.g. 0.005")
     if loop.utd_ratio is None or loop.utd_ratio <= 0:
         raise ConfigError(
             "trainer.utd_ratio", loop.utd_ratio, "a positive number of updates per frame"
@@ -497,10 +566,6 @@ def _check_dqn(cfg: DictConfig) -> None:
             "a positive number of gradient updates (1 with trainer.tau<1: Polyak averaging "
             "after every update)",
         )
-    if not 0.0 < loop.tau <= 1.0:
-        raise ConfigError(
-            "trainer.tau", loop.tau, "a number in (0, 1] (1: copy the online network)"
-        )
     if loop.utd_ratio <= 0:
         raise ConfigError(
             "trainer.utd_ratio", loop.utd_ratio, "a positive number of updates per frame"
@@ -519,7 +584,8 @@ def _check_learning_starts(cfg: DictConfig) -> None:
             starts,
             f"a number of frames below trainer.total_frames ({total}): updates wait until the "
             "replay buffer holds learning_starts transitions, so the run would end (almost) "
-            "without training",
+            f"without training; lower it, e.g. trainer.learning_starts={total // 4}, or raise "
+            "trainer.total_frames",
         )
     size = cfg.replay_buffer.size
     if starts > size:
@@ -541,5 +607,6 @@ def _warn_if_nothing_logged(cfg: DictConfig) -> None:
             f"trainer.log_interval={cfg.trainer.log_interval} is more than the "
             f"{collected} frames this run collects (trainer.total_frames={total}): no "
             f"training scalar will be logged; set trainer.log_interval={collected} or less",
+            ConfigWarning,
             stacklevel=3,
         )

@@ -103,7 +103,6 @@ def make_env(
         TransformedEnv,
         VecNorm,
     )
-    from rl_trainers.envs.libs.gym import tuple_observation_keys
 
     if num_envs < 1:
         raise ConfigError("env.num_envs", num_envs, "a positive number of environments")
@@ -119,10 +118,19 @@ def make_env(
     if vectorization not in ("sync", "async"):
         raise ConfigError("env.vectorization", vectorization, "'sync' or 'async'")
     with _missing_dependencies_as_config_error(env_name):
-        if vectorization == "sync":
-            base = GymEnv(env_name, num_envs=num_envs, **kwargs)
-        else:
-            base = ParallelEnv(num_envs, _GymEnvFactory(env_name, kwargs))
+        try:
+            if vectorization == "sync":
+                base = GymEnv(env_name, num_envs=num_envs, **kwargs)
+            else:
+                base = ParallelEnv(num_envs, _GymEnvFactory(env_name, kwargs))
+        except TypeError as err:
+            if not make_kwargs:
+                raise
+            raise ConfigError(
+                "env.make_kwargs",
+                dict(make_kwargs),
+                f"arguments {env_name} accepts; gymnasium.make said: {err}",
+            ) from err
     extra = list(transforms)
     for i, transform in enumerate(extra):
         if not isinstance(transform, Transform):
@@ -133,8 +141,14 @@ def make_env(
                 "{_target_: rl_trainers.envs.StepCounter, max_steps: 200}",
             )
     chain = [RewardSum()]
-    parts = tuple_observation_keys(base.observation_spec)
-    if parts and not from_pixels:  # a Tuple space: the networks read one "observation"
+    # a user's env.transforms may build "observation" themselves (e.g. a CatTensors)
+    builds_observation = any(
+        "observation" in getattr(t, "out_keys", ())
+        and "observation" not in getattr(t, "in_keys", ())
+        for t in extra
+    )
+    parts = [] if from_pixels or builds_observation else _observation_parts(base, env_name)
+    if parts:  # a Tuple or Dict space: the networks read one "observation"
         chain.append(CatTensors(in_keys=parts, out_key="observation", sort=False))
     if from_pixels:
         chain += _pixel_transforms(image_size, grayscale, frame_stack)
@@ -146,6 +160,38 @@ def make_env(
     if reward_scale != 1.0:
         chain.append(RewardScaling(loc=0.0, scale=reward_scale))
     return TransformedEnv(base, Compose(*chain, *extra))
+
+
+def _observation_parts(base, env_name: str) -> list[str]:
+    """The entries to join into one ``"observation"`` vector: a Tuple space's
+    ``observation_<i>`` in order, a Dict space's entries in its order; ``[]`` for a single
+    ``"observation"``. Entries that are not vectors (images, nested Dicts) cannot be joined:
+    a :class:`ConfigError` says which."""
+    from rl_trainers.envs.libs.gym import tuple_observation_keys
+
+    spec = base.observation_spec
+    parts = tuple_observation_keys(spec)
+    keys = list(spec.keys())
+    if parts or keys == ["observation"]:
+        return parts
+    batch_dims = len(base.batch_size)
+    not_vectors = [
+        key
+        for key in keys
+        if not hasattr(spec[key], "shape")
+        or isinstance(spec[key], type(spec))
+        or len(spec[key].shape) - batch_dims > 1
+    ]
+    if not_vectors:
+        raise ConfigError(
+            "env.env_name",
+            env_name,
+            f"its observations are a Dict with entries {keys}, and {not_vectors} are not "
+            "vectors; the networks read one 'observation' vector: make the env return one "
+            "(e.g. wrap it in gymnasium.wrappers.FlattenObservation in the module that "
+            "defines it)",
+        )
+    return keys
 
 
 @contextlib.contextmanager
@@ -328,9 +374,7 @@ def make_ppo_loss(
     """
     from rl_trainers.objectives import ClipPPOLoss, KLPENPPOLoss, PPOLoss, ValueEstimators
 
-    _check_unit_interval("loss.gamma", gamma)
-    _check_unit_interval("loss.lmbda", lmbda)
-    _check_loss_critic_type(loss_critic_type)
+    _check_actor_critic_fields(gamma, lmbda, critic_coef, entropy_coef, loss_critic_type)
     common = _actor_critic_kwargs(entropy_coef, critic_coef, loss_critic_type, normalize_advantage)
     if loss_type == "clip":
         if not clip_epsilon > 0:
@@ -382,7 +426,7 @@ def _actor_critic_kwargs(
 def _check_actor_critic_fields(
     gamma: float, lmbda: float, critic_coef: float, entropy_coef: float, loss_critic_type: str
 ) -> None:
-    """A2C's and REINFORCE's checks: discount and GAE lambda in [0, 1], the critic loss
+    """PPO's, A2C's and REINFORCE's checks: discount and GAE lambda in [0, 1], the critic loss
     known, its weight and the entropy weight non-negative."""
     _check_unit_interval("loss.gamma", gamma)
     _check_unit_interval("loss.lmbda", lmbda)
@@ -521,6 +565,8 @@ def make_sac_loss(
     _check_unit_interval("loss.gamma", gamma)
     if num_qvalue_nets < 1:
         raise ConfigError("loss.num_qvalue_nets", num_qvalue_nets, "at least 1")
+    if not alpha_init > 0:
+        raise ConfigError("loss.alpha_init", alpha_init, "a positive temperature, e.g. 1.0")
     if target_entropy != "auto":
         try:
             target_entropy = float(target_entropy)
