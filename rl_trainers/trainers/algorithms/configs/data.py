@@ -123,15 +123,10 @@ class SliceSamplerWithoutReplacementConfig(SliceSamplerConfig):
 
 
 @dataclass
-class PrioritizedSliceSamplerConfig(SliceSamplerConfig):
-    """Slices starting at steps drawn by priority (sum tree)."""
+class PrioritizedSliceSamplerConfig(SliceSamplerConfig, PrioritizedSamplerConfig):
+    """Slices starting at steps drawn by priority (sum tree): the fields of both."""
 
     _target_: str = "rl_trainers.data.PrioritizedSliceSampler"
-    max_capacity: int = config_field(1_000_000, "capacity: the storage's max_size")
-    alpha: float = config_field(0.6, "priority exponent (0: uniform)")
-    beta: float = config_field(0.4, "importance-weight exponent (1: full correction)")
-    eps: float = config_field(1e-8, "added to every priority")
-    reduction: str = config_field("max", "how a sample's priorities reduce: max|min|mean|median")
 
 
 @dataclass
