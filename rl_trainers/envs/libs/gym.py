@@ -40,6 +40,7 @@ from rl_trainers.envs.specs import (
 from rl_trainers.envs.utils import DONE_KEYS, fast_set, new_td, stack_steps, step_mdp
 
 __all__ = [
+    "UnsupportedActionSpaceError",
     "GymWrapper",
     "GymEnv",
     "make_gym_factory",
@@ -366,12 +367,27 @@ def _np(a: torch.Tensor) -> np.ndarray:
     return a.detach().numpy() if a.requires_grad else a.numpy()
 
 
-def _action_converter(spec: TensorSpec, space: spaces.Space, batched: bool) -> Callable:
-    if isinstance(space, spaces.Dict | spaces.Tuple):
-        raise TypeError(
-            f"Dict/Tuple action spaces are not supported (got {space}); flatten them with "
-            "gymnasium.wrappers.FlattenObservation-like wrappers first."
+#: The gymnasium action spaces a :class:`GymWrapper` can act in.
+ACTION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+
+
+class UnsupportedActionSpaceError(TypeError):
+    """The env's action space is none of :data:`ACTION_SPACES` (a Dict, Tuple, Text...).
+
+    Attributes:
+        space: the gymnasium action space (of one env).
+    """
+
+    def __init__(self, space: spaces.Space) -> None:
+        self.space = space
+        names = ", ".join(s.__name__ for s in ACTION_SPACES)
+        super().__init__(
+            f"the action space {space} is not supported: the env must act in a {names} "
+            "space (a wrapper of its own can map one onto it)"
         )
+
+
+def _action_converter(spec: TensorSpec, space: spaces.Space, batched: bool) -> Callable:
     if isinstance(spec, OneHot):
         if batched:
             return lambda a: _np(a).argmax(-1)
@@ -532,6 +548,8 @@ class GymWrapper(EnvBase):
             batch_size,
         )
         self.full_observation_spec = obs_spec
+        if not isinstance(act_space, ACTION_SPACES):
+            raise UnsupportedActionSpaceError(act_space)
         act_spec = specs_from_gym_space(
             act_space, categorical_action_encoding, self.device, batch_size
         )
@@ -569,6 +587,11 @@ class GymWrapper(EnvBase):
         raise AttributeError(
             f"{type(self).__name__} (and the gymnasium env it wraps) has no attribute {name!r}."
         )
+
+    @property
+    def single_action_space(self) -> spaces.Space:
+        """The gymnasium action space of one env (of each sub-env of a vector env)."""
+        return self._act_space
 
     @property
     def num_envs(self) -> int:

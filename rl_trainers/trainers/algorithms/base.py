@@ -329,6 +329,50 @@ def require_continuous_actions(algorithm: str, cfg: DictConfig, env) -> None:
         )
 
 
+#: The gymnasium action spaces each algorithm acts in, and what acts in each.
+ALGORITHM_ACTION_SPACES: dict[str, str] = {
+    "ppo": "Discrete (a categorical policy) and Box (a tanh_normal policy)",
+    "a2c": "Discrete (a categorical policy) and Box (a tanh_normal policy)",
+    "pg": "Discrete (a categorical policy) and Box (a tanh_normal policy)",
+    "sac": "Box (a tanh_normal policy)",
+    "td3": "Box (a deterministic policy)",
+    "ddpg": "Box (a deterministic policy)",
+    "dqn": "Discrete (one Q-value per action)",
+}
+
+
+def unsupported_action_space(cfg: DictConfig, space: Any) -> ConfigError:
+    """The error for an env whose action space (``MultiDiscrete``, ``MultiBinary``, ``Text``,
+    ``Tuple``...) no policy of the algorithm acts in."""
+    algorithm = str(cfg.algorithm)
+    return ConfigError(
+        "env.env_name",
+        cfg.env.env_name,
+        f"its action space {space} is not supported: {algorithm.upper()} acts in "
+        f"{ALGORITHM_ACTION_SPACES[algorithm]} spaces",
+    )
+
+
+def build_train_env(cfg: DictConfig):
+    """The training env; an action space no policy acts in is a :class:`ConfigError`."""
+    from rl_trainers.envs.libs.gym import UnsupportedActionSpaceError
+    from rl_trainers.modules import spec_kind
+
+    try:
+        env = build(cfg, "env", **train_env_overrides(cfg))
+    except ComponentError as err:
+        if isinstance(err.cause, UnsupportedActionSpaceError):
+            raise unsupported_action_space(cfg, err.cause.space) from None
+        raise
+    try:
+        spec_kind(env.action_spec)  # refuses the multi-action specs (MultiDiscrete...)
+    except ValueError:
+        space = getattr(getattr(env, "base_env", env), "single_action_space", env.action_spec)
+        env.close()
+        raise unsupported_action_space(cfg, space) from None
+    return env
+
+
 def prepare_run(cfg: DictConfig, output_dir: Path) -> RunEnvs:
     """The first steps of every build: check the run directory, seed, set threads and the
     allocator, make envs.
@@ -348,7 +392,7 @@ def prepare_run(cfg: DictConfig, output_dir: Path) -> RunEnvs:
     set_num_threads(cfg.trainer.num_threads, max([*net.policy.num_cells, *net.value.num_cells]))
     if cfg.trainer.keep_freed_memory:
         keep_freed_memory()
-    env = build(cfg, "env", **train_env_overrides(cfg))
+    env = build_train_env(cfg)
     env.set_seed(seed)
     if get_rank() != 0:  # only rank 0 evaluates
         return RunEnvs(env, None)
