@@ -465,6 +465,24 @@ def test_wandb_offline_read_back(tmp_path, monkeypatch):
     assert [h["note"] for h in history if "note" in h] == ["hi"]
 
 
+def test_wandb_close_after_a_failed_start_raises_only_the_first_error(tmp_path, monkeypatch):
+    """The run cannot start (its save_dir lies under a file); closing the logger given
+    hyper-parameters (as the app's is), in a ``with`` block or by the trainer, tried to
+    start it again, and that second error hid the first."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    from rl_trainers.record.loggers import WandbLogger
+
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    with pytest.raises(OSError) as err:
+        with WandbLogger("exp", offline=True, save_dir=str(blocker / "wb")) as logger:
+            logger.log_hparams({"lr": 0.5})
+            logger.log_scalar("train/loss", 1.0, step=0)
+    assert str(blocker) in str(err.value)
+    assert err.value.__context__ is None  # raised while handling no other error
+    logger.close()  # closing again stays quiet
+
+
 def test_wandb_video_as_first_write_with_torchrl_format_keyword(tmp_path, monkeypatch):
     """A video before any other write (save_dir not created yet), with torchrl's
     ``format="mp4"`` keyword, is logged as a GIF."""

@@ -80,6 +80,7 @@ class WandbLogger(Logger):
         self._config: dict[str, Any] = {}  # every hyper-parameter given to this logger
         self._fresh_id = False  # the started run got its id from wandb (not given)
         self._wrote_data = False  # something was logged to the started run
+        self._open_failed = False  # the last attempt to start the run raised
         try:
             import wandb  # noqa: F401 - fail now, not at the first write
         except ImportError as err:
@@ -87,6 +88,7 @@ class WandbLogger(Logger):
         super().__init__(exp_name=exp_name, log_dir=save_dir)
 
     def _create_experiment(self):
+        self._open_failed = True  # until wandb.init returns
         try:
             import wandb
         except ImportError as err:
@@ -104,6 +106,7 @@ class WandbLogger(Logger):
         if self.offline:
             kwargs["mode"] = "offline"
         run = wandb.init(project=self.project, name=self.exp_name, id=self.id, **kwargs)
+        self._open_failed = False
         self._fresh_id = self.id is None
         self._wrote_data = False
         self.id = run.id
@@ -184,8 +187,10 @@ class WandbLogger(Logger):
         self._record_step(name, step)
 
     def close(self) -> None:
-        """Finishes the run (writes the summary); a logger given nothing starts no run."""
-        if not self._closed and (self._experiment is not None or self._config):
+        """Finishes the run (writes the summary); a logger given nothing starts no run, nor
+        does one whose run failed to start (trying again would hide that first error)."""
+        started = self._experiment is not None
+        if not self._closed and (started or (self._config and not self._open_failed)):
             self.experiment.finish()
         super().close()
 
