@@ -12,12 +12,13 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
 
 from rl_trainers.envs.libs.gym import resolve_env_id
 from rl_trainers.trainers.algorithms.app import run
-from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.trainers.algorithms.errors import ConfigError, ConfigWarning
 from rl_trainers.trainers.algorithms.validation import validate_config
 from rl_trainers.trainers.helpers.components import make_sac_loss
 
@@ -333,3 +334,88 @@ def test_a_tuple_observation_is_still_joined_before_a_transform_reading_it(tiny_
     )
     run(cfg, output_dir=tmp_path / "run")
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["frames"] == 256
+
+
+def test_total_frames_rounded_up_to_whole_batches_is_one_warning_line(tmp_path):
+    """300 frames in 64-frame batches trained 320, silently, before."""
+    proc = run_bad("ppo", tmp_path, "trainer.total_frames=300")
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if "total_frames" in line]
+    assert lines == [
+        "Warning: trainer.total_frames=300 is not a multiple of collector.frames_per_batch "
+        "(64): the run collects whole batches and trains 320 frames (set "
+        "trainer.total_frames=320 or 256 for an exact count)"
+    ], proc.stderr
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["frames"] == 320
+
+
+@pytest.mark.parametrize(
+    "algorithm, overrides",
+    [
+        ("sac", ["trainer.total_frames=201"]),  # one frame per batch: never rounded
+        ("ppo", ["trainer.total_frames=100000", "collector.frames_per_batch=256"]),  # +0.1%
+    ],
+)
+def test_total_frames_rounded_by_little_or_not_at_all_is_not_warned(
+    tiny_config, algorithm, overrides
+):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        validate_config(tiny_config(algorithm, overrides))
+    assert not [w for w in caught if issubclass(w.category, ConfigWarning)]
+
+
+UNSUPPORTED_ACTION_ENVS = textwrap.dedent(
+    """
+    import gymnasium as gym
+    import numpy as np
+    from gymnasium import spaces
+
+
+    class Acting(gym.Env):
+        action_space = spaces.MultiDiscrete([3, 2])
+
+        def __init__(self, render_mode=None):
+            self.observation_space = spaces.Box(-1, 1, (3,), np.float32)
+
+        def reset(self, seed=None, options=None):
+            super().reset(seed=seed)
+            return self.observation_space.sample(), {}
+
+        def step(self, action):
+            return self.observation_space.sample(), 0.0, False, True, {}
+
+
+    class MultiBinaryActions(Acting):
+        action_space = spaces.MultiBinary(4)
+
+
+    class TupleActions(Acting):
+        action_space = spaces.Tuple([spaces.Discrete(2), spaces.Discrete(3)])
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "algorithm, env_class, space, supported",
+    [
+        ("ppo", "Acting", "MultiDiscrete([3 2])", "Discrete (a categorical policy) and Box"),
+        ("sac", "Acting", "MultiDiscrete([3 2])", "Box (a tanh_normal policy)"),
+        ("dqn", "MultiBinaryActions", "MultiBinary(4)", "Discrete (one Q-value per action)"),
+        ("td3", "TupleActions", "Tuple(Discrete(2), Discrete(3))", "Box"),
+    ],
+)
+def test_an_unsupported_action_space_names_the_env_its_space_and_what_is_supported(
+    tiny_config, tmp_path, monkeypatch, algorithm, env_class, space, supported
+):
+    """ "could not build 'model.policy': action spec MultiCategorical is not supported by
+    the actors" (PPO) or a ValueError traceback (SAC, DQN, TD3) before."""
+    (tmp_path / "action_envs_s22.py").write_text(UNSUPPORTED_ACTION_ENVS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    env_name = f"action_envs_s22:{env_class}"
+    with pytest.raises(ConfigError) as err:
+        run(tiny_config(algorithm, [f"env.env_name={env_name}"]), output_dir=tmp_path / "run")
+    assert str(err.value).startswith(
+        f"env.env_name='{env_name}' is invalid: its action space {space} is not supported: "
+        f"{algorithm.upper()} acts in {supported}"
+    )

@@ -400,6 +400,7 @@ def validate_config(cfg: DictConfig) -> None:
             f"at least collector.frames_per_batch ({frames}), or lower that too",
         )
     check_compile_mode(cfg.trainer.get("compile_mode", "default"))
+    _warn_if_total_frames_rounded(cfg)
     _warn_if_nothing_logged(cfg)
     if cfg.algorithm == "ppo":
         _positive(cfg, "trainer.num_epochs")
@@ -597,11 +598,53 @@ def _check_learning_starts(cfg: DictConfig) -> None:
         )
 
 
+def _batch_frames(cfg: DictConfig) -> int:
+    """The frames of one batch of every data-parallel rank."""
+    from rl_trainers.trainers.distributed import get_world_size
+
+    return cfg.collector.frames_per_batch * get_world_size()
+
+
+def frames_to_collect(cfg: DictConfig) -> int:
+    """The frames the run collects: ``trainer.total_frames`` rounded up to whole batches
+    (``collector.frames_per_batch`` of every data-parallel rank), as the collector counts."""
+    batch = _batch_frames(cfg)
+    return -(-cfg.trainer.total_frames // batch) * batch
+
+
+#: ``trainer.total_frames`` rounded up by more than this fraction of it is warned about
+#: (a shipped recipe's 100000 frames in 256-frame batches train 100096, 0.1% more, as the
+#: rl-zoo run it follows does: not worth a warning at every run).
+ROUNDING_WARNING_FRACTION = 0.01
+
+
+def _warn_if_total_frames_rounded(cfg: DictConfig) -> None:
+    """Warn when ``trainer.total_frames`` is not a multiple of the batch and the run trains
+    noticeably more frames (3000 in 256-frame batches: 3072). The rounding stays (torchrl's
+    collectors round up too)."""
+    total, collected, batch = cfg.trainer.total_frames, frames_to_collect(cfg), _batch_frames(cfg)
+    if collected - total <= ROUNDING_WARNING_FRACTION * total:
+        return
+    frames = cfg.collector.frames_per_batch
+    ranks = batch // frames
+    of = f"collector.frames_per_batch ({frames})"
+    if ranks > 1:
+        of += f" times the {ranks} data-parallel ranks"
+    below = collected - batch
+    warnings.warn(
+        f"trainer.total_frames={total} is not a multiple of {of}: the run collects whole "
+        f"batches and trains {collected} frames (set trainer.total_frames={collected}"
+        + (f" or {below}" if below > 0 else "")
+        + " for an exact count)",
+        ConfigWarning,
+        stacklevel=3,
+    )
+
+
 def _warn_if_nothing_logged(cfg: DictConfig) -> None:
     """Warn when ``trainer.log_interval`` exceeds the frames the run collects: no training
     scalar would be logged."""
-    frames, total = cfg.collector.frames_per_batch, cfg.trainer.total_frames
-    collected = -(-total // frames) * frames
+    total, collected = cfg.trainer.total_frames, frames_to_collect(cfg)
     if cfg.trainer.log_interval > collected:
         warnings.warn(
             f"trainer.log_interval={cfg.trainer.log_interval} is more than the "
