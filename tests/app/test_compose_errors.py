@@ -84,7 +84,7 @@ def test_hydra_full_error_keeps_hydras_own_message(tmp_path):
 
 def test_suggestions_prefer_a_field_of_the_same_name_then_a_close_one():
     assert suggest_field("ppo", "collector.total_frames") == "trainer.total_frames"
-    assert suggest_field("sac", "buffer_size") is None
+    assert suggest_field("sac", "warmup") is None  # nothing near: no guess
     assert "trainer.num_epochs" in field_paths("ppo")
     assert "trainer.num_epochs" not in field_paths("sac")
     assert "optimizer.betas" in field_paths("sac")  # a field of the adam option

@@ -18,10 +18,12 @@ import pytest
 
 from rl_trainers.envs.libs.gym import resolve_env_id
 from rl_trainers.trainers.algorithms.app import run
+from rl_trainers.trainers.algorithms.compose_errors import suggest_field
 from rl_trainers.trainers.algorithms.errors import ConfigError, ConfigWarning
 from rl_trainers.trainers.algorithms.validation import validate_config
 from rl_trainers.trainers.helpers.components import make_sac_loss
 
+from .test_cli import train
 from .test_config_errors import assert_user_error, run_bad
 
 
@@ -419,3 +421,32 @@ def test_an_unsupported_action_space_names_the_env_its_space_and_what_is_support
         f"env.env_name='{env_name}' is invalid: its action space {space} is not supported: "
         f"{algorithm.upper()} acts in {supported}"
     )
+
+
+@pytest.mark.parametrize(
+    "algorithm, key, meant",
+    [
+        ("ppo", "optimizer.learning_rate", "optimizer.lr"),  # no suggestion before
+        ("sac", "learning_rate", "optimizer.lr"),
+        ("ppo", "optimizer.learningRate", "optimizer.lr"),
+        ("ppo", "batch_size", "trainer.minibatch_size"),
+        ("sac", "batch_size", "replay_buffer.batch_size"),  # a field of that name comes first
+        ("ppo", "loss.gae_lambda", "loss.lmbda"),
+        ("ppo", "ent_coef", "loss.entropy_coef"),
+        ("sac", "buffer_size", "replay_buffer.size"),
+        ("ppo", "trainer.lr", "optimizer.lr"),
+        ("ppo", "trainer.gamma", "loss.gamma"),
+        ("ppo", "env.name", "env.env_name"),
+    ],
+)
+def test_another_librarys_name_of_a_field_suggests_the_field(algorithm, key, meant):
+    assert suggest_field(algorithm, key) == meant
+
+
+def test_an_alias_of_a_field_the_algorithm_lacks_suggests_nothing():
+    assert suggest_field("a2c", "batch_size") is None  # A2C has no minibatches
+
+
+def test_a_misspelled_learning_rate_says_did_you_mean_optimizer_lr(tmp_path):
+    proc = train("ppo", "--cfg", "job", "optimizer.learning_rate=1e-3", cwd=tmp_path)
+    assert_user_error(proc, "optimizer.learning_rate is not a field: did you mean optimizer.lr?")

@@ -109,17 +109,55 @@ def field_paths(algorithm: str) -> list[str]:
     return sorted(paths)
 
 
+#: Names other libraries (Stable-Baselines3, CleanRL, torchrl's recipes) give a field, and
+#: the field's name here; a misspelling of these finds its field by :func:`suggest_field`.
+FIELD_ALIASES: dict[str, str] = {
+    "learning_rate": "lr",
+    "batch_size": "minibatch_size",  # PPO's; off-policy trainers have replay_buffer.batch_size
+    "n_epochs": "num_epochs",
+    "update_epochs": "num_epochs",
+    "ent_coef": "entropy_coef",
+    "vf_coef": "critic_coef",
+    "clip_range": "clip_epsilon",
+    "clip_coef": "clip_epsilon",
+    "gae_lambda": "lmbda",
+    "lambda": "lmbda",
+    "max_grad_norm": "clip_norm",
+    "n_envs": "num_envs",
+    "total_timesteps": "total_frames",
+    "buffer_size": "size",
+    "env_id": "env_name",
+}
+
+
+def _alias(key: str) -> str | None:
+    """The field name :data:`FIELD_ALIASES` gives ``key`` (``learningRate``, ``learning-rate``
+    and ``learning_rate`` alike)."""
+    plain = key.replace("-", "").replace("_", "").lower()
+    for alias, name in FIELD_ALIASES.items():
+        if alias.replace("_", "") == plain:
+            return name
+    return None
+
+
 def suggest_field(algorithm: str, full_key: str, node: Any = None) -> str | None:
     """The field a user most likely meant by ``full_key``: a field of that name elsewhere
     (``collector.total_frames`` -> ``trainer.total_frames``, ``lr`` -> ``optimizer.lr``),
-    else a close name in the same node (``optimizer.lrr`` -> ``optimizer.lr``), else a close
-    dotted path anywhere."""
+    else the field another library's name stands for (:data:`FIELD_ALIASES`,
+    ``optimizer.learning_rate`` -> ``optimizer.lr``, ``batch_size`` -> PPO's
+    ``trainer.minibatch_size``), else a close name in the same node (``optimizer.lrr`` ->
+    ``optimizer.lr``), else a close dotted path anywhere."""
     parent, _, key = full_key.rpartition(".")
     prefix = f"{parent}." if parent else ""
     paths = [] if full_key.startswith("hydra.") else field_paths(algorithm)
-    same_name = [p for p in paths if p.rpartition(".")[2] == key]
-    if same_name:
-        return min(same_name, key=len)
+
+    def named(name: str) -> str | None:
+        found = [p for p in paths if p.rpartition(".")[2] == name]
+        return min(found, key=len) if found else None
+
+    meant = named(key) or (named(_alias(key)) if _alias(key) else None)
+    if meant:
+        return meant
     close = difflib.get_close_matches(key, list(_fields(node)), n=1, cutoff=0.6)
     if close:
         return prefix + close[0]
