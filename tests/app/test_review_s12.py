@@ -109,8 +109,8 @@ def test_log_interval_past_the_run_warns_with_the_frames_collected(tiny_config):
 
 def test_log_interval_reached_by_the_last_batch_logs(tiny_config, tmp_path):
     cfg = tiny_config("ppo", ["trainer.total_frames=200", "trainer.log_interval=256"])
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", UserWarning)
+    with warnings.catch_warnings():  # (200 frames rounded up to 256 are warned about)
+        warnings.filterwarnings("error", message="trainer.log_interval", category=UserWarning)
         validate_config(cfg)
     run(cfg, output_dir=tmp_path)
     logged = (tmp_path / "logs" / "ppo_CartPole-v1" / "scalars" / "loss_critic.csv").read_text()
