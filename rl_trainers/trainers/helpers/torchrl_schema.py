@@ -19,7 +19,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from rl_trainers.trainers.algorithms.errors import ConfigError
 from rl_trainers.trainers.helpers.components import seed_everything
-from rl_trainers.trainers.helpers.torchrl_nodes import _as_node, _NodeEnvFactory
+from rl_trainers.trainers.helpers.torchrl_nodes import _as_node, _NodeEnvFactory, _plain
 
 __all__ = [
     "build_multi_async_collector",
@@ -384,11 +384,3 @@ def _instantiate_partial(node: Any) -> Any:
     from hydra.utils import instantiate
 
     return instantiate(OmegaConf.create(node) if isinstance(node, dict) else node, _partial_=True)
-
-
-def _plain(value: Any) -> Any:
-    """A DictConfig/ListConfig (what ``_recursive_: false`` passes) as plain containers;
-    nodes keep their ``_target_`` for :func:`_instantiate`."""
-    if isinstance(value, DictConfig | ListConfig):
-        return OmegaConf.to_container(value, resolve=True)
-    return value
