@@ -155,7 +155,8 @@ def suggest_field(algorithm: str, full_key: str, node: Any = None) -> str | None
         found = [p for p in paths if p.rpartition(".")[2] == name]
         return min(found, key=len) if found else None
 
-    meant = named(key) or (named(_alias(key)) if _alias(key) else None)
+    alias = _alias(key)
+    meant = named(key) or (named(alias) if alias else None)
     if meant:
         return meant
     close = difflib.get_close_matches(key, list(_fields(node)), n=1, cutoff=0.6)
