@@ -1,0 +1,258 @@
+"""MuJoCo learning results: run the shipped presets at real budgets, or re-tabulate kept logs.
+
+    python benchmarks/results.py                 # table + plots from the kept logs
+    python benchmarks/results.py --run           # first train the runs that have no summary
+    python benchmarks/results.py --run --only ppo_HalfCheetah-v5 --workers 1
+
+Every run lives in ``benchmarks/results/runs/<side>_<algo>/<env>/seed<k>/``:
+
+* ``rl_trainers`` runs are the real entry point ``sota-implementations/<algo>_trainer/train.py``
+  with a shipped preset (``experiment=ppo_halfcheetah`` and the like, plus ``env=...``), the
+  CSV logger, one thread, no progress bar. The directory is the run directory itself
+  (``.hydra/``, ``logs/``, ``summary.json``); checkpoints are not kept.
+* ``sb3`` runs are Stable-Baselines3 at the same hyperparameters (rl-zoo's MuJoCo settings
+  for SAC and TD3), with the same episode-return CSV and ``summary.json`` keys.
+
+The final evaluation is deterministic, 10 episodes, on a separate env (both sides). The
+table (``docs/results.md``) lists, per preset and env, the mean and std over seeds of the
+final evaluation's mean return, each seed's value, the wall time and the frames/s (training
+only), beside published anchors at 1M frames. Learning curves over seeds are drawn with
+``rl_trainers.plot`` into ``docs/img/results_<algo>_<env>.png``.
+
+A run takes hours of one core (PPO 1M frames about 25 min, SAC/TD3 300k frames about an
+hour): start ``--run`` with ``setsid nohup ... &`` and re-tabulate whenever runs finish.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS_DIR = ROOT / "benchmarks" / "results" / "runs"
+DOC = ROOT / "docs" / "results.md"
+IMG_DIR = ROOT / "docs" / "img"
+EVAL_EPISODES = 10
+ENV_OPTIONS = {
+    "HalfCheetah-v5": "halfcheetah",
+    "Hopper-v5": "hopper",
+    "Walker2d-v5": "walker2d",
+    "Ant-v5": "ant",
+}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (side, algorithm, env) of the table, run for several seeds at one budget."""
+
+    side: str  # "rl_trainers" or "sb3"
+    algo: str  # "ppo", "sac", "td3"
+    env: str  # gymnasium id
+    frames: int
+    seeds: tuple[int, ...] = (0, 1, 2)
+
+    @property
+    def name(self) -> str:
+        return f"{self.side}_{self.algo}"
+
+    def run_dir(self, seed: int) -> Path:
+        return RUNS_DIR / self.name / self.env / f"seed{seed}"
+
+
+#: The matrix, in the order ``--run`` works through it: one seed of every cell first.
+CELLS = (
+    [Cell("rl_trainers", "ppo", env, 1_000_000) for env in ENV_OPTIONS]
+    + [
+        Cell("rl_trainers", algo, env, 300_000)
+        for algo in ("sac", "td3")
+        for env in ("HalfCheetah-v5", "Hopper-v5")
+    ]
+    + [
+        Cell("sb3", algo, env, 300_000, seeds=(0,))
+        for algo in ("sac", "td3")
+        for env in ("HalfCheetah-v5", "Hopper-v5")
+    ]
+)
+
+#: Published mean returns at 1M frames, for reference (the budgets above are 1M for PPO and
+#: 300k for SAC/TD3). Sources: CleanRL's ``ppo_continuous_action`` benchmark (v4 envs, 3
+#: seeds, the same 64x64 PPO as the preset); rl-zoo's benchmark.md (SB3, v3 envs, tuned
+#: hyperparameters per env); the TD3 paper (Fujimoto et al. 2018, Table 1, v1 envs).
+ANCHORS: dict[tuple[str, str], list[tuple[str, str]]] = {}
+
+
+def _train_cmd(cell: Cell, seed: int, run_dir: Path, code: Path) -> list[str]:
+    if cell.side == "sb3":
+        return [
+            sys.executable,
+            str(ROOT / "benchmarks" / "sb3_mujoco.py"),
+            cell.algo,
+            cell.env,
+            "--seed",
+            str(seed),
+            "--frames",
+            str(cell.frames),
+            "--eval-episodes",
+            str(EVAL_EPISODES),
+            "--out",
+            str(run_dir),
+        ]
+    return [
+        sys.executable,
+        str(code / "sota-implementations" / f"{cell.algo}_trainer" / "train.py"),
+        f"experiment={cell.algo}_halfcheetah",
+        f"env={ENV_OPTIONS[cell.env]}",
+        f"seed={seed}",
+        f"trainer.total_frames={cell.frames}",
+        f"eval.episodes={EVAL_EPISODES}",
+        "trainer.num_threads=1",
+        "trainer.progress_bar=false",
+        "logger=csv",
+        f"hydra.run.dir={run_dir}",
+    ]
+
+
+def train(cell: Cell, seed: int, code: Path = ROOT) -> None:
+    """Train one run into its directory (replacing an unfinished one) with ``code``'s package."""
+    run_dir = cell.run_dir(seed)
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONPATH=str(code))
+    start = time.time()
+    log = run_dir.parent / f"seed{seed}.out"
+    with open(log, "w") as out:
+        code = subprocess.call(
+            _train_cmd(cell, seed, run_dir, code), cwd=code, env=env, stdout=out, stderr=out
+        )
+    shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
+    status = "done" if code == 0 else f"FAILED ({code}, see {log})"
+    if code == 0:
+        log.unlink()
+    print(
+        f"{time.strftime('%H:%M:%S')} {cell.name} {cell.env} seed{seed}: {status} "
+        f"in {time.time() - start:.0f} s",
+        flush=True,
+    )
+
+
+def pending(cells: list[Cell]) -> list[tuple[Cell, int]]:
+    """Runs without a summary, one seed of every cell before the next seed."""
+    todo = []
+    for seed in range(max(len(c.seeds) for c in cells)):
+        for cell in cells:
+            if seed < len(cell.seeds) and not (cell.run_dir(cell.seeds[seed]) / "summary.json").exists():
+                todo.append((cell, cell.seeds[seed]))
+    return todo
+
+
+# ------------------------------------------------------------------ the table
+def summaries(cell: Cell) -> list[dict]:
+    out = []
+    for seed in cell.seeds:
+        path = cell.run_dir(seed) / "summary.json"
+        if path.exists():
+            out.append(json.loads(path.read_text()))
+    return out
+
+
+def _mean_std(values: list[float]) -> str:
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.0f}"
+    return f"{statistics.mean(values):.0f} ± {statistics.stdev(values):.0f}"
+
+
+def table(cells: list[Cell]) -> list[str]:
+    lines = [
+        "| algorithm | env | frames | side | seeds | final return (mean ± std over seeds) "
+        "| per seed | wall time (min) | frames/s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for cell in cells:
+        runs = summaries(cell)
+        returns = [r["eval_return_mean"] for r in runs]
+        per_seed = ", ".join(f"{v:.0f}" for v in returns) or "-"
+        wall = _mean_std([r["wall_time_s"] / 60 for r in runs]) if runs else "-"
+        fps = f"{statistics.mean(r['fps'] for r in runs):.0f}" if runs else "-"
+        lines.append(
+            f"| {cell.algo.upper()} | {cell.env} | {cell.frames // 1000}k | {cell.side} "
+            f"| {len(runs)}/{len(cell.seeds)} | {_mean_std(returns)} | {per_seed} "
+            f"| {wall} | {fps} |"
+        )
+    return lines
+
+
+def plot(cells: list[Cell]) -> list[str]:
+    """One PNG per (algo, env) with every side's runs; returns the markdown links."""
+    links = []
+    groups: dict[tuple[str, str], list[Cell]] = {}
+    for cell in cells:
+        groups.setdefault((cell.algo, cell.env), []).append(cell)
+    for (algo, env), group in groups.items():
+        dirs = [str(RUNS_DIR / c.name / env) for c in group if summaries(c)]
+        if not dirs:
+            continue
+        png = IMG_DIR / f"results_{algo}_{env}.png"
+        cmd = [sys.executable, "-m", "rl_trainers.plot", *dirs, "--metric", "train/episode_return"]
+        cmd += ["--out", str(png), "--title", f"{algo.upper()} {env}", "--smooth", "10"]
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(f"plot {algo} {env} failed: {proc.stdout}{proc.stderr}", file=sys.stderr)
+            continue
+        links.append(f"![{algo.upper()} {env}](img/{png.name})")
+    return links
+
+
+def write_doc(cells: list[Cell]) -> None:
+    text = DOC.read_text() if DOC.exists() else ""
+    start, end = "<!-- results-table -->", "<!-- /results-table -->"
+    block = "\n".join([start, *table(cells), "", *plot(cells), end])
+    if start in text and end in text:
+        text = text[: text.index(start)] + block + text[text.index(end) + len(end) :]
+    else:
+        text = text + "\n" + block + "\n"
+    DOC.write_text(text)
+    print("\n".join(table(cells)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--run", action="store_true", help="train the runs not yet finished")
+    parser.add_argument("--workers", type=int, default=2, help="runs at a time (--run)")
+    parser.add_argument(
+        "--only", default="", help="comma-separated <side>_<algo>_<env> or <algo>_<env> filters"
+    )
+    parser.add_argument(
+        "--code",
+        type=Path,
+        default=ROOT,
+        help="the checkout whose train.py and package train (--run; e.g. a git worktree "
+        "pinned at one commit while this one changes)",
+    )
+    args = parser.parse_args()
+    cells = list(CELLS)
+    if args.only:
+        keys = [k.strip() for k in args.only.split(",") if k.strip()]
+        cells = [
+            c for c in cells if any(k in (f"{c.name}_{c.env}", f"{c.algo}_{c.env}") for k in keys)
+        ]
+    if args.run:
+        with ThreadPoolExecutor(args.workers) as pool:
+            for _ in pool.map(lambda job: train(*job, args.code.resolve()), pending(cells)):
+                pass
+    write_doc(cells)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""Stable-Baselines3's SAC or TD3 on a MuJoCo env with rl-zoo's MuJoCo settings, logged as a run.
+
+    python benchmarks/sb3_mujoco.py sac HalfCheetah-v5 --seed 0 --frames 300000 --out DIR
+
+The settings are those the presets ``experiment=sac_halfcheetah`` / ``td3_halfcheetah`` use:
+
+* SAC: lr 3e-4, buffer 1M, batch 256, 10k random warm-up frames, tau 0.005, gamma 0.99, one
+  update per frame, automatic entropy, 256x256 ReLU nets (SB3's defaults, rl-zoo's
+  ``learning_starts: 10000``).
+* TD3: lr 1e-3, buffer 1M, batch 256, 10k random warm-up frames, Gaussian action noise 0.1,
+  policy delay 2, target noise 0.2 clipped at 0.5, one update per frame, 400x300 ReLU nets.
+
+``DIR`` receives what ``benchmarks/results.py`` reads from every run: the training episode
+returns as the CSV logger writes them (``logs/scalars/train/episode_return.csv``, rows
+``frames,return``) and ``summary.json`` (``wall_time_s`` around ``learn()``, ``fps``, and
+the deterministic evaluation's ``eval_return_mean``/``eval_return_std``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("algo", choices=["sac", "td3"])
+    parser.add_argument("env")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--frames", type=int, default=300_000)
+    parser.add_argument("--eval-episodes", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+
+    import gymnasium as gym
+    import numpy as np
+    import torch
+    from stable_baselines3 import SAC, TD3
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.noise import NormalActionNoise
+
+    torch.set_num_threads(args.threads)
+    csv_path = args.out / "logs" / "scalars" / "train" / "episode_return.csv"
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+
+    class EpisodeReturns(BaseCallback):
+        """Append every finished training episode's return to the CSV, at its frame."""
+
+        def _on_step(self) -> bool:
+            for info in self.locals.get("infos", []):
+                if "episode" in info:
+                    with open(csv_path, "a") as f:
+                        f.write(f"{self.num_timesteps},{info['episode']['r']}\n")
+            return True
+
+    env = gym.make(args.env)
+    if args.algo == "sac":
+        model = SAC("MlpPolicy", env, learning_starts=10_000, seed=args.seed, device="cpu")
+    else:
+        n_actions = env.action_space.shape[0]
+        noise = NormalActionNoise(np.zeros(n_actions), 0.1 * np.ones(n_actions))
+        model = TD3(
+            "MlpPolicy",
+            env,
+            learning_starts=10_000,
+            action_noise=noise,
+            policy_kwargs={"net_arch": [400, 300]},
+            seed=args.seed,
+            device="cpu",
+        )
+    start = time.perf_counter()
+    model.learn(total_timesteps=args.frames, callback=EpisodeReturns())
+    wall = time.perf_counter() - start
+    eval_env = gym.make(args.env)
+    eval_env.reset(seed=args.seed + 10_000)
+    returns, _ = evaluate_policy(
+        model, eval_env, n_eval_episodes=args.eval_episodes, deterministic=True,
+        return_episode_rewards=True,
+    )
+    summary = {
+        "algorithm": f"sb3_{args.algo}",
+        "env": args.env,
+        "seed": args.seed,
+        "frames": args.frames,
+        "wall_time_s": round(wall, 3),
+        "fps": round(args.frames / wall, 1),
+        "num_threads": torch.get_num_threads(),
+        "eval_return_mean": float(np.mean(returns)),
+        "eval_return_std": float(np.std(returns)),
+        "eval_episodes": args.eval_episodes,
+    }
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
