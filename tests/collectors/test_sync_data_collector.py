@@ -458,3 +458,63 @@ def test_update_policy_weights_with_weights_loads_them():
     collector.update_policy_weights_(weights)
     assert layer.bias.item() == 2.0 and layer.weight.item() == 0.0
     assert (next(iter(collector))["action"] == 2.0).all()
+
+
+def _gaussian_policy(env):
+    from rl_trainers.modules import make_actor
+
+    torch.manual_seed(0)
+    return make_actor(env.observation_spec, env.action_spec, num_cells=[16])
+
+
+@pytest.mark.parametrize("num_envs", [1, 4])
+def test_array_rollout_with_normalisers_equals_step_by_step_loop(num_envs, monkeypatch):
+    """With the running observation and reward normalisers (VecNorm per step inside the
+    array loop, RewardNorm and RewardSum replayed on the batch) and a TanhNormal policy, the
+    collector's array path gives exactly the batches, next input and normaliser statistics
+    of the loop over step_and_maybe_reset, across autoresets."""
+    from rl_trainers.envs import (
+        Compose,
+        GymEnv,
+        RewardNorm,
+        RewardSum,
+        TransformedEnv,
+        VecNorm,
+    )
+
+    envs = []
+
+    def make_env():
+        base = GymEnv("Pendulum-v1", num_envs=num_envs, max_episode_steps=30)
+        env = TransformedEnv(base, Compose(RewardSum(), VecNorm(), RewardNorm(gamma=0.9)))
+        envs.append(env)
+        return env
+
+    fast, fast_next = _collect(make_env, _gaussian_policy, True, monkeypatch)
+    slow, slow_next = _collect(make_env, _gaussian_policy, False, monkeypatch)
+    assert any(b["next", "done"].any() for b in fast)
+    for a, b in zip(fast, slow, strict=True):
+        assert set(a.keys(True, True)) == set(b.keys(True, True))
+        for key in a.keys(True, True):
+            assert a.get(key).dtype == b.get(key).dtype, key
+            assert torch.equal(a.get(key), b.get(key)), key
+    assert set(fast_next.keys()) == set(slow_next.keys())
+    for key in fast_next.keys():
+        assert torch.equal(fast_next.get(key), slow_next.get(key)), key
+    fast_stats, slow_stats = (env.transform.state_dict() for env in envs)
+    for key, value in fast_stats.items():
+        assert torch.equal(value, slow_stats[key]), key
+
+
+def test_array_rollout_is_taken_with_normalisers():
+    """The normalised env of the MuJoCo presets keeps the array path (it returns a batch)."""
+    from rl_trainers.envs import Compose, GymEnv, RewardNorm, RewardSum, TransformedEnv, VecNorm
+
+    env = TransformedEnv(
+        GymEnv("Pendulum-v1", num_envs=1), Compose(RewardSum(), VecNorm(), RewardNorm())
+    )
+    policy = _gaussian_policy(env)
+    with torch.no_grad():
+        out = env.rollout_batch(policy(env.reset()), 5, policy)
+    assert out is not None
+    assert out[0].batch_size == torch.Size([1, 5])

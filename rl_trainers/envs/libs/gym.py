@@ -20,7 +20,7 @@ import importlib
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -479,6 +479,13 @@ class _WorkerAttribute:
         return f"{type(self).__name__}({self._name!r})"
 
 
+def _mapped(value: torch.Tensor, functions: Sequence[Callable]) -> torch.Tensor:
+    """``value`` through ``functions`` in order."""
+    for function in functions:
+        value = function(value)
+    return value
+
+
 class GymWrapper(EnvBase):
     """Wrap an already built gymnasium env (or vector env) as a TensorDict env.
 
@@ -668,6 +675,7 @@ class GymWrapper(EnvBase):
         steps: int,
         policy: Callable[[TensorDictBase], TensorDictBase] | None = None,
         acting: Any = None,
+        observation_steps: Sequence[Callable[[torch.Tensor], torch.Tensor]] = (),
     ) -> tuple[TensorDictBase, TensorDictBase] | None:
         """``steps`` calls of :meth:`step_and_maybe_reset`, stacked along a last time dim.
 
@@ -680,6 +688,11 @@ class GymWrapper(EnvBase):
         ``policy``) acts on observation tensors instead of calling ``policy`` on a
         TensorDict per step, when the input and the action spec fit it (else ``policy`` is
         called); its entries are written for all steps at once.
+
+        ``observation_steps`` (from a :class:`TransformedEnv`, e.g. a running observation
+        normaliser) map the observation where the transforms' ``_step`` and ``_reset`` would:
+        the step's observations (the final ones of finished episodes), then, when an episode
+        ended, the whole batch's observations after the autoreset, which the policy reads.
 
         Returns:
             ``(transitions [*B, steps], next policy input)``, or None when this env cannot
@@ -730,15 +743,17 @@ class GymWrapper(EnvBase):
             terms.append(term.copy())
             truncs.append(trunc.copy())
             reset_obs = conv(obs)
-            obs_in = reset_obs[obs_key]
             done = term | trunc
             if np.count_nonzero(done):
                 final, patched = info["final_obs"], np.array(obs)
                 for i in np.flatnonzero(done):
                     patched[i] = final[i]
-                next_obs.append(conv(patched)[obs_key])
+                next_obs.append(_mapped(conv(patched)[obs_key], observation_steps))
+                reset_obs[obs_key] = _mapped(reset_obs[obs_key], observation_steps)
             else:
-                next_obs.append(obs_in)
+                reset_obs[obs_key] = _mapped(reset_obs[obs_key], observation_steps)
+                next_obs.append(reset_obs[obs_key])
+            obs_in = reset_obs[obs_key]
             if policy is not None and acting is None:
                 td = self._next_input(td, reset_obs)
         if policy is None:

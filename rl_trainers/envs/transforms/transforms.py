@@ -143,6 +143,13 @@ class Transform(nn.Module):
         """Write this transform's entries into a ``[*B, T]`` batch and the next input."""
         raise NotImplementedError
 
+    def _rollout_observation_step(self, observation_key: Key, batch_dims: int) -> Any:
+        """For a transform that maps the base env's observation (and nothing else) one step
+        at a time, e.g. a running normaliser: a function of the observation tensor that the
+        base env's array rollout calls wherever this transform's ``_step``/``_reset`` would
+        see that observation, in the same order. None (the default): not supported."""
+        return None
+
     # --- per-entry maths ---------------------------------------------------------------------
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         return value
@@ -465,25 +472,37 @@ class TransformedEnv(EnvBase):
     ) -> tuple[TensorDictBase, TensorDictBase] | None:
         """The base env's ``rollout_batch`` with the transforms replayed on the whole batch.
 
-        Only when every transform supports that (``Transform.batch_rollout``, e.g.
-        :class:`RewardSum`); otherwise None, and collectors step the env one step at a time.
-        The policy sees the inputs without the transforms' entries (the running return).
+        Only when every transform supports that: replayed on the whole batch afterwards
+        (``Transform.batch_rollout``, e.g. :class:`RewardSum`, :class:`RewardNorm`) or
+        applied to the observation at every step inside the base env's loop
+        (``Transform._rollout_observation_step``, e.g. :class:`VecNorm`); otherwise None, and
+        collectors step the env one step at a time. The policy sees the inputs without the
+        replayed transforms' entries (the running return).
         """
         base_rollout = getattr(type(self.base_env), "rollout_batch", None)
-        transforms = self._transform_list()
-        if base_rollout is None or not all(t.batch_rollout for t in transforms):
+        if base_rollout is None or type(tensordict) is not TensorDict:
             return None
-        if type(tensordict) is not TensorDict:
-            return None
-        carries = [t._batch_carry(tensordict) for t in transforms]
+        obs_key = getattr(self.base_env, "_root_key", "observation")
+        replayed, observation_steps = [], []
+        for t in self._transform_list():
+            step = t._rollout_observation_step(obs_key, len(self.batch_size))
+            if t.batch_rollout:
+                replayed.append(t)
+            elif step is not None:
+                observation_steps.append(step)
+            else:
+                return None
+        carries = [t._batch_carry(tensordict) for t in replayed]
         if any(c is None for carry in carries for c in carry):
             return None  # the input lacks a transform's entry: let the step loop report it
-        owned = [key for t in transforms for key in t.out_keys]
-        out = base_rollout(self.base_env, tensordict.exclude(*owned), steps, policy, acting)
+        owned = [key for t in replayed for key in t.out_keys]
+        out = base_rollout(
+            self.base_env, tensordict.exclude(*owned), steps, policy, acting, observation_steps
+        )
         if out is None:
             return None
         batch, next_input = out
-        for transform, carry in zip(transforms, carries, strict=True):
+        for transform, carry in zip(replayed, carries, strict=True):
             transform._batch_step(batch, carry, next_input)
         return batch, next_input
 
@@ -1009,21 +1028,31 @@ class VecNorm(RunningStatistics):
             x = tensordict.get(ik, None)
             if x is None:
                 raise _missing(tensordict, ik, "VecNorm")
-            x = x.float()
-            s, q, c = (getattr(self, f"{n}_{i}") for n in ("sum", "ssq", "count"))
-            if s is None:
-                self._init_stats(i, x.shape[tensordict.batch_dims :])
-                s, q, c = (getattr(self, f"{n}_{i}") for n in ("sum", "ssq", "count"))
-            if not self.frozen:
-                dims = tuple(range(x.ndim - s.ndim))
-                d = self.decay
-                s.mul_(d).add_(x.sum(dims) if dims else x)
-                q.mul_(d).add_((x * x).sum(dims) if dims else x * x)
-                c.mul_(d).add_(float(x.shape[: x.ndim - s.ndim].numel()))
-            mean = s / c.clamp_min(1e-8)
-            var = (q / c.clamp_min(1e-8) - mean * mean).clamp_min(self.eps)
-            tensordict.set(ok, (x - mean) / var.sqrt())
+            tensordict.set(ok, self._update_and_normalize(i, x, tensordict.batch_dims))
         return tensordict
+
+    def _update_and_normalize(self, i: int, x: torch.Tensor, batch_dims: int) -> torch.Tensor:
+        """Fold ``x`` (``[*batch, *shape]``) into the statistics of key ``i`` (unless
+        frozen) and return it normalised by them."""
+        x = x.float()
+        s, q, c = (getattr(self, f"{n}_{i}") for n in ("sum", "ssq", "count"))
+        if s is None:
+            self._init_stats(i, x.shape[batch_dims:])
+            s, q, c = (getattr(self, f"{n}_{i}") for n in ("sum", "ssq", "count"))
+        if not self.frozen:
+            dims = tuple(range(x.ndim - s.ndim))
+            d = self.decay
+            s.mul_(d).add_(x.sum(dims) if dims else x)
+            q.mul_(d).add_((x * x).sum(dims) if dims else x * x)
+            c.mul_(d).add_(float(x.shape[: x.ndim - s.ndim].numel()))
+        mean = s / c.clamp_min(1e-8)
+        var = (q / c.clamp_min(1e-8) - mean * mean).clamp_min(self.eps)
+        return (x - mean) / var.sqrt()
+
+    def _rollout_observation_step(self, observation_key: Key, batch_dims: int) -> Any:
+        if list(self.in_keys) != [observation_key] or list(self.out_keys) != [observation_key]:
+            return None
+        return functools.partial(self._update_and_normalize, 0, batch_dims=batch_dims)
 
     def statistics(self) -> dict[str, torch.Tensor]:
         """The decayed sums (``sum_i``, ``ssq_i``, ``count_i``), copied."""
