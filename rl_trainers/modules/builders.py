@@ -142,12 +142,14 @@ def make_actor(
     state_dependent_scale: bool = True,
     log_std_init: float = 0.0,
     tanh_unbounded: bool = False,
+    squash: bool = True,
     encoder: nn.Module | None = None,
 ) -> TensorDictModule | ProbabilisticActor:
     """Builds a policy whose sizes and bounds come from the specs.
 
     * OneHot / Categorical actions: a categorical actor over logits.
-    * Bounded actions: a :class:`TanhNormal` actor with ``low``/``high`` from the spec.
+    * Bounded actions: a :class:`TanhNormal` actor with ``low``/``high`` from the spec (or,
+      with ``squash=False``, a diagonal Gaussian whose actions the env clips).
     * Unbounded actions: a diagonal Gaussian (or an unscaled TanhNormal with ``tanh_unbounded``).
     * ``deterministic=True``: an :class:`Actor` (tanh-squashed into the bounds) for TD3/DDPG.
 
@@ -162,6 +164,8 @@ def make_actor(
         state_dependent_scale: Gaussian scale predicted by the network (else a learned vector).
         log_std_init: initial log of the learned scale vector (``state_dependent_scale=False``).
         tanh_unbounded: squash unbounded continuous actions into ``[-1, 1]``.
+        squash: bounded actions from a TanhNormal within the bounds; ``False``: from an
+            unsquashed diagonal Gaussian, which the env clips to its bounds (SB3's PPO).
         encoder: a module in front of the MLP (e.g. a ConvNet reading ``in_key="pixels"``).
     """
     kind = spec_kind(action_spec)
@@ -201,10 +205,10 @@ def make_actor(
         )
     net = _with_encoder(encoder, net)
     module = TensorDictModule(net, in_keys=[in_key], out_keys=["loc", "scale"])
-    if kind == "bounded":
+    if kind == "bounded" and squash:
         low, high = _action_bounds(action_spec)
         dist_class, dist_kwargs = TanhNormal, {"low": low, "high": high}
-    elif tanh_unbounded:
+    elif tanh_unbounded and squash:
         dist_class, dist_kwargs = TanhNormal, {}
     else:
         dist_class, dist_kwargs = IndependentNormal, {}

@@ -35,6 +35,7 @@ __all__ = [
     "make_deterministic_model",
     "make_policy_model",
     "make_qvalue_model",
+    "make_normal_model",
     "make_tanh_normal_model",
     "make_value_model",
 ]
@@ -220,6 +221,36 @@ def make_tanh_normal_model(
         state_dependent_scale=state_dependent_scale,
         log_std_init=0.0 if log_std_init is None else log_std_init,
         tanh_unbounded=True,
+        **_head(observation_spec, network, "policy"),
+    )
+
+
+def make_normal_model(
+    observation_spec,
+    action_spec,
+    network: Any,
+    return_log_prob: bool = True,
+    log_std_init: float = 0.0,
+):
+    """A diagonal Gaussian policy with a learned state-independent log-std, unsquashed: the
+    env clips its actions to the bounds (the parametrisation of SB3's and CleanRL's PPO).
+
+    Args:
+        observation_spec: the env's observation spec.
+        action_spec: the env's action spec (continuous).
+        network: the network description (``policy`` hidden layers, optional ``encoder``).
+        return_log_prob: write ``"sample_log_prob"`` with each action.
+        log_std_init: initial log of the learned scale vector (0: a scale of 1).
+    """
+    if _actions(action_spec) == "discrete":
+        raise PolicyKindError("normal", "discrete", "categorical or auto")
+    return make_actor(
+        observation_spec,
+        action_spec,
+        return_log_prob=return_log_prob,
+        state_dependent_scale=False,
+        log_std_init=float(log_std_init),
+        squash=False,
         **_head(observation_spec, network, "policy"),
     )
 

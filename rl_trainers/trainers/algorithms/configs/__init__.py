@@ -66,6 +66,7 @@ from .modules import (
     DeterministicModelConfig,
     DQNModelConfig,
     MLPConfig,
+    NormalModelConfig,
     PolicyModelConfig,
     QValueModelConfig,
     TanhNormalModelConfig,
@@ -171,6 +172,7 @@ GROUP_OPTIONS: dict[str, dict[str, type]] = {
     "model/policy": {
         "auto": PolicyModelConfig,
         "tanh_normal": TanhNormalModelConfig,
+        "normal": NormalModelConfig,
         "categorical": CategoricalModelConfig,
     },
     "optimizer": {
@@ -319,6 +321,7 @@ __all__ = [
     "TD3LoopConfig",
     "TD3LossConfig",
     "TD3TrainerConfig",
+    "NormalModelConfig",
     "TanhNormalModelConfig",
     "TargetReturnConfig",
     "TensorDictMaxValueWriterConfig",

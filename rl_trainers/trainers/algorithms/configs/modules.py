@@ -87,6 +87,15 @@ class TanhNormalModelConfig(PolicyModelConfig):
 
 
 @dataclass
+class NormalModelConfig(PolicyModelConfig):
+    """A diagonal Gaussian policy with a learned state-independent log-std, unsquashed; the
+    env clips its actions to the bounds (``normal``: SB3's and CleanRL's PPO)."""
+
+    _target_: str = "rl_trainers.modules.make_normal_model"
+    log_std_init: float = config_field(0.0, "initial log of the learned scale (0: a scale of 1)")
+
+
+@dataclass
 class CategoricalModelConfig(PolicyModelConfig):
     """A categorical policy for discrete actions (``categorical``)."""
 
