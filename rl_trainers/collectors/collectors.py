@@ -21,7 +21,7 @@ from tensordict.nn import InteractionType, set_interaction_type
 from rl_trainers.collectors.utils import split_trajectories, weights_state_dict
 from rl_trainers.envs.libs.gym_state import get_env_state, set_env_state
 from rl_trainers.envs.utils import stack_steps
-from rl_trainers.modules.lean_acting import CategoricalActing
+from rl_trainers.modules.lean_acting import CategoricalActing, GaussianActing, lean_acting
 
 __all__ = [
     "DataCollectorBase",
@@ -295,14 +295,14 @@ class SyncDataCollector(DataCollectorBase):
         acting = None if policy is None else self._lean_acting(td)
         return rollout_batch(self.env, td, self.T, policy, acting)
 
-    def _lean_acting(self, td: TensorDictBase) -> CategoricalActing | None:
+    def _lean_acting(self, td: TensorDictBase) -> CategoricalActing | GaussianActing | None:
         """The policy's tensor-only acting path (:mod:`rl_trainers.modules.lean_acting`),
         when the policy is called as it is (not compiled) on the env's device."""
         if self._policy_call is not self.policy:
             return None
         if self.policy_device is not None and td.device != self.policy_device:
             return None
-        return CategoricalActing.from_policy(self.policy, td)
+        return lean_acting(self.policy, td)
 
     def _rollout_steps(
         self, td: TensorDictBase, random: bool

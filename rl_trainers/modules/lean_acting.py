@@ -1,4 +1,5 @@
-"""A lean acting path for the common discrete actor: MLP -> logits -> categorical sample.
+"""Lean acting paths for the common actors: MLP -> logits -> categorical sample, and
+network -> (loc, scale) -> Gaussian or TanhNormal sample.
 
 A collector's policy call on a small network is mostly per-op and per-call overhead (the
 TensorDict reads and writes, the distribution object, the one-hot action and its cast, the
@@ -10,9 +11,20 @@ for the network alone. :class:`CategoricalActing` splits that call in two:
 * per batch, the rest on all steps at once: the one-hot (or index) actions and their
   log-probabilities, from the stacked logits and indices.
 
+:class:`GaussianActing` serves continuous actors (``IndependentNormal`` or ``TanhNormal``
+over a network's ``loc`` and ``scale``): per step it makes the same calls as the policy's
+forward (the network on the observation tensor, the distribution, its sample and
+log-probability) without the TensorDict reads and writes; the entries of all steps are
+stacked once per batch.
+
 The values are those of the general path, bit for bit (the tests compare them).
-:meth:`CategoricalActing.from_policy` returns None whenever the policy is not exactly such an
-actor, so anything else keeps the general path.
+:func:`lean_acting` returns None whenever the policy is not exactly such an actor, so
+anything else keeps the general path.
+
+An acting object gives the env's array rollout (``GymWrapper.rollout_batch``) four things:
+``step(obs)`` (one step's record), ``env_action(record, convert)`` (what the env takes),
+``batch_outputs(records)`` (the policy's entries for stacked steps, in its write order)
+and ``fits(spec, action_shape)``.
 """
 
 from __future__ import annotations
@@ -24,10 +36,15 @@ from tensordict import TensorDictBase
 from tensordict.nn import InteractionType, TensorDictModule, interaction_type
 
 from rl_trainers.modules.actors import ProbabilisticActor
-from rl_trainers.modules.distributions import Categorical, OneHotCategorical
+from rl_trainers.modules.distributions import (
+    Categorical,
+    IndependentNormal,
+    OneHotCategorical,
+    TanhNormal,
+)
 from rl_trainers.modules.models import MLP, _mlp_forward, fused_mlp_parts, has_hooks
 
-__all__ = ["CategoricalActing", "LEAN_ACTING"]
+__all__ = ["CategoricalActing", "GaussianActing", "LEAN_ACTING", "lean_acting"]
 
 #: Set to False to act through the policy's own forward on every step (benchmarks compare).
 LEAN_ACTING = True
@@ -133,3 +150,120 @@ class CategoricalActing:
             log_prob = torch.log_softmax(logits, -1).gather(-1, index).squeeze(-1)
             out[self.log_prob_key] = log_prob
         return out
+
+    # --- the array rollout's interface ----------------------------------------------------
+    def step(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One step: the logits and the ``[B, 1]`` sampled indices."""
+        logits = self.logits(obs)
+        return logits, self.sample(logits)
+
+    def env_action(self, record: tuple[torch.Tensor, torch.Tensor], convert: Any) -> Any:
+        """The env takes the sampled index itself (its own array)."""
+        return record[1].numpy().reshape(-1).copy()
+
+    def batch_outputs(self, records: list[tuple[torch.Tensor, torch.Tensor]], time_dim: int):
+        logits, index = zip(*records)
+        return self.outputs(torch.stack(logits, time_dim), torch.stack(index, time_dim))
+
+    def fits(self, spec: Any, action_shape: torch.Size) -> bool:
+        """The sampled index is what the env takes: a one-hot spec of ``n_actions`` or an
+        index spec with ``n_actions`` values."""
+        from rl_trainers.envs.specs import Categorical as CategoricalSpec
+        from rl_trainers.envs.specs import OneHot
+
+        n = action_shape[0]
+        if self.one_hot:
+            return isinstance(spec, OneHot) and action_shape == (n, self.n_actions)
+        return (
+            isinstance(spec, CategoricalSpec) and action_shape == (n,) and spec.n == self.n_actions
+        )
+
+
+class GaussianActing:
+    """The acting calls of a ``ProbabilisticActor`` whose network writes ``loc`` and
+    ``scale`` for an ``IndependentNormal`` or a ``TanhNormal``, on tensors.
+
+    Built by :meth:`from_policy`; one instance serves one batch.
+    """
+
+    def __init__(self, policy: ProbabilisticActor) -> None:
+        module = policy.module
+        self.obs_key = module.in_keys[0]
+        self.net = module.module
+        self.param_keys = list(module.out_keys)
+        self.param_names = list(policy._dist_keys)
+        self.dist_class = policy.distribution_class
+        self.dist_kwargs = policy._dist_kwargs()
+        self.action_key = policy.action_key
+        self.log_prob_key = policy.log_prob_key if policy.return_log_prob else None
+        self.action_dtype = policy._action_dtype
+        self.out_keys = [*self.param_keys, self.action_key]
+        if self.log_prob_key is not None:
+            self.out_keys.append(self.log_prob_key)
+
+    @classmethod
+    def from_policy(cls, policy: Any, tensordict: TensorDictBase) -> GaussianActing | None:
+        """The lean path for ``policy`` acting on ``tensordict``, or None.
+
+        Taken only for an exact ``ProbabilisticActor`` (no subclass, no hooks, not
+        ``safe``) over a ``TensorDictModule`` with one input whose outputs are exactly the
+        ``loc`` and ``scale`` of an ``IndependentNormal`` or ``TanhNormal``, sampling
+        (``InteractionType.RANDOM``) without gradients on a 2-D input.
+        """
+        if not LEAN_ACTING or type(policy) is not ProbabilisticActor or policy.safe:
+            return None
+        if policy.distribution_class not in (IndependentNormal, TanhNormal):
+            return None
+        module = policy.module
+        if type(module) is not TensorDictModule or len(module.in_keys) != 1:
+            return None
+        if sorted(policy._dist_keys) != ["loc", "scale"]:
+            return None
+        if module.out_keys != policy._param_keys:
+            return None
+        if any(has_hooks(m) for m in (policy, module, *module.module.modules())):
+            return None
+        if torch.is_grad_enabled() or interaction_type() != InteractionType.RANDOM:
+            return None
+        obs = tensordict.get(module.in_keys[0], None)
+        if not isinstance(obs, torch.Tensor) or obs.dim() != 2:
+            return None
+        return cls(policy)
+
+    def step(self, obs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """One step: the network's parameters, the sampled action and its log-probability,
+        by the calls ``ProbabilisticActor.forward`` makes."""
+        params = self.net(obs)
+        if not isinstance(params, tuple):
+            params = (params,)
+        dist = self.dist_class(**dict(zip(self.param_names, params)), **self.dist_kwargs)
+        if self.log_prob_key is not None and hasattr(dist, "sample_and_log_prob"):
+            action, log_prob = dist.sample_and_log_prob()
+        else:
+            action = dist.sample()
+            log_prob = None if self.log_prob_key is None else dist.log_prob(action)
+        if self.action_dtype is not None and action.dtype != self.action_dtype:
+            action = action.to(self.action_dtype)
+        return (*params, action) if log_prob is None else (*params, action, log_prob)
+
+    def env_action(self, record: tuple[torch.Tensor, ...], convert: Any) -> Any:
+        """The action through the env's own conversion (clipped to a Box's bounds)."""
+        return convert(record[len(self.param_keys)])
+
+    def batch_outputs(self, records: list[tuple[torch.Tensor, ...]], time_dim: int):
+        """The policy's entries for stacked steps, in the order it writes them."""
+        columns = zip(*records)
+        return {key: torch.stack(column, time_dim) for key, column in zip(self.out_keys, columns)}
+
+    def fits(self, spec: Any, action_shape: torch.Size) -> bool:
+        """The sampled action has the spec's shape (the env converts it)."""
+        return tuple(getattr(spec, "shape", ())) == tuple(action_shape)
+
+
+def lean_acting(
+    policy: Any, tensordict: TensorDictBase
+) -> CategoricalActing | GaussianActing | None:
+    """The lean acting path that fits ``policy`` acting on ``tensordict``, or None."""
+    return CategoricalActing.from_policy(policy, tensordict) or GaussianActing.from_policy(
+        policy, tensordict
+    )

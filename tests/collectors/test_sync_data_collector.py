@@ -460,19 +460,39 @@ def test_update_policy_weights_with_weights_loads_them():
     assert (next(iter(collector))["action"] == 2.0).all()
 
 
-def _gaussian_policy(env):
+def _tanh_normal_policy(env):
     from rl_trainers.modules import make_actor
 
     torch.manual_seed(0)
     return make_actor(env.observation_spec, env.action_spec, num_cells=[16])
 
 
+def _normal_policy(env):
+    from rl_trainers.modules import make_actor
+
+    torch.manual_seed(0)
+    return make_actor(
+        env.observation_spec,
+        env.action_spec,
+        num_cells=[16],
+        state_dependent_scale=False,
+        log_std_init=0.5,  # samples past Pendulum's bounds: the env clips them
+        squash=False,
+    )
+
+
 @pytest.mark.parametrize("num_envs", [1, 4])
-def test_array_rollout_with_normalisers_equals_step_by_step_loop(num_envs, monkeypatch):
+@pytest.mark.parametrize("lean", [True, False], ids=["lean_acting", "policy_forward"])
+@pytest.mark.parametrize("policy_fn", [_tanh_normal_policy, _normal_policy], ids=["tanh", "normal"])
+def test_array_rollout_with_normalisers_equals_step_by_step_loop(
+    num_envs, lean, policy_fn, monkeypatch
+):
     """With the running observation and reward normalisers (VecNorm per step inside the
-    array loop, RewardNorm and RewardSum replayed on the batch) and a TanhNormal policy, the
-    collector's array path gives exactly the batches, next input and normaliser statistics
-    of the loop over step_and_maybe_reset, across autoresets."""
+    array loop, RewardNorm and RewardSum replayed on the batch) and a Gaussian policy
+    (TanhNormal, or SB3's unsquashed one), acting through the lean path or the policy's own
+    forward, the collector's array path gives exactly the batches, next input, normaliser
+    statistics and RNG state of the loop over step_and_maybe_reset, across autoresets."""
+    import rl_trainers.modules.lean_acting as lean_acting
     from rl_trainers.envs import (
         Compose,
         GymEnv,
@@ -490,8 +510,19 @@ def test_array_rollout_with_normalisers_equals_step_by_step_loop(num_envs, monke
         envs.append(env)
         return env
 
-    fast, fast_next = _collect(make_env, _gaussian_policy, True, monkeypatch)
-    slow, slow_next = _collect(make_env, _gaussian_policy, False, monkeypatch)
+    monkeypatch.setattr(lean_acting, "LEAN_ACTING", lean)
+    taken = []
+    original = lean_acting.GaussianActing.batch_outputs
+    monkeypatch.setattr(
+        lean_acting.GaussianActing,
+        "batch_outputs",
+        lambda self, *args: (taken.append(1), original(self, *args))[1],
+    )
+    fast, fast_next = _collect(make_env, policy_fn, True, monkeypatch)
+    fast_rng = torch.get_rng_state()
+    assert bool(taken) == lean
+    slow, slow_next = _collect(make_env, policy_fn, False, monkeypatch)
+    assert torch.equal(fast_rng, torch.get_rng_state())
     assert any(b["next", "done"].any() for b in fast)
     for a, b in zip(fast, slow, strict=True):
         assert set(a.keys(True, True)) == set(b.keys(True, True))
@@ -513,7 +544,7 @@ def test_array_rollout_is_taken_with_normalisers():
     env = TransformedEnv(
         GymEnv("Pendulum-v1", num_envs=1), Compose(RewardSum(), VecNorm(), RewardNorm())
     )
-    policy = _gaussian_policy(env)
+    policy = _tanh_normal_policy(env)
     with torch.no_grad():
         out = env.rollout_batch(policy(env.reset()), 5, policy)
     assert out is not None

@@ -228,3 +228,32 @@ def test_catframes_on_buffer_samples_matches_the_env():
     td = TensorDict({"x": torch.arange(4.0).reshape(4, 1)}, [4])
     out = CatFrames(N=2, dim=-1, in_keys=["x"], out_keys=["y"], padding="constant")(td)
     assert out["y"].tolist() == [[0.0, 0.0], [0.0, 1.0], [1.0, 2.0], [2.0, 3.0]]
+
+
+@pytest.mark.parametrize("shape", [(4, 17), (1, 3), (5,)], ids=["batch4", "batch1", "unbatched"])
+@pytest.mark.parametrize("frozen_after", [None, 20])
+def test_vecnorm_host_maths_equal_the_tensor_maths(shape, frozen_after, monkeypatch):
+    """VecNorm computes on the host (numpy views of its buffers) for CPU tensors; the
+    tensor ops it falls back to elsewhere give the same outputs and statistics, bit for bit."""
+    import rl_trainers.envs.transforms.transforms as transforms_module
+    from rl_trainers.envs import VecNorm
+
+    gen = torch.Generator().manual_seed(0)
+    steps = [torch.randn(*shape, generator=gen) * 3 + 1 for _ in range(60)]
+    results = {}
+    for host in (True, False):
+        monkeypatch.setattr(transforms_module, "VECNORM_ON_HOST", host)
+        norm = VecNorm(in_keys=["observation"])
+        outs = []
+        for i, x in enumerate(steps):
+            if i == frozen_after:
+                norm.freeze()
+            td = TensorDict({"observation": x.clone()}, batch_size=shape[:-1])
+            outs.append(norm(td)["observation"])
+        results[host] = torch.stack(outs), dict(norm.named_buffers())
+    (host_out, host_stats), (torch_out, torch_stats) = results[True], results[False]
+    assert host_out.dtype == torch_out.dtype == torch.float32
+    assert torch.equal(host_out, torch_out)
+    assert host_stats.keys() == torch_stats.keys()
+    for key in host_stats:
+        assert torch.equal(host_stats[key], torch_stats[key]), key

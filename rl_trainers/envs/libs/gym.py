@@ -684,10 +684,10 @@ class GymWrapper(EnvBase):
         actions (``policy=None``) are drawn for all steps at once, from the same generator
         in the same order. Results equal the step-by-step loop's.
 
-        ``acting`` (a :class:`~rl_trainers.modules.lean_acting.CategoricalActing` of
-        ``policy``) acts on observation tensors instead of calling ``policy`` on a
-        TensorDict per step, when the input and the action spec fit it (else ``policy`` is
-        called); its entries are written for all steps at once.
+        ``acting`` (a :mod:`~rl_trainers.modules.lean_acting` path of ``policy``) acts on
+        observation tensors instead of calling ``policy`` on a TensorDict per step, when the
+        input and the action spec fit it (else ``policy`` is called); its entries are
+        written for all steps at once.
 
         ``observation_steps`` (from a :class:`TransformedEnv`, e.g. a running observation
         normaliser) map the observation where the transforms' ``_step`` and ``_reset`` would:
@@ -713,8 +713,7 @@ class GymWrapper(EnvBase):
         env, conv, n = self._env, self._obs_conv, self.batch_size[0]
         if policy is None or not self._fits(acting, root):
             acting = None
-        logits_steps: list[torch.Tensor] = []
-        index_steps: list[torch.Tensor] = []
+        records: list[tuple[torch.Tensor, ...]] = []
         actions = None
         if policy is None:
             actions = self.action_spec.rand(torch.Size([steps]))  # [T, *B, ...] one draw
@@ -727,13 +726,11 @@ class GymWrapper(EnvBase):
             if policy is None:  # no TensorDict per step: observations only
                 action = env_actions[t]
                 inputs.append(obs_in)
-            elif acting is not None:  # tensors only; the env takes the sampled index
-                logits = acting.logits(obs_in)
-                index = acting.sample(logits)
-                logits_steps.append(logits)
-                index_steps.append(index)
+            elif acting is not None:  # tensors only, no TensorDict per step
+                record = acting.step(obs_in)
+                records.append(record)
                 inputs.append(obs_in)
-                action = index.numpy().reshape(n).copy()  # the env's own array
+                action = acting.env_action(record, self._act_conv)
             else:
                 td = policy(td)
                 action = self._get_action(td)
@@ -762,9 +759,7 @@ class GymWrapper(EnvBase):
         time_dim = len(self.batch_size)
         batch_size = torch.Size([n, steps])
         if acting is not None:
-            outputs = acting.outputs(
-                torch.stack(logits_steps, time_dim), torch.stack(index_steps, time_dim)
-            )
+            outputs = acting.batch_outputs(records, time_dim)
             batch, td = self._acting_entries(root, inputs, outputs, reset_obs, steps)
         elif policy is None:
             first = tensordict._tensordict
@@ -792,20 +787,12 @@ class GymWrapper(EnvBase):
     def _fits(self, acting: Any, root: dict[str, Any]) -> bool:
         """Whether ``acting`` can replace the policy call on this input and action spec: the
         input holds only the observation, the done flags and the policy's own entries, and
-        the sampled index is what the env takes (a one-hot spec of ``n_actions`` or an
-        index spec with ``n_actions`` values)."""
+        what it samples is what the env takes (``acting.fits``)."""
         if acting is None or acting.obs_key != self._root_key:
             return False
         if set(root) - {self._root_key, *DONE_KEYS, *acting.out_keys}:
             return False
-        spec, n = self.action_spec, self.batch_size[0]
-        if acting.one_hot:
-            return isinstance(spec, OneHot) and self._action_shape == (n, acting.n_actions)
-        return (
-            isinstance(spec, Categorical)
-            and self._action_shape == (n,)
-            and spec.n == acting.n_actions
-        )
+        return acting.fits(self.action_spec, self._action_shape)
 
     def _acting_entries(
         self,
@@ -816,7 +803,7 @@ class GymWrapper(EnvBase):
         steps: int,
     ) -> tuple[TensorDictBase, TensorDictBase]:
         """The ``[*B, steps]`` root entries and the next policy input of a batch acted by a
-        ``CategoricalActing``: the same keys, order and values as the policy's TensorDicts
+        lean acting path: the same keys, order and values as the policy's TensorDicts
         (entries in the input's order, then the new outputs; the next input as
         :meth:`_next_input` builds it from the last step)."""
         time_dim = len(self.batch_size)

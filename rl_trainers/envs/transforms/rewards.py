@@ -17,8 +17,11 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import Any
 
+import numpy as np
 import torch
 from tensordict import TensorDictBase
 
@@ -364,6 +367,18 @@ class Reward2GoTransform(Transform):
         )
 
 
+def _merged(stats: tuple[float, float, float], returns: np.ndarray) -> tuple[float, float, float]:
+    """``(count, mean, var)`` with a batch of returns merged in (Chan et al.'s exact update),
+    in float64 on the host."""
+    count, mean, var = stats
+    n = returns.size
+    batch_mean, batch_var = float(returns.mean()), float(returns.var())
+    total = count + n
+    delta = batch_mean - mean
+    m2 = var * count + batch_var * n + delta * delta * count * n / total
+    return total, mean + delta * n / total, m2 / total
+
+
 class RewardNorm(RunningStatistics):
     """Divide each reward by the running standard deviation of the discounted return.
 
@@ -459,32 +474,46 @@ class RewardNorm(RunningStatistics):
         return (self.var + self.eps).sqrt()
 
     # --- the maths -----------------------------------------------------------------------------
+    # On the host in float64 (Python floats and small numpy arrays): one env step costs a few
+    # microseconds here, where the same dozen ops as tensors cost ~15x more in dispatch.
     @torch.no_grad()
-    def _update(self, returns: torch.Tensor) -> None:
+    def _update(self, returns: Any) -> None:
         """Merge a batch of returns into the running mean and variance (exact)."""
-        n = returns.numel()
-        batch_mean = returns.mean()
-        batch_var = returns.var(correction=0)
-        total = self.count + n
-        delta = batch_mean - self.mean
-        m2 = self.var * self.count + batch_var * n + delta * delta * self.count * n / total
-        self.mean.add_(delta * n / total)
-        self.var.copy_(m2 / total)
-        self.count.copy_(total)
+        stats = (self.count.item(), self.mean.item(), self.var.item())
+        self._store(*_merged(stats, np.asarray(returns, dtype=np.float64)))
+
+    def _store(self, count: float, mean: float, var: float) -> None:
+        self.count.fill_(count)
+        self.mean.fill_(mean)
+        self.var.fill_(var)
 
     @torch.no_grad()
     def _normalize(self, reward: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
         """One step: update the returns and statistics, return the normalised reward."""
-        r = reward.to(self.mean.device, torch.float64)
-        if self.returns is None or self.returns.shape != r.shape:
-            self._init_returns(r.shape)
-        running = self.returns * self.gamma + r
-        if not self.frozen:
-            self._update(running)
-        out = (r / self.std).clamp(-self.clip, self.clip)
-        ended = done.to(self.mean.device).reshape(running.shape)
-        self.returns = torch.where(ended, torch.zeros_like(running), running)
-        return out.to(reward.device, reward.dtype)
+        r = reward.detach().cpu().numpy()
+        out = self._normalize_steps(r[None], done.detach().cpu().numpy().reshape(r.shape)[None])
+        return torch.from_numpy(out[0]).to(reward.device, reward.dtype)
+
+    def _normalize_steps(self, rewards: np.ndarray, done: np.ndarray) -> np.ndarray:
+        """Steps ``rewards[t]`` in order (``[T, *B, 1]``; ``done`` alike): update the returns
+        and statistics at each, return the normalised rewards (float64)."""
+        shape = rewards.shape[1:]
+        if self.returns is None or self.returns.shape != shape:
+            self._init_returns(shape)
+        returns = self.returns.cpu().numpy()
+        stats = (self.count.item(), self.mean.item(), self.var.item())
+        out = np.empty(rewards.shape, dtype=np.float64)
+        for t in range(rewards.shape[0]):
+            r = rewards[t].astype(np.float64)
+            running = returns * self.gamma + r
+            if not self.frozen:
+                stats = _merged(stats, running)
+            out[t] = np.clip(r / math.sqrt(stats[2] + self.eps), -self.clip, self.clip)
+            running[done[t]] = 0.0
+            returns = running
+        self._store(*stats)
+        self.returns = torch.from_numpy(returns).to(self.mean.device)
+        return out
 
     # --- env hooks -----------------------------------------------------------------------------
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
@@ -529,11 +558,10 @@ class RewardNorm(RunningStatistics):
         reward = nxt.get(ik, None)
         if reward is None:
             raise _missing(nxt, ik, "RewardNorm")
-        done = nxt.get("done")
-        out = torch.empty_like(reward)
-        for t in range(reward.shape[-2]):
-            out[..., t, :] = self._normalize(reward[..., t, :], done[..., t, :])
-        nxt.set(ok, out)
+        time_first = np.moveaxis(reward.detach().cpu().numpy(), -2, 0)
+        done = np.moveaxis(nxt.get("done").cpu().numpy(), -2, 0)
+        out = np.moveaxis(self._normalize_steps(time_first, done), 0, -2)
+        nxt.set(ok, torch.from_numpy(np.ascontiguousarray(out)).to(reward.device, reward.dtype))
 
     # --- data-parallel training (freeze/frozen_copy: RunningStatistics) ------------------------
     @torch.no_grad()

@@ -967,6 +967,10 @@ def running_statistics(env: Any) -> list[RunningStatistics]:
     return [t for t in transforms if isinstance(t, RunningStatistics)]
 
 
+#: VecNorm on CPU tensors computes in numpy (the same float32 operations); False: in torch.
+VECNORM_ON_HOST = True
+
+
 class VecNorm(RunningStatistics):
     """Running observation normalisation with exponentially decayed statistics.
 
@@ -1039,6 +1043,10 @@ class VecNorm(RunningStatistics):
         if s is None:
             self._init_stats(i, x.shape[batch_dims:])
             s, q, c = (getattr(self, f"{n}_{i}") for n in ("sum", "ssq", "count"))
+        if x.device.type == "cpu" and s.device.type == "cpu" and VECNORM_ON_HOST:
+            # the same float32 maths in numpy, on views of the buffers: a few microseconds
+            # per step where the tensor ops cost ~15x more in dispatch
+            return torch.from_numpy(self._host_update_and_normalize(x.numpy(), s, q, c))
         if not self.frozen:
             dims = tuple(range(x.ndim - s.ndim))
             d = self.decay
@@ -1048,6 +1056,23 @@ class VecNorm(RunningStatistics):
         mean = s / c.clamp_min(1e-8)
         var = (q / c.clamp_min(1e-8) - mean * mean).clamp_min(self.eps)
         return (x - mean) / var.sqrt()
+
+    def _host_update_and_normalize(self, x: np.ndarray, *buffers: torch.Tensor) -> np.ndarray:
+        s, q, c = (b.numpy() for b in buffers)
+        if not self.frozen:
+            axes = tuple(range(x.ndim - s.ndim))
+            d = np.float32(self.decay)
+            s *= d
+            s += x.sum(axes) if axes else x
+            q *= d
+            q += (x * x).sum(axes) if axes else x * x
+            c *= d
+            c += np.float32(np.prod(x.shape[: x.ndim - s.ndim]))
+        count = np.maximum(c, np.float32(1e-8))
+        mean = s / count
+        var = np.maximum(q / count - mean * mean, np.float32(self.eps))
+        # torch's square root, which rounds some values differently from numpy's
+        return (x - mean) / torch.from_numpy(var).sqrt().numpy()
 
     def _rollout_observation_step(self, observation_key: Key, batch_dims: int) -> Any:
         if list(self.in_keys) != [observation_key] or list(self.out_keys) != [observation_key]:
