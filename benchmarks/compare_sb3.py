@@ -11,6 +11,14 @@ Tasks (rl-zoo's published hyperparameters; our default configs match them):
   64x64 tanh nets with orthogonal init.
 * ``sac_pendulum``: SAC, Pendulum-v1, 20k frames, lr 1e-3, batch 256, buffer 1M, 100 warm-up
   frames, tau 0.005, gamma 0.99, one update per frame, automatic entropy, 256x256 ReLU nets.
+* ``ppo_halfcheetah``: the preset ``experiment=ppo_halfcheetah`` on HalfCheetah-v5, 20,480
+  frames: 1 env, 2048-frame batches, 10 epochs of 64-sample minibatches, gamma 0.99, GAE
+  lambda 0.95, lr 3e-4 annealed linearly, clip 0.2, no entropy bonus, observation and reward
+  normalisation (SB3: ``VecNormalize``), 64x64 tanh nets, SB3's policy parametrisation (a
+  diagonal Gaussian with a state-independent log-std, actions clipped to the bounds).
+* ``sac_halfcheetah`` / ``td3_halfcheetah``: the presets on HalfCheetah-v5 (rl-zoo's MuJoCo
+  settings, ``benchmarks/sb3_mujoco.py`` builds SB3's side), 20k frames: the 10k random
+  warm-up frames, then 10k frames with one gradient update each.
 
 Each run is its own subprocess, A (rl_trainers) and B (SB3) alternating, ``--pairs`` times per
 task, seed ``i`` for pair ``i`` on both sides:
@@ -29,8 +37,8 @@ for nets up to 128 wide, i.e. PPO here; 2 threads otherwise, i.e. SAC here) unle
 
 Peak memory is each subprocess's maximum resident set size (``wait4`` rusage).
 
-The last line is ``ratio ppo_cartpole=<x> sac_pendulum=<y>`` (median rl_trainers wall time over
-median SB3 wall time).
+The last line is ``ratio ppo_cartpole=<x> sac_pendulum=<y> ppo_halfcheetah=<z> ...`` (median
+rl_trainers wall time over median SB3 wall time, for every task run).
 """
 
 from __future__ import annotations
@@ -49,6 +57,23 @@ ROOT = Path(__file__).resolve().parents[1]
 TASKS = {
     "ppo_cartpole": {"script": "sota-implementations/ppo_trainer/train.py", "frames": 100_000},
     "sac_pendulum": {"script": "sota-implementations/sac_trainer/train.py", "frames": 20_000},
+    # the shipped MuJoCo presets at a speed budget: PPO ten 2048-frame batches; SAC and TD3
+    # their 10k random warm-up frames, then 10k frames with one update each
+    "ppo_halfcheetah": {
+        "script": "sota-implementations/ppo_trainer/train.py",
+        "frames": 20_480,
+        "overrides": ["experiment=ppo_halfcheetah"],
+    },
+    "sac_halfcheetah": {
+        "script": "sota-implementations/sac_trainer/train.py",
+        "frames": 20_000,
+        "overrides": ["experiment=sac_halfcheetah"],
+    },
+    "td3_halfcheetah": {
+        "script": "sota-implementations/td3_trainer/train.py",
+        "frames": 20_000,
+        "overrides": ["experiment=td3_halfcheetah"],
+    },
 }
 EVAL_EPISODES = 20
 
@@ -79,6 +104,8 @@ def run_rl_trainers(task: str, seed: int, threads: int, timeout: float) -> dict:
         cmd = [
             sys.executable,
             TASKS[task]["script"],
+            *TASKS[task].get("overrides", []),
+            f"trainer.total_frames={TASKS[task]['frames']}",
             f"seed={seed}",
             f"eval.episodes={EVAL_EPISODES}",
             f"trainer.num_threads={threads}",
@@ -116,6 +143,7 @@ def sb3_worker(task: str, seed: int, threads: int) -> None:
     from stable_baselines3 import PPO, SAC
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.vec_env import VecNormalize
 
     if threads > 0:
         torch.set_num_threads(threads)
@@ -159,12 +187,44 @@ def sb3_worker(task: str, seed: int, threads: int) -> None:
             verbose=0,
         )
         eval_env = gym.make("Pendulum-v1")
+    elif task == "ppo_halfcheetah":
+        # SB3's PPO: a diagonal Gaussian with a state-independent log-std, actions clipped
+        # to the bounds, as the preset's model/policy=normal
+        env = VecNormalize(make_vec_env("HalfCheetah-v5", n_envs=1, seed=seed), gamma=0.99)
+        model = PPO(
+            "MlpPolicy",
+            env,
+            n_steps=2048,
+            batch_size=64,
+            n_epochs=10,
+            gamma=0.99,
+            gae_lambda=0.95,
+            ent_coef=0.0,
+            learning_rate=linear(3e-4),
+            clip_range=0.2,
+            policy_kwargs={"net_arch": {"pi": [64, 64], "vf": [64, 64]}},
+            seed=seed,
+            device="cpu",
+            verbose=0,
+        )
+        eval_env = VecNormalize(make_vec_env("HalfCheetah-v5", n_envs=1), training=False)
+        eval_env.norm_reward = False
+    elif task in ("sac_halfcheetah", "td3_halfcheetah"):
+        sys.path.insert(0, str(Path(__file__).parent))
+        from sb3_mujoco import make_model
+
+        model = make_model(task.split("_")[0], gym.make("HalfCheetah-v5"), seed)
+        eval_env = gym.make("HalfCheetah-v5")
     else:
         raise ValueError(f"unknown task {task!r}; choose from {sorted(TASKS)}")
     start = time.perf_counter()
     model.learn(total_timesteps=TASKS[task]["frames"])
     wall = time.perf_counter() - start
-    eval_env.reset(seed=seed + 10_000)
+    if isinstance(eval_env, VecNormalize):  # the trained observation statistics, frozen
+        eval_env.obs_rms = env.obs_rms
+        eval_env.seed(seed + 10_000)
+    else:
+        eval_env.reset(seed=seed + 10_000)
     returns, _ = evaluate_policy(
         model,
         eval_env,
@@ -188,7 +248,11 @@ def _median(runs: list[dict], key: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int, default=3, help="alternating A/B pairs per task")
-    parser.add_argument("--tasks", default="ppo_cartpole,sac_pendulum")
+    parser.add_argument(
+        "--tasks",
+        default=",".join(TASKS),
+        help=f"comma-separated, from {', '.join(TASKS)}",
+    )
     parser.add_argument("--threads", type=int, default=0, help="rl_trainers threads (0: auto)")
     parser.add_argument("--sb3-threads", type=int, default=0, help="SB3 threads (0: torch default)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per run")

@@ -24,6 +24,27 @@ import time
 from pathlib import Path
 
 
+def make_model(algo: str, env, seed: int):
+    """SB3's SAC or TD3 on ``env`` with the presets' settings (see the module docstring)."""
+    import numpy as np
+    from stable_baselines3 import SAC, TD3
+    from stable_baselines3.common.noise import NormalActionNoise
+
+    if algo == "sac":
+        return SAC("MlpPolicy", env, learning_starts=10_000, seed=seed, device="cpu")
+    n_actions = env.action_space.shape[0]
+    noise = NormalActionNoise(np.zeros(n_actions), 0.1 * np.ones(n_actions))
+    return TD3(
+        "MlpPolicy",
+        env,
+        learning_starts=10_000,
+        action_noise=noise,
+        policy_kwargs={"net_arch": [400, 300]},
+        seed=seed,
+        device="cpu",
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("algo", choices=["sac", "td3"])
@@ -38,10 +59,8 @@ def main() -> None:
     import gymnasium as gym
     import numpy as np
     import torch
-    from stable_baselines3 import SAC, TD3
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.evaluation import evaluate_policy
-    from stable_baselines3.common.noise import NormalActionNoise
 
     torch.set_num_threads(args.threads)
     csv_path = args.out / "logs" / "scalars" / "train" / "episode_return.csv"
@@ -58,27 +77,17 @@ def main() -> None:
             return True
 
     env = gym.make(args.env)
-    if args.algo == "sac":
-        model = SAC("MlpPolicy", env, learning_starts=10_000, seed=args.seed, device="cpu")
-    else:
-        n_actions = env.action_space.shape[0]
-        noise = NormalActionNoise(np.zeros(n_actions), 0.1 * np.ones(n_actions))
-        model = TD3(
-            "MlpPolicy",
-            env,
-            learning_starts=10_000,
-            action_noise=noise,
-            policy_kwargs={"net_arch": [400, 300]},
-            seed=args.seed,
-            device="cpu",
-        )
+    model = make_model(args.algo, env, args.seed)
     start = time.perf_counter()
     model.learn(total_timesteps=args.frames, callback=EpisodeReturns())
     wall = time.perf_counter() - start
     eval_env = gym.make(args.env)
     eval_env.reset(seed=args.seed + 10_000)
     returns, _ = evaluate_policy(
-        model, eval_env, n_eval_episodes=args.eval_episodes, deterministic=True,
+        model,
+        eval_env,
+        n_eval_episodes=args.eval_episodes,
+        deterministic=True,
         return_episode_rewards=True,
     )
     summary = {
