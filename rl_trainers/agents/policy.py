@@ -327,6 +327,7 @@ class TrainedPolicy:
         from tensordict import TensorDict
 
         from rl_trainers.envs.utils import ExplorationType, set_exploration_type
+        from rl_trainers.modules.models import torch_kernels
 
         obs = torch.as_tensor(np.asarray(observation), dtype=self.observation_dtype)
         single = tuple(obs.shape) == self.observation_shape
@@ -339,7 +340,8 @@ class TrainedPolicy:
             )
         td = TensorDict({self.observation_key: obs}, batch_size=obs.shape[:1])
         mode = ExplorationType.DETERMINISTIC if deterministic else ExplorationType.RANDOM
-        with torch.no_grad(), set_exploration_type(mode):
+        # torch's own kernels: the actions of an exported copy (export_policy), bit for bit
+        with torch.no_grad(), set_exploration_type(mode), torch_kernels(), plain_gemm():
             td = self.module(self.normalize(td))
         action = self._convert(td.get("action"))
         if single:
@@ -348,6 +350,20 @@ class TrainedPolicy:
         return action
 
     __call__ = act
+
+
+class plain_gemm:  # noqa: N801 - a context manager
+    """MKL's matrix products for every size (as an exported graph computes them)."""
+
+    def __enter__(self) -> None:
+        from rl_trainers.modules import gemm
+
+        self.before, gemm.USE_ONEDNN = gemm.USE_ONEDNN, False
+
+    def __exit__(self, *exc: Any) -> None:
+        from rl_trainers.modules import gemm
+
+        gemm.USE_ONEDNN = self.before
 
 
 def _module_state(state: dict[str, Any], name: str):
