@@ -101,9 +101,7 @@ def _video_writer(path: Path, fps: int):
     except ImportError:
         from rl_trainers.agents.policy import RunError
 
-        raise RunError(
-            "writing a video needs imageio: pip install 'imageio[ffmpeg]'"
-        ) from None
+        raise RunError("writing a video needs imageio: pip install 'imageio[ffmpeg]'") from None
     if path.suffix.lower() in (".mp4", ".mkv", ".avi", ".mov", ".webm"):
         try:
             import imageio_ffmpeg  # noqa: F401
@@ -318,7 +316,10 @@ def _table(rows: list[dict], fmt: str) -> str:
         return "\n".join(out)
     widths = [max(len(h), *(len(c[i]) for c in lines)) for i, h in enumerate(header)]
     out = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
-    out += ["  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip() for cells in lines]
+    out += [
+        "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+        for cells in lines
+    ]
     return "\n".join(out)
 
 

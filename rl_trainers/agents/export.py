@@ -107,9 +107,7 @@ def _exported_program(graph: PolicyGraph, policy: TrainedPolicy):
         gemm.USE_ONEDNN = onednn
 
 
-def export_policy(
-    policy: TrainedPolicy, out: str | os.PathLike, format: str = "exported"
-) -> Path:
+def export_policy(policy: TrainedPolicy, out: str | os.PathLike, format: str = "exported") -> Path:
     """Write ``policy`` to ``out`` as a standalone file of ``format`` (:data:`FORMATS`)."""
     if format not in FORMATS:
         raise RunError(f"--format {format}: one of {', '.join(FORMATS)}")
@@ -141,8 +139,7 @@ def _require_onnx() -> None:
             missing.append(name)
     if missing:
         raise RunError(
-            f"--format onnx needs {' and '.join(missing)}: pip install onnx onnxscript "
-            "onnxruntime"
+            f"--format onnx needs {' and '.join(missing)}: pip install onnx onnxscript onnxruntime"
         )
 
 
@@ -171,9 +168,7 @@ def run_exported(path: str | os.PathLike, format: str, observations: Any) -> np.
         session = onnxruntime.InferenceSession(str(path))
         return session.run(None, {session.get_inputs()[0].name: obs})[0]
     module = (
-        torch.export.load(str(path)).module()
-        if format == "exported"
-        else torch.jit.load(str(path))
+        torch.export.load(str(path)).module() if format == "exported" else torch.jit.load(str(path))
     )
     with torch.no_grad():
         return module(torch.from_numpy(obs)).numpy()

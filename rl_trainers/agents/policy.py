@@ -236,9 +236,7 @@ def load_normalizers(env, states: list[dict[str, torch.Tensor]], source: str) ->
         norm.freeze()
 
 
-def make_env(
-    run_dir: str | os.PathLike, render_mode: str | None = None, **make_kwargs: Any
-):
+def make_env(run_dir: str | os.PathLike, render_mode: str | None = None, **make_kwargs: Any):
     """The gymnasium env a run trained on, as it trained on it: the same id, ``make_kwargs``,
     time limit (``env.max_episode_steps``) and frame skip; its observations are what
     :meth:`TrainedPolicy.act` takes (the normaliser is the policy's part).
@@ -265,7 +263,9 @@ def make_env(
     if render_mode is not None:
         kwargs["render_mode"] = render_mode
     kwargs.update(make_kwargs)
-    factory = GymFactory(str(env_cfg.env_name), frame_skip=int(env_cfg.frame_skip), make_kwargs=kwargs)
+    factory = GymFactory(
+        str(env_cfg.env_name), frame_skip=int(env_cfg.frame_skip), make_kwargs=kwargs
+    )
     return factory()
 
 
@@ -441,7 +441,11 @@ def load_policy(
         module = trainer_class.eval_policy_of(cfg, loss, env)
         exploration = _module_state(state, "exploration")
         explorer = getattr(module, "explorer", None)
-        if exploration is not None and explorer is not None and hasattr(explorer, "load_state_dict"):
+        if (
+            exploration is not None
+            and explorer is not None
+            and hasattr(explorer, "load_state_dict")
+        ):
             explorer.load_state_dict(exploration)
         load_normalizers(env, _saved_vecnorm_states(_env_state(state)), str(path))
         norms = _vecnorms(env)
