@@ -139,8 +139,8 @@ def test_missing_optional_dependency(runs, tmp_path, blocked, args, needs):
     """The optional package made unimportable (sys.modules[name] = None) before the command."""
     argv = [a.format(run=runs["ppo_cartpole"], tmp=tmp_path) for a in args]
     code = (
-        "import sys; sys.modules[%r] = None; import runpy; sys.argv = %r; "
-        "runpy.run_module(%r, run_name='__main__')" % (blocked, argv, argv[0])
+        f"import sys; sys.modules[{blocked!r}] = None; import runpy; sys.argv = {argv!r}; "
+        f"runpy.run_module({argv[0]!r}, run_name='__main__')"
     )
     from .conftest import env_with_package
 
