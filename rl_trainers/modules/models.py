@@ -6,8 +6,9 @@ user never types an observation size: the first forward pass fixes it.
 
 from __future__ import annotations
 
+import contextlib
 import types
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -38,9 +39,28 @@ class _NumpyTanh(torch.autograd.Function):
         return torch.ops.aten.tanh_backward(grad, y)
 
 
+#: Set to False to compute ``FastTanh`` with ``torch.tanh`` (see :func:`torch_kernels`).
+NUMPY_TANH = True
+
+
+@contextlib.contextmanager
+def torch_kernels() -> Iterator[None]:
+    """Inside the block, networks run layer by layer on torch's own kernels (no numpy
+    ``tanh``, no fused MLP): the ops an exported graph (``torch.export``, TorchScript) of
+    the same network runs, so its outputs agree bit for bit."""
+    global FUSE_MLP, NUMPY_TANH
+    before = FUSE_MLP, NUMPY_TANH
+    FUSE_MLP = NUMPY_TANH = False
+    try:
+        yield
+    finally:
+        FUSE_MLP, NUMPY_TANH = before
+
+
 def _numpy_ok(x: torch.Tensor) -> bool:
     return (
-        x.device.type == "cpu"
+        NUMPY_TANH
+        and x.device.type == "cpu"
         and x.dim() > 0
         and x.dtype in _NUMPY_DTYPES
         and not torch.compiler.is_compiling()

@@ -25,6 +25,7 @@ PAGES = [
     "hooks.md",
     "plotting.md",
     "porting.md",
+    "using-trained-agents.md",
 ]
 _BLOCK = re.compile(r"^```python[^\n]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
 _SKIP = "<!-- skip -->"

@@ -37,9 +37,13 @@ class A2CTrainer(OnPolicyTrainer):
     takes_minibatches = False
 
     @classmethod
+    def build_loss(cls, cfg: DictConfig, env):
+        """The loss module (with its actor and critic) built for ``env``'s specs."""
+        actor, critic = build_actor_critic(cfg, env)
+        return build(cfg, "loss", actor_network=actor, critic_network=critic)
+
+    @classmethod
     def from_config(cls, cfg: DictConfig, output_dir: Path) -> A2CTrainer:
         """Build every component from a composed ``A2CTrainerConfig``, seeding first."""
         envs = prepare_run(cfg, output_dir)
-        actor, critic = build_actor_critic(cfg, envs.env)
-        loss = build(cfg, "loss", actor_network=actor, critic_network=critic)
-        return finish_build(cls, cfg, output_dir, envs, loss)
+        return finish_build(cls, cfg, output_dir, envs, cls.build_loss(cfg, envs.env))

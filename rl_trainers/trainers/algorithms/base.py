@@ -8,6 +8,7 @@ live here once.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,13 +178,60 @@ class AlgorithmTrainer(Trainer):
         }
         super()._check_metadata({**saved, **missing}, source)
 
+    @classmethod
+    def eval_policy_of(cls, cfg: DictConfig, loss, env):
+        """The policy evaluations of a trainer built from ``cfg`` act with, given its loss
+        module (what :func:`~rl_trainers.load_policy` rebuilds a trained policy with)."""
+        return loss.actor_network
+
+    #: Where the policy of the best periodic evaluation is kept (next to the checkpoints).
+    BEST_POLICY_FILE = "best_policy.pt"
+
     def _evaluate(self, batch: TensorDictBase) -> dict[str, Any]:
         returns = torch.tensor(self.evaluate_final())
         mean = returns.mean()
+        self._keep_best_policy(float(mean))
         target = self.eval_stop_at_return
         if target is not None and mean >= target:
             self.finish(f"evaluation return {mean.item():.2f} >= eval.stop_at_return={target}")
         return {"eval/return_mean": mean, "eval/return_std": returns.std(correction=0)}
+
+    def _keep_best_policy(self, mean: float) -> None:
+        """Save the policy (the loss module's weights, the exploration state and the
+        evaluation env's observation statistics) to ``checkpoints/best_policy.pt`` when
+        ``mean`` beats the best periodic evaluation so far (read back from that file after
+        a resume)."""
+        from rl_trainers.trainers import checkpoint as ckpt
+
+        if self.save_trainer_file is None or self.rank != 0:
+            return
+        path = Path(self.save_trainer_file).parent / self.BEST_POLICY_FILE
+        best = getattr(self, "_best_eval_return", None)
+        if best is None and path.exists():
+            try:
+                best = float(ckpt.load_checkpoint(path)["eval_return_mean"])
+            except (ckpt.CheckpointError, KeyError, TypeError, ValueError):
+                best = None
+        if best is not None and not mean > best:
+            self._best_eval_return = best
+            return
+        self._best_eval_return = mean
+        modules = {"loss_module": self.loss_module.state_dict()}
+        exploration = getattr(self, "exploration", None)
+        if exploration is not None and hasattr(exploration, "state_dict"):
+            modules["exploration"] = exploration.state_dict()
+        state = {
+            "format": ckpt.CKPT_FORMAT,
+            "version": ckpt.CKPT_VERSION,
+            "kind": "best_policy",
+            "meta": dict(self.checkpoint_metadata),
+            "modules": modules,
+            "env": self.eval_env.state_dict() if self.eval_env is not None else {},
+            "frames": int(self.collected_frames),
+            "eval_return_mean": mean,
+        }
+        with _checkpoint_backend("torch"):  # one small file, whatever CKPT_BACKEND says
+            ckpt.save_checkpoint(state, path)
 
     def evaluate_final(self) -> list[float]:
         """Returns of ``eval_episodes`` episodes on the evaluation env.
@@ -220,6 +268,22 @@ class AlgorithmTrainer(Trainer):
             video.dump(step=step)
             self._eval_video_step = step
         return returns
+
+
+@contextlib.contextmanager
+def _checkpoint_backend(backend: str):
+    """``CKPT_BACKEND`` set to ``backend`` for the block."""
+    import os
+
+    before = os.environ.get("CKPT_BACKEND")
+    os.environ["CKPT_BACKEND"] = backend
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("CKPT_BACKEND", None)
+        else:
+            os.environ["CKPT_BACKEND"] = before
 
 
 def copy_normalizer_stats(collector, target_env) -> None:

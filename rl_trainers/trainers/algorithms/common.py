@@ -154,6 +154,7 @@ def evaluate_episodes(
     deterministic: bool = True,
     max_episode_steps: int = EVAL_MAX_EPISODE_STEPS,
     video=None,
+    lengths: list[int] | None = None,
 ) -> list[float]:
     """Returns of ``episodes`` complete episodes of ``policy`` on the batched ``env``.
 
@@ -163,6 +164,9 @@ def evaluate_episodes(
     steps is counted with the return it has so far (with a warning naming
     ``env.max_episode_steps``, the time limit to set for such envs).
 
+    ``lengths``, when given, is filled with the episodes' lengths (in steps), in the order
+    of the returns.
+
     ``video`` (an :class:`~rl_trainers.trainers.algorithms.eval_video.EpisodeVideo`)
     records sub-env 0's first episode: its ``start()`` is called after the reset, its
     ``step(ended)`` after every step.
@@ -171,8 +175,9 @@ def evaluate_episodes(
     per_env = -(-episodes // num_envs)
     mode = ExplorationType.DETERMINISTIC if deterministic else ExplorationType.RANDOM
     returns: list[list[float]] = [[] for _ in range(num_envs)]
+    steps: list[list[int]] = [[] for _ in range(num_envs)]
     running = torch.zeros(num_envs)
-    lengths = torch.zeros(num_envs, dtype=torch.long)
+    lengths_now = torch.zeros(num_envs, dtype=torch.long)
     cut = 0
     td = env.reset()
     if video is not None:
@@ -182,14 +187,15 @@ def evaluate_episodes(
             td = policy(td)
             td, next_td = env.step_and_maybe_reset(td)
             running += td.get(("next", "reward")).reshape(num_envs)
-            lengths += 1
+            lengths_now += 1
             done = td.get(("next", "done")).reshape(num_envs)
-            stuck = ~done & (lengths >= max_episode_steps)
+            stuck = ~done & (lengths_now >= max_episode_steps)
             cut += int(stuck.sum())
             for i in (done | stuck).nonzero().flatten().tolist():
                 returns[i].append(float(running[i]))
+                steps[i].append(int(lengths_now[i]))
                 running[i] = 0.0
-                lengths[i] = 0
+                lengths_now[i] = 0
             if video is not None:
                 video.step(ended=bool(done[0] or stuck[0]))
             td = next_td
@@ -202,6 +208,8 @@ def evaluate_episodes(
             stacklevel=2,
         )
     flat = [r for env_returns in returns for r in env_returns[:per_env]]
+    if lengths is not None:
+        lengths[:] = [n for env_steps in steps for n in env_steps[:per_env]][:episodes]
     return flat[:episodes]
 
 

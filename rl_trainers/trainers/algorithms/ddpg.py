@@ -12,7 +12,12 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from rl_trainers.trainers.algorithms.td3 import TD3Trainer, build_deterministic_trainer
+from rl_trainers.trainers.algorithms.td3 import (
+    TD3Trainer,
+    add_ou_init_tracker,
+    build_deterministic_loss,
+    build_deterministic_trainer,
+)
 
 __all__ = ["DDPGTrainer"]
 
@@ -23,6 +28,12 @@ class DDPGTrainer(TD3Trainer):
     torchrl's arguments as TD3Trainer's)."""
 
     torchrl_episode_reward = ("reward_sum", "max")
+
+    @classmethod
+    def build_loss(cls, cfg: DictConfig, env):
+        """The loss module (with its actor and critic) built for ``env``'s specs."""
+        add_ou_init_tracker(cfg)
+        return build_deterministic_loss(cfg, env, "DDPG")
 
     @classmethod
     def from_config(cls, cfg: DictConfig, output_dir: Path) -> DDPGTrainer:

@@ -64,9 +64,35 @@ class DQNTrainer(OffPolicyTrainer):
         return {"train/epsilon": self.exploration.eps}
 
     @classmethod
+    def build_loss(cls, cfg: DictConfig, env):
+        """The loss module (with its Q-value actor) built for ``env``'s specs."""
+        return build(cfg, "loss", value_network=build_model(cfg, "qvalue", env))
+
+    @classmethod
+    def exploration_policy(cls, cfg: DictConfig, loss, env):
+        """The loss's Q-value actor followed by the annealed epsilon-greedy module (the
+        collector's policy, and the evaluations': greedy when they act deterministically)."""
+        from rl_trainers.modules import EGreedyWrapper
+
+        loop = cfg.trainer
+        return EGreedyWrapper(
+            loss.value_network,
+            eps_init=loop.eps_init,
+            eps_end=loop.eps_end,
+            annealing_num_steps=exploration_frames(cfg),
+            spec=env.action_spec,
+        )
+
+    @classmethod
+    def eval_policy_of(cls, cfg: DictConfig, loss, env):
+        """The policy evaluations act with: :meth:`exploration_policy` (greedy when
+        deterministic)."""
+        return cls.exploration_policy(cfg, loss, env)
+
+    @classmethod
     def from_config(cls, cfg: DictConfig, output_dir: Path) -> DQNTrainer:
         """Build every component from a composed ``DQNTrainerConfig``, seeding first."""
-        from rl_trainers.modules import EGreedyWrapper, spec_kind
+        from rl_trainers.modules import spec_kind
         from rl_trainers.objectives import IntervalTargetUpdate
 
         envs = prepare_run(cfg, output_dir)
@@ -79,16 +105,9 @@ class DQNTrainer(OffPolicyTrainer):
                 "ppo_trainer, a2c_trainer, pg_trainer)",
             )
         check_buffer_fits_memory(cfg, envs.env)
-        qactor = build_model(cfg, "qvalue", envs.env)
+        loss = cls.build_loss(cfg, envs.env)
+        policy = cls.exploration_policy(cfg, loss, envs.env)
         loop = cfg.trainer
-        policy = EGreedyWrapper(
-            qactor,
-            eps_init=loop.eps_init,
-            eps_end=loop.eps_end,
-            annealing_num_steps=exploration_frames(cfg),
-            spec=envs.env.action_spec,
-        )
-        loss = build(cfg, "loss", value_network=qactor)
         return finish_build(
             cls,
             cfg,

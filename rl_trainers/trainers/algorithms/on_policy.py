@@ -50,6 +50,12 @@ class EpochMinibatches(TrainerHookBase):
         self._flat = flat_batch
         self._size = self._cursor = len(flat_batch)  # forces a new permutation next sample
 
+    @classmethod
+    def eval_policy_of(cls, cfg, loss, env):
+        """The actor, or with gSDE its ``act_with_fresh_noise`` (as evaluations act)."""
+        actor = loss.actor_network
+        return getattr(actor, "act_with_fresh_noise", None) or actor
+
     @property
     def current_batch(self) -> TensorDictBase | None:
         """The flat batch the minibatches are cut from (None before the first ``extend``)."""

@@ -67,17 +67,21 @@ class PGTrainer(OnPolicyTrainer):
         returns_to_go(batch, float(loss.gamma), loss.advantage_key)
 
     @classmethod
+    def build_loss(cls, cfg: DictConfig, env):
+        """The loss module (with its actor, and its baseline critic if any) for ``env``."""
+        if cfg.loss.baseline:
+            actor, critic = build_actor_critic(cfg, env)
+        else:  # no critic: nothing built, optimised or saved for it
+            actor, critic = build_model(cfg, "policy", env), None
+            if cfg.network.orthogonal_init:
+                orthogonal_init_(actor, output_gain=0.01)
+        return build(cfg, "loss", actor_network=actor, critic_network=critic)
+
+    @classmethod
     def from_config(cls, cfg: DictConfig, output_dir: Path) -> PGTrainer:
         """Build every component from a composed ``PGTrainerConfig``, seeding first."""
         envs = prepare_run(cfg, output_dir)
-        if cfg.loss.baseline:
-            actor, critic = build_actor_critic(cfg, envs.env)
-        else:  # no critic: nothing built, optimised or saved for it
-            actor, critic = build_model(cfg, "policy", envs.env), None
-            if cfg.network.orthogonal_init:
-                orthogonal_init_(actor, output_gain=0.01)
-        loss = build(cfg, "loss", actor_network=actor, critic_network=critic)
-        return finish_build(cls, cfg, output_dir, envs, loss)
+        return finish_build(cls, cfg, output_dir, envs, cls.build_loss(cfg, envs.env))
 
 
 def returns_to_go(batch: TensorDictBase, gamma: float, key: str = "advantage") -> torch.Tensor:

@@ -94,11 +94,16 @@ class PPOTrainer(OnPolicyTrainer):
             self._anneal_clip()
 
     @classmethod
+    def build_loss(cls, cfg: DictConfig, env) -> torch.nn.Module:
+        """The loss module (with its actor and critic) built for ``env``'s specs."""
+        actor, critic = build_actor_critic(cfg, env)
+        return build(cfg, "loss", actor_network=actor, critic_network=critic)
+
+    @classmethod
     def from_config(cls, cfg: DictConfig, output_dir: Path) -> PPOTrainer:
         """Build every component from a composed ``PPOTrainerConfig``, seeding first."""
         envs = prepare_run(cfg, output_dir)
-        actor, critic = build_actor_critic(cfg, envs.env)
-        loss = build(cfg, "loss", actor_network=actor, critic_network=critic)
+        loss = cls.build_loss(cfg, envs.env)
         return finish_build(
             cls,
             cfg,

@@ -42,6 +42,12 @@ class SACTrainer(OffPolicyTrainer):
     """
 
     @classmethod
+    def build_loss(cls, cfg: DictConfig, env):
+        """The loss module (with its actor and Q-value critics) built for ``env``'s specs."""
+        actor, qvalue = build_actor_critic(cfg, env)
+        return build(cfg, "loss", actor_network=actor, qvalue_network=qvalue)
+
+    @classmethod
     def from_config(cls, cfg: DictConfig, output_dir: Path) -> SACTrainer:
         """Build every component from a composed ``SACTrainerConfig``, seeding first."""
         from rl_trainers.objectives import SoftUpdate
@@ -49,8 +55,7 @@ class SACTrainer(OffPolicyTrainer):
         envs = prepare_run(cfg, output_dir)
         require_continuous_actions("SAC", cfg, envs.env)
         check_buffer_fits_memory(cfg, envs.env)
-        actor, qvalue = build_actor_critic(cfg, envs.env)
-        loss = build(cfg, "loss", actor_network=actor, qvalue_network=qvalue)
+        loss = cls.build_loss(cfg, envs.env)
         return finish_build(
             cls,
             cfg,

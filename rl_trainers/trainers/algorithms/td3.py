@@ -209,9 +209,34 @@ class TD3Trainer(OffPolicyTrainer):
             self.register_op("post_steps", exploration.step, frames=frames)
 
     @classmethod
+    def build_loss(cls, cfg: DictConfig, env):
+        """The loss module (with its actor and critics) built for ``env``'s specs."""
+        add_ou_init_tracker(cfg)
+        return build_deterministic_loss(cfg, env, "TD3")
+
+    @classmethod
     def from_config(cls, cfg: DictConfig, output_dir: Path) -> TD3Trainer:
         """Build every component from a composed ``TD3TrainerConfig``, seeding first."""
         return build_deterministic_trainer(cls, cfg, output_dir, "TD3")
+
+
+def add_ou_init_tracker(cfg: DictConfig) -> None:
+    """With Ornstein-Uhlenbeck noise, add ``InitTracker`` to ``cfg.env.transforms`` (the OU
+    process restarts with each episode: the env flags episode starts)."""
+    if cfg.trainer.get("exploration_noise") != "ou":
+        return
+    targets = [t.get("_target_") for t in cfg.env.transforms if hasattr(t, "get")]
+    if INIT_TRACKER not in targets:
+        with open_dict(cfg):
+            cfg.env.transforms = [*cfg.env.transforms, {"_target_": INIT_TRACKER}]
+
+
+def build_deterministic_loss(cfg: DictConfig, env, name: str):
+    """TD3's or DDPG's loss module, with its deterministic actor and critic(s), for ``env``."""
+    actor = build_model(cfg, "actor", env)
+    critic = build_model(cfg, "critic", env)
+    critic_arg = "qvalue_network" if name == "TD3" else "value_network"
+    return build(cfg, "loss", actor_network=actor, **{critic_arg: critic})
 
 
 def build_deterministic_trainer(cls, cfg: DictConfig, output_dir: Path, name: str):
@@ -219,19 +244,12 @@ def build_deterministic_trainer(cls, cfg: DictConfig, output_dir: Path, name: st
     from rl_trainers.objectives import SoftUpdate
 
     loop = cfg.trainer
-    if loop.exploration_noise == "ou":
-        # the OU process restarts with each episode: the env flags episode starts
-        targets = [t.get("_target_") for t in cfg.env.transforms if hasattr(t, "get")]
-        if INIT_TRACKER not in targets:
-            with open_dict(cfg):
-                cfg.env.transforms = [*cfg.env.transforms, {"_target_": INIT_TRACKER}]
+    add_ou_init_tracker(cfg)
     envs = prepare_run(cfg, output_dir)
     require_continuous_actions(name, cfg, envs.env)
     check_buffer_fits_memory(cfg, envs.env)
-    actor = build_model(cfg, "actor", envs.env)
-    critic = build_model(cfg, "critic", envs.env)
-    critic_arg = "qvalue_network" if name == "TD3" else "value_network"
-    loss = build(cfg, "loss", actor_network=actor, **{critic_arg: critic})
+    loss = build_deterministic_loss(cfg, envs.env, name)
+    actor = loss.actor_network
     actor_params = list(actor.parameters())
     critic_params = list(loss.qvalue_network_params.parameters())
     if {id(p) for p in loss.parameters()} != {id(p) for p in (*actor_params, *critic_params)}:

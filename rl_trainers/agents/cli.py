@@ -1,0 +1,370 @@
+"""``rl-trainers <command>`` (and ``python -m rl_trainers.<command>``): eval, enjoy, export,
+results. A bad input is one ``Error: ...`` line on stderr and exit status 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+COMMANDS = ("eval", "enjoy", "export", "results")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, status 2, as every other bad input
+        print(f"Error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _fail(message: str) -> int:
+    print(f"Error: {message}", file=sys.stderr)
+    return 2
+
+
+# ----------------------------------------------------------------------------- eval
+
+
+def eval_parser(prog: str = "rl-trainers eval") -> argparse.ArgumentParser:
+    p = _Parser(prog=prog, description="Evaluate a trained run; writes eval.json in RUN_DIR.")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="the run directory")
+    p.add_argument("--episodes", type=int, default=None, help="default: the run's eval.episodes")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="evaluation seed (default: the run's own, seed+10000: reproduces summary.json)",
+    )
+    p.add_argument("--stochastic", action="store_true", help="sample actions (default: mode)")
+    p.add_argument("--checkpoint", default=None, help="a checkpoint file of this run")
+    p.add_argument("--best", action="store_true", help="the best evaluation's policy")
+    return p
+
+
+def eval_main(argv: Sequence[str] | None = None) -> int:
+    from rl_trainers.agents.policy import evaluate, load_policy
+
+    args = eval_parser().parse_args(argv)
+    which = "best" if args.best else "latest"
+    policy = load_policy(args.run_dir, which=which, checkpoint=args.checkpoint)
+    result = evaluate(
+        policy,
+        episodes=args.episodes,
+        seed=args.seed,
+        deterministic=False if args.stochastic else None,
+    )
+    summary = {
+        "algorithm": policy.algorithm,
+        "env": policy.env_name,
+        "frames": policy.frames,
+        **result.summary(),
+    }
+    s = summary
+    print(
+        f"{policy.algorithm} {policy.env_name} ({policy.frames} frames, {s['eval_episodes']} "
+        f"episodes, seed {s['seed']}): return {s['eval_return_mean']:.2f} ± "
+        f"{s['eval_return_std']:.2f}, length {s['eval_length_mean']:.1f} ± "
+        f"{s['eval_length_std']:.1f}"
+    )
+    out = Path(policy.run_dir) / "eval.json"
+    out.write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+# ----------------------------------------------------------------------------- enjoy
+
+
+def enjoy_parser(prog: str = "rl-trainers enjoy") -> argparse.ArgumentParser:
+    p = _Parser(prog=prog, description="Watch a trained agent: a window, or a video file.")
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--video", default=None, help="write the episodes to this file (.mp4, .gif)")
+    p.add_argument("--episodes", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--stochastic", action="store_true")
+    p.add_argument("--checkpoint", default=None)
+    p.add_argument("--best", action="store_true")
+    p.add_argument("--max-steps", type=int, default=10_000, help="per episode")
+    return p
+
+
+def _has_display() -> bool:
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def _video_writer(path: Path, fps: int):
+    try:
+        import imageio.v2 as imageio
+    except ImportError:
+        from rl_trainers.agents.policy import RunError
+
+        raise RunError("writing a video needs imageio: pip install 'imageio[ffmpeg]'") from None
+    if path.suffix.lower() in (".mp4", ".mkv", ".avi", ".mov", ".webm"):
+        try:
+            import imageio_ffmpeg  # noqa: F401
+        except ImportError:
+            from rl_trainers.agents.policy import RunError
+
+            raise RunError(
+                f"writing {path.suffix} videos needs ffmpeg: pip install 'imageio[ffmpeg]' "
+                "(or give --video out.gif)"
+            ) from None
+        return imageio.get_writer(str(path), fps=fps, macro_block_size=1)
+    return imageio.get_writer(str(path), duration=1000 / fps, loop=0)
+
+
+def enjoy_main(argv: Sequence[str] | None = None) -> int:
+    from rl_trainers.agents.policy import RunError, load_policy, make_env
+
+    args = enjoy_parser().parse_args(argv)
+    video = Path(args.video) if args.video else None
+    if video is None and not _has_display():
+        video = Path(args.run_dir) / "enjoy.mp4"
+    mode = "rgb_array" if video is not None else "human"
+    if video is not None:
+        os.environ.setdefault("MUJOCO_GL", "egl")
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        video.parent.mkdir(parents=True, exist_ok=True)
+    policy = load_policy(
+        args.run_dir, which="best" if args.best else "latest", checkpoint=args.checkpoint
+    )
+    env = make_env(args.run_dir, render_mode=mode)
+    fps = int(env.metadata.get("render_fps") or 30)
+    writer = _video_writer(video, fps) if video is not None else None
+    try:
+        for episode in range(args.episodes):
+            obs, _ = env.reset(seed=args.seed + episode)
+            total, steps, done = 0.0, 0, False
+            while not done and steps < args.max_steps:
+                if writer is not None:
+                    frame = env.render()
+                    if frame is None:
+                        raise RunError(f"{policy.env_name} renders no rgb_array frames")
+                    writer.append_data(frame)
+                action = policy.act(obs, deterministic=not args.stochastic)
+                obs, reward, terminated, truncated, _ = env.step(action)
+                total += float(reward)
+                steps += 1
+                done = terminated or truncated
+            print(f"episode {episode}: return {total:.2f}, length {steps}")
+    finally:
+        env.close()
+        if writer is not None:
+            writer.close()
+    if video is not None:
+        print(f"wrote {video}", file=sys.stderr)
+    return 0
+
+
+# ----------------------------------------------------------------------------- export
+
+
+def export_parser(prog: str = "rl-trainers export") -> argparse.ArgumentParser:
+    from rl_trainers.agents.export import FORMATS
+
+    p = _Parser(
+        prog=prog,
+        description="Write the trained policy as one standalone file (torch, or onnxruntime).",
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("out", metavar="OUT", help="the file to write")
+    p.add_argument("--format", choices=FORMATS, default="exported")
+    p.add_argument("--checkpoint", default=None)
+    p.add_argument("--best", action="store_true")
+    return p
+
+
+def export_main(argv: Sequence[str] | None = None) -> int:
+    import warnings
+
+    from rl_trainers.agents.export import export_policy
+    from rl_trainers.agents.policy import load_policy
+
+    args = export_parser().parse_args(argv)
+    if args.format == "onnx":
+        from rl_trainers.agents.export import _require_onnx
+
+        _require_onnx()
+    policy = load_policy(
+        args.run_dir, which="best" if args.best else "latest", checkpoint=args.checkpoint
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = export_policy(policy, args.out, args.format)
+    kind = "int64 action indices" if policy.action_spec.dtype != _float() else "float32 actions"
+    print(
+        f"wrote {out} ({args.format}): float32 observations [batch, "
+        f"{', '.join(map(str, policy.observation_shape))}] -> {kind}"
+    )
+    return 0
+
+
+def _float():
+    import torch
+
+    return torch.float32
+
+
+# ----------------------------------------------------------------------------- results
+
+
+def results_parser(prog: str = "rl-trainers results") -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=prog,
+        description=(
+            "A table of runs grouped by what differs in their configs except the seed: final "
+            "evaluation return (mean ± std over seeds; interquartile mean with a bootstrap 95%% "
+            "interval when rliable is installed), frames, wall time."
+        ),
+    )
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="run, sweep or outputs directories")
+    p.add_argument("--format", choices=("text", "csv", "markdown"), default="text")
+    return p
+
+
+def _iqm(values: list[float]) -> tuple[float, float, float] | None:
+    """rliable's interquartile mean and its stratified-bootstrap 95% interval."""
+    try:
+        import numpy as np
+        from rliable import library as rly
+        from rliable import metrics
+    except Exception:  # noqa: BLE001 - not installed, or broken by its dependencies
+        return None
+    scores = {"g": np.asarray(values, dtype=np.float64).reshape(-1, 1)}
+    point, interval = rly.get_interval_estimates(
+        scores, lambda x: np.array([metrics.aggregate_iqm(x)]), reps=2000
+    )
+    return float(point["g"][0]), float(interval["g"][0][0]), float(interval["g"][1][0])
+
+
+def results_rows(dirs: Sequence[str]) -> list[dict]:
+    from rl_trainers.plot.curves import group_runs
+    from rl_trainers.plot.runs import find_runs
+
+    runs = [r for r in find_runs(list(dirs)) if (r.path / "summary.json").is_file()]
+    if not runs:
+        from rl_trainers.agents.policy import RunError
+
+        raise RunError(f"{', '.join(dirs)}: no finished run (no summary.json) found")
+    rows = []
+    for group in group_runs(runs):
+        summaries = [json.loads((r.path / "summary.json").read_text()) for r in group.runs]
+        returns = [float(s["eval_return_mean"]) for s in summaries]
+        n = len(returns)
+        mean = sum(returns) / n
+        std = math.sqrt(sum((x - mean) ** 2 for x in returns) / n)
+        first = summaries[0]
+        row = {
+            "group": group.label,
+            "algorithm": first.get("algorithm"),
+            "env": first.get("env"),
+            "seeds": n,
+            "return_mean": mean,
+            "return_std": std,
+            "iqm": None,
+            "iqm_low": None,
+            "iqm_high": None,
+            "frames": int(sum(s.get("frames", 0) for s in summaries) / n),
+            "wall_time_s": sum(float(s.get("wall_time_s", 0.0)) for s in summaries) / n,
+        }
+        iqm = _iqm(returns)
+        if iqm is not None:
+            row["iqm"], row["iqm_low"], row["iqm_high"] = iqm
+        rows.append(row)
+    return rows
+
+
+def _table(rows: list[dict], fmt: str) -> str:
+    import csv
+    import io
+
+    has_iqm = any(r["iqm"] is not None for r in rows)
+    header = ["group", "algorithm", "env", "seeds", "return (mean ± std)"]
+    if has_iqm:
+        header.append("IQM [95% CI]")
+    header += ["frames", "wall time (s)"]
+    if fmt == "csv":
+        buf = io.StringIO()
+        keys = list(rows[0])
+        writer = csv.DictWriter(buf, fieldnames=keys, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        return buf.getvalue().rstrip("\n")
+    lines = []
+    for r in rows:
+        cells = [
+            str(r["group"]),
+            str(r["algorithm"]),
+            str(r["env"]),
+            str(r["seeds"]),
+            f"{r['return_mean']:.2f} ± {r['return_std']:.2f}",
+        ]
+        if has_iqm:
+            cells.append(
+                "n/a"
+                if r["iqm"] is None
+                else f"{r['iqm']:.2f} [{r['iqm_low']:.2f}, {r['iqm_high']:.2f}]"
+            )
+        cells += [str(r["frames"]), f"{r['wall_time_s']:.1f}"]
+        lines.append(cells)
+    if fmt == "markdown":
+        out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        out += ["| " + " | ".join(c) + " |" for c in lines]
+        return "\n".join(out)
+    widths = [max(len(h), *(len(c[i]) for c in lines)) for i, h in enumerate(header)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
+    out += [
+        "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+        for cells in lines
+    ]
+    return "\n".join(out)
+
+
+def results_main(argv: Sequence[str] | None = None) -> int:
+    args = results_parser().parse_args(argv)
+    print(_table(results_rows(args.dirs), args.format))
+    return 0
+
+
+# ----------------------------------------------------------------------------- dispatch
+
+_MAINS = {"eval": eval_main, "enjoy": enjoy_main, "export": export_main, "results": results_main}
+
+
+def run_command(command: str, argv: Sequence[str] | None = None) -> int:
+    """Run one command; the user's mistakes become ``Error: ...`` and status 2."""
+    from rl_trainers.agents.policy import RunError
+    from rl_trainers.plot.runs import PlotError
+    from rl_trainers.trainers.algorithms.errors import ConfigError
+    from rl_trainers.trainers.checkpoint import CheckpointError
+
+    try:
+        return _MAINS[command](argv)
+    except (RunError, PlotError, ConfigError, CheckpointError) as err:
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        return _fail(str(err).splitlines()[0] if str(err) else type(err).__name__)
+    except KeyboardInterrupt:
+        return 130
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``rl-trainers <command> ...``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(
+            "usage: rl-trainers {eval,enjoy,export,results} ...\n\n"
+            "  eval RUN_DIR [--episodes N] [--seed S] [--stochastic] [--checkpoint PATH]\n"
+            "  enjoy RUN_DIR [--video out.mp4] [--episodes N]\n"
+            "  export RUN_DIR OUT [--format exported|torchscript|onnx]\n"
+            "  results DIR... [--format text|csv|markdown]\n\n"
+            "rl-trainers <command> --help for each command's options."
+        )
+        raise SystemExit(0 if argv else 2)
+    command, rest = argv[0], argv[1:]
+    if command not in _MAINS:
+        raise SystemExit(_fail(f"unknown command {command!r}: one of {', '.join(COMMANDS)}"))
+    raise SystemExit(run_command(command, rest))

@@ -1,0 +1,174 @@
+"""A trained policy as one standalone file: torch alone (or onnxruntime) runs it.
+
+The file maps a batch of observations ``[B, *obs_shape]`` (float32) to the deterministic
+actions the env accepts: int64 indices for a Discrete space, float32 actions clipped to
+the bounds for a Box space. The observation normaliser's statistics are baked in.
+
+* ``exported``: ``torch.export`` (``torch.export.load(path).module()(obs)``);
+* ``torchscript``: ``torch.jit.load(path)(obs)``;
+* ``onnx``: ``onnxruntime.InferenceSession(path).run(None, {"observation": obs})``
+  (needs ``pip install onnx onnxruntime onnxscript``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from rl_trainers.agents.policy import RunError, TrainedPolicy
+
+__all__ = ["FORMATS", "PolicyGraph", "export_policy"]
+
+FORMATS = ("exported", "torchscript", "onnx")
+
+
+class PolicyGraph(torch.nn.Module):
+    """Observations in, deterministic env actions out: the normaliser (its frozen mean and
+    std), the policy module in its deterministic mode, and the action conversion."""
+
+    def __init__(self, policy: TrainedPolicy) -> None:
+        super().__init__()
+        from gymnasium import spaces
+
+        from rl_trainers.envs.specs import Categorical, OneHot
+
+        # gSDE's evaluation policy is a method of its actor: deterministic, the actor's mode
+        module = policy.module
+        self.policy = module if isinstance(module, torch.nn.Module) else policy.actor
+        self.key = policy.observation_key
+        norms = []
+        for norm in policy.normalizers:
+            s, q, c = norm.sum_0, norm.ssq_0, norm.count_0
+            mean = s / c.clamp_min(1e-8)
+            var = (q / c.clamp_min(1e-8) - mean * mean).clamp_min(norm.eps)
+            norms.append((mean, var.sqrt()))
+        for i, (mean, std) in enumerate(norms):
+            self.register_buffer(f"obs_mean_{i}", mean.clone())
+            self.register_buffer(f"obs_std_{i}", std.clone())
+        self.num_norms = len(norms)
+        spec, space = policy.action_spec, policy.action_space
+        self.kind = (
+            "onehot"
+            if isinstance(spec, OneHot)
+            else "index"
+            if isinstance(spec, Categorical)
+            else "box"
+        )
+        if self.kind == "box" and isinstance(space, spaces.Box):
+            self.register_buffer("low", torch.as_tensor(space.low, dtype=torch.float32))
+            self.register_buffer("high", torch.as_tensor(space.high, dtype=torch.float32))
+        else:
+            self.low = self.high = None
+
+    def forward(self, observation: torch.Tensor) -> torch.Tensor:
+        from tensordict import TensorDict
+
+        from rl_trainers.envs.utils import ExplorationType, set_exploration_type
+
+        x = observation.to(torch.float32)
+        for i in range(self.num_norms):
+            x = (x - getattr(self, f"obs_mean_{i}")) / getattr(self, f"obs_std_{i}")
+        td = TensorDict({self.key: x}, batch_size=x.shape[:1])
+        with set_exploration_type(ExplorationType.DETERMINISTIC):
+            td = self.policy(td)
+        action = td.get("action")
+        if self.kind == "onehot":
+            # the mode's index straight from the scores: no one-hot tensor of a traced size
+            for scores in ("logits", "action_value"):
+                if scores in td.keys():
+                    return td.get(scores).argmax(-1)
+            return action.to(torch.float32).argmax(-1)
+        if self.kind == "index":
+            return action.to(torch.int64)
+        if self.low is not None:
+            action = torch.minimum(torch.maximum(action.to(torch.float32), self.low), self.high)
+        return action
+
+
+def _example(policy: TrainedPolicy, batch: int = 2) -> torch.Tensor:
+    return torch.zeros((batch, *policy.observation_shape), dtype=torch.float32)
+
+
+def _exported_program(graph: PolicyGraph, policy: TrainedPolicy):
+    from rl_trainers.modules import gemm
+
+    batch = torch.export.Dim("batch", min=1, max=1 << 20)
+    onednn, gemm.USE_ONEDNN = gemm.USE_ONEDNN, False  # plain matmuls in the graph
+    try:
+        with torch.no_grad():
+            return torch.export.export(
+                graph, (_example(policy),), dynamic_shapes=({0: batch},), strict=False
+            )
+    finally:
+        gemm.USE_ONEDNN = onednn
+
+
+def export_policy(policy: TrainedPolicy, out: str | os.PathLike, format: str = "exported") -> Path:
+    """Write ``policy`` to ``out`` as a standalone file of ``format`` (:data:`FORMATS`)."""
+    if format not in FORMATS:
+        raise RunError(f"--format {format}: one of {', '.join(FORMATS)}")
+    if policy.observation_key != "observation":
+        raise RunError("export: runs trained from pixels cannot be exported yet")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if format == "onnx":
+        _require_onnx()
+    graph = PolicyGraph(policy).eval()
+    program = _exported_program(graph, policy)
+    if format == "exported":
+        torch.export.save(program, str(out))
+    elif format == "torchscript":
+        with torch.no_grad():
+            scripted = torch.jit.trace(program.module(), (_example(policy),), check_trace=False)
+        torch.jit.save(scripted, str(out))
+    else:
+        _export_onnx(program, policy, out)
+    return out
+
+
+def _require_onnx() -> None:
+    missing = []
+    for name in ("onnx", "onnxscript"):
+        try:
+            __import__(name)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise RunError(
+            f"--format onnx needs {' and '.join(missing)}: pip install onnx onnxscript onnxruntime"
+        )
+
+
+def _export_onnx(program, policy: TrainedPolicy, out: Path) -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        onnx_program = torch.onnx.export(
+            program,
+            (_example(policy),),
+            input_names=["observation"],
+            output_names=["action"],
+            dynamo=True,
+            verbose=False,
+        )
+    onnx_program.save(str(out))
+
+
+def run_exported(path: str | os.PathLike, format: str, observations: Any) -> np.ndarray:
+    """Run an exported file on a batch of observations (what a deployment does)."""
+    obs = np.asarray(observations, dtype=np.float32)
+    if format == "onnx":
+        import onnxruntime
+
+        session = onnxruntime.InferenceSession(str(path))
+        return session.run(None, {session.get_inputs()[0].name: obs})[0]
+    module = (
+        torch.export.load(str(path)).module() if format == "exported" else torch.jit.load(str(path))
+    )
+    with torch.no_grad():
+        return module(torch.from_numpy(obs)).numpy()

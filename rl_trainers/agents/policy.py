@@ -1,0 +1,558 @@
+"""``load_policy``, ``make_env`` and ``evaluate``: a trained policy outside the trainer."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+__all__ = ["RunError", "TrainedPolicy", "evaluate", "load_policy", "make_env"]
+
+CONFIG_FILE = Path(".hydra") / "config.yaml"
+BEST_POLICY_FILE = "best_policy.pt"
+
+#: Checkpoint metadata entries that shape the policy or its observations: a checkpoint
+#: given with ``checkpoint=`` must agree with the run's config on these.
+_POLICY_FIELDS = ("algorithm", "env.", "network.", "model.")
+#: Entries that may differ (how many envs collected, how rewards were scaled for training).
+_NOT_POLICY_FIELDS = ("env.num_envs", "env.normalize_rewards")
+
+
+class RunError(ValueError):
+    """A directory that is not a run, a run without a checkpoint, a checkpoint that does not
+    belong to the run, a missing optional dependency: one line for the user."""
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+def find_run(path: str | os.PathLike) -> tuple[Path, Path | None]:
+    """The run directory of ``path`` (a run directory, or a checkpoint file inside one),
+    and that checkpoint file (None for a directory)."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise RunError(f"{path} does not exist: give a run directory (it holds .hydra/config.yaml)")
+    if path.is_dir():
+        if not (path / CONFIG_FILE).is_file():
+            raise RunError(
+                f"{path} is not a run directory: it has no {CONFIG_FILE} (give the directory a "
+                "training run wrote, e.g. outputs/ppo/CartPole-v1/<date>_<time>)"
+            )
+        return path, None
+    for parent in path.parents:
+        if (parent / CONFIG_FILE).is_file():
+            return parent, path
+    raise RunError(
+        f"{path} is not inside a run directory: no {CONFIG_FILE} above it (give the run "
+        "directory, or a checkpoint with --checkpoint)"
+    )
+
+
+def run_config(run_dir: Path) -> DictConfig:
+    """The run's resolved config (``.hydra/config.yaml``), checked against its schema."""
+    from rl_trainers.trainers.algorithms.errors import ConfigError
+    from rl_trainers.trainers.algorithms.validation import typed_config
+
+    try:
+        cfg = OmegaConf.load(run_dir / CONFIG_FILE)
+    except Exception as err:  # noqa: BLE001 - any unreadable YAML is one line
+        raise RunError(f"{run_dir / CONFIG_FILE} cannot be read ({err})") from None
+    if not isinstance(cfg, DictConfig) or "algorithm" not in cfg or "env" not in cfg:
+        raise RunError(f"{run_dir / CONFIG_FILE} is not the config of an rl_trainers run")
+    with open_dict(cfg):
+        cfg.pop("hydra", None)
+    try:
+        return typed_config(cfg)
+    except ConfigError as err:
+        raise RunError(f"{run_dir / CONFIG_FILE}: {err}") from None
+
+
+def _read_checkpoint(path: Path) -> dict[str, Any]:
+    """The checkpoint's plain data, memory-mapped (its replay buffer is never read in)."""
+    from rl_trainers.trainers import checkpoint as ckpt
+
+    if path.is_dir():  # CKPT_BACKEND=torchsnapshot: a directory
+        with _backend("torchsnapshot"):
+            try:
+                return ckpt.load_checkpoint(path)
+            except (ckpt.CheckpointError, ImportError) as err:
+                raise RunError(str(err).splitlines()[0]) from None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:  # noqa: BLE001 - not a torch zip file: the checkpoint module says why
+        with _backend("torch"):
+            try:
+                return ckpt.load_checkpoint(path)
+            except ckpt.CheckpointError as err:
+                raise RunError(str(err).splitlines()[0]) from None
+    if not isinstance(state, dict) or state.get("format") != ckpt.CKPT_FORMAT:
+        raise RunError(f"{path} is not an rl_trainers checkpoint")
+    return state
+
+
+class _backend:  # noqa: N801 - a context manager
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __enter__(self) -> None:
+        self.before = os.environ.get("CKPT_BACKEND")
+        os.environ["CKPT_BACKEND"] = self.name
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.before is None:
+            os.environ.pop("CKPT_BACKEND", None)
+        else:
+            os.environ["CKPT_BACKEND"] = self.before
+
+
+def choose_checkpoint(run_dir: Path, which: str, checkpoint: str | os.PathLike | None) -> Path:
+    """The file to load: ``checkpoint`` if given, else the run's latest checkpoint
+    (``which="latest"``) or its ``best_policy.pt`` (``which="best"``)."""
+    from rl_trainers.trainers.checkpoint import CheckpointError, latest_checkpoint
+
+    if checkpoint is not None:
+        path = Path(checkpoint).expanduser()
+        if not path.exists():
+            raise RunError(f"checkpoint {path} does not exist")
+        return path
+    folder = run_dir / "checkpoints"
+    if which == "best":
+        best = folder / BEST_POLICY_FILE
+        if not best.is_file():
+            raise RunError(
+                f"{run_dir} has no best policy ({folder / BEST_POLICY_FILE}): it is saved by "
+                "runs with periodic evaluation (eval.interval>0); use which='latest'"
+            )
+        return best
+    if which != "latest":
+        raise RunError(f"which={which!r}: 'latest' or 'best'")
+    found = None
+    for backend in ("torch", "torchsnapshot"):
+        with _backend(backend):
+            try:
+                found = latest_checkpoint(folder / "trainer.pt")
+            except CheckpointError:
+                found = None
+        if found is not None:
+            return found
+    raise RunError(
+        f"{run_dir} has no checkpoint in {folder} (the run ended before its first save, or "
+        "saving was disabled)"
+    )
+
+
+def _check_belongs(cfg: DictConfig, state: dict[str, Any], path: Path) -> None:
+    """A checkpoint of another algorithm, env or network than the run's is refused."""
+    from rl_trainers.trainers.algorithms.common import checkpoint_metadata
+
+    saved = state.get("meta") or {}
+    ours = checkpoint_metadata(cfg)
+
+    def relevant(key: str) -> bool:
+        return key.startswith(_POLICY_FIELDS) and key not in _NOT_POLICY_FIELDS
+
+    diffs = [
+        f"{key}={saved.get(key, '<absent>')!r} (the run: {ours.get(key, '<absent>')!r})"
+        for key in sorted(k for k in set(saved) | set(ours) if relevant(k))
+        if key in saved and saved.get(key) != ours.get(key)
+    ]
+    if diffs:
+        raise RunError(
+            f"{path} does not belong to this run: it was made with {', '.join(diffs[:3])}"
+        )
+
+
+# ----------------------------------------------------------------------------- envs
+
+
+def _env_cfg(cfg: DictConfig) -> DictConfig:
+    """``cfg`` with TD3's/DDPG's OU ``InitTracker`` added as their trainer adds it."""
+    if str(cfg.algorithm) in ("td3", "ddpg"):
+        from rl_trainers.trainers.algorithms.td3 import add_ou_init_tracker
+
+        add_ou_init_tracker(cfg)
+    return cfg
+
+
+def build_run_env(
+    cfg: DictConfig, num_envs: int = 1, render_mode: str | None = None, sync: bool = True
+):
+    """The run's env as its evaluations build it (unscaled rewards, no reward normaliser),
+    with ``num_envs`` sub-envs."""
+    from rl_trainers.trainers.algorithms.common import build
+    from rl_trainers.trainers.algorithms.errors import ConfigError
+
+    kwargs: dict[str, Any] = {
+        "num_envs": num_envs,
+        "reward_scale": 1.0,
+        "normalize_rewards": False,
+    }
+    if sync:
+        kwargs["vectorization"] = "sync"
+    if render_mode is not None:
+        make_kwargs = cfg.env.get("make_kwargs") or {}
+        if isinstance(make_kwargs, DictConfig):
+            make_kwargs = OmegaConf.to_container(make_kwargs, resolve=True)
+        kwargs["make_kwargs"] = {**make_kwargs, "render_mode": render_mode}
+    try:
+        return build(_env_cfg(cfg), "env", **kwargs)
+    except ConfigError as err:
+        raise RunError(str(err)) from None
+
+
+def _vecnorms(env) -> list:
+    from rl_trainers.envs import VecNorm
+    from rl_trainers.envs.transforms.transforms import running_statistics
+
+    return [t for t in running_statistics(env) if isinstance(t, VecNorm)]
+
+
+def _saved_vecnorm_states(env_state: dict[str, Any] | None) -> list[dict[str, torch.Tensor]]:
+    """The state of each ``VecNorm`` in a saved env state dict, in order."""
+    if not env_state:
+        return []
+    prefixes = sorted(
+        {k[: -len("sum_0")] for k in env_state if k.endswith("sum_0")},
+        key=lambda p: [int(x) if x.isdigit() else x for x in p.split(".")],
+    )
+    return [
+        {k[len(p) :]: torch.as_tensor(v).clone() for k, v in env_state.items() if k.startswith(p)}
+        for p in prefixes
+    ]
+
+
+def load_normalizers(env, states: list[dict[str, torch.Tensor]], source: str) -> None:
+    """Give ``env``'s observation normalisers the saved statistics, frozen."""
+    norms = _vecnorms(env)
+    if norms and len(states) < len(norms):
+        raise RunError(f"{source} holds no observation-normaliser statistics for this run")
+    for norm, state in zip(norms, states, strict=False):
+        norm.load_state_dict(state)
+        norm.freeze()
+
+
+def make_env(run_dir: str | os.PathLike, render_mode: str | None = None, **make_kwargs: Any):
+    """The gymnasium env a run trained on, as it trained on it: the same id, ``make_kwargs``,
+    time limit (``env.max_episode_steps``) and frame skip; its observations are what
+    :meth:`TrainedPolicy.act` takes (the normaliser is the policy's part).
+
+    Args:
+        run_dir: the run directory (or a checkpoint inside it).
+        render_mode: ``"human"``, ``"rgb_array"``... (None: no rendering).
+        **make_kwargs: more ``gymnasium.make`` arguments.
+    """
+    from rl_trainers.envs.libs.gym import GymFactory
+
+    run, _ = find_run(run_dir)
+    cfg = run_config(run)
+    env_cfg = cfg.env
+    if env_cfg.get("from_pixels"):
+        raise RunError(
+            "make_env: runs trained from pixels (env.from_pixels=true) observe frames the "
+            "app's env preprocesses; evaluate them with `rl-trainers eval`"
+        )
+    extra = env_cfg.get("make_kwargs")
+    kwargs = dict(OmegaConf.to_container(extra, resolve=True) if extra is not None else {})
+    if env_cfg.get("max_episode_steps") is not None:
+        kwargs["max_episode_steps"] = int(env_cfg.max_episode_steps)
+    if render_mode is not None:
+        kwargs["render_mode"] = render_mode
+    kwargs.update(make_kwargs)
+    factory = GymFactory(
+        str(env_cfg.env_name), frame_skip=int(env_cfg.frame_skip), make_kwargs=kwargs
+    )
+    return factory()
+
+
+# ----------------------------------------------------------------------------- the policy
+
+
+@dataclass
+class TrainedPolicy:
+    """A trained policy: :meth:`act` maps gymnasium observations to actions.
+
+    Attributes:
+        module: the policy module (a TensorDict module reading normalised observations,
+            writing ``"action"``), as the run's evaluations act with it.
+        normalizers: the frozen observation normalisers (``VecNorm``) applied before it.
+        config: the run's config.
+        run_dir: the run directory.
+        checkpoint: the file the weights came from.
+        frames: the frames the run had trained for at that checkpoint.
+    """
+
+    module: Any
+    normalizers: list
+    config: DictConfig
+    run_dir: Path
+    checkpoint: Path
+    frames: int | None
+    actor: torch.nn.Module
+    action_spec: Any
+    action_space: Any
+    observation_key: str
+    observation_shape: tuple[int, ...]
+    observation_dtype: torch.dtype
+    _convert: Any = field(default=None, repr=False)
+
+    @property
+    def algorithm(self) -> str:
+        return str(self.config.algorithm)
+
+    @property
+    def env_name(self) -> str:
+        return str(self.config.env.env_name)
+
+    def normalize(self, tensordict):
+        """Apply the frozen observation normalisers to ``tensordict`` (in place)."""
+        for norm in self.normalizers:
+            norm._call(tensordict)
+        return tensordict
+
+    def act(self, observation: Any, deterministic: bool = True) -> Any:
+        """The action for ``observation`` (one gymnasium observation, or a batch of them with
+        a leading dimension): an int for a Discrete space (an array of ints for a batch),
+        an array within the bounds for a Box space.
+
+        Args:
+            observation: what :func:`make_env`'s env returns.
+            deterministic: act with the policy's mode (greedy for DQN); False samples
+                (epsilon-greedy for DQN, with the epsilon of the checkpoint).
+        """
+        from tensordict import TensorDict
+
+        from rl_trainers.envs.utils import ExplorationType, set_exploration_type
+        from rl_trainers.modules.models import torch_kernels
+
+        obs = torch.as_tensor(np.asarray(observation), dtype=self.observation_dtype)
+        single = tuple(obs.shape) == self.observation_shape
+        if single:
+            obs = obs.unsqueeze(0)
+        elif tuple(obs.shape[1:]) != self.observation_shape:
+            raise ValueError(
+                f"observation of shape {tuple(obs.shape)}: expected {self.observation_shape} "
+                f"or (batch, *{self.observation_shape})"
+            )
+        td = TensorDict({self.observation_key: obs}, batch_size=obs.shape[:1])
+        mode = ExplorationType.DETERMINISTIC if deterministic else ExplorationType.RANDOM
+        # torch's own kernels: the actions of an exported copy (export_policy), bit for bit
+        with torch.no_grad(), set_exploration_type(mode), torch_kernels(), plain_gemm():
+            td = self.module(self.normalize(td))
+        action = self._convert(td.get("action"))
+        if single:
+            action = action[0]
+            return int(action) if np.ndim(action) == 0 else action
+        return action
+
+    __call__ = act
+
+
+class plain_gemm:  # noqa: N801 - a context manager
+    """MKL's matrix products for every size (as an exported graph computes them)."""
+
+    def __enter__(self) -> None:
+        from rl_trainers.modules import gemm
+
+        self.before, gemm.USE_ONEDNN = gemm.USE_ONEDNN, False
+
+    def __exit__(self, *exc: Any) -> None:
+        from rl_trainers.modules import gemm
+
+        gemm.USE_ONEDNN = self.before
+
+
+def _module_state(state: dict[str, Any], name: str):
+    from rl_trainers.trainers.checkpoint import decode
+
+    modules = state.get("modules") or {}
+    return decode(modules[name]) if name in modules else None
+
+
+def _env_state(state: dict[str, Any]) -> dict[str, Any] | None:
+    """The observation statistics a checkpoint holds: the training env's (from the
+    collector), else the evaluation env's; a best-policy file's evaluation env's."""
+    from rl_trainers.trainers.checkpoint import decode
+
+    if state.get("kind") == "best_policy":
+        return decode(state.get("env"))
+    collector = state.get("collector")
+    if isinstance(collector, dict) and collector.get("env"):
+        return decode(collector["env"])
+    eval_env = (state.get("modules") or {}).get("eval_env")
+    if isinstance(eval_env, dict):
+        return decode(eval_env.get("env"))
+    return None
+
+
+def load_policy(
+    run_dir_or_checkpoint: str | os.PathLike,
+    which: str = "latest",
+    checkpoint: str | os.PathLike | None = None,
+    device: str | torch.device = "cpu",
+) -> TrainedPolicy:
+    """The trained policy of a run, rebuilt from its config and a checkpoint.
+
+    Args:
+        run_dir_or_checkpoint: the run directory (``outputs/ppo/CartPole-v1/<date>``), or a
+            checkpoint file inside it.
+        which: ``"latest"`` (the latest checkpoint) or ``"best"`` (``best_policy.pt``, kept
+            by runs with periodic evaluation).
+        checkpoint: load this checkpoint instead (it must be of the run's algorithm, env
+            and networks).
+        device: where the policy acts (checkpoints load on CPU first, wherever they were
+            trained).
+
+    Raises:
+        RunError: not a run, no checkpoint, a checkpoint of another run.
+    """
+    from rl_trainers.envs.libs.gym import _action_converter
+    from rl_trainers.trainers.algorithms import TRAINERS
+
+    run, given = find_run(run_dir_or_checkpoint)
+    cfg = run_config(run)
+    if checkpoint is None and given is not None:
+        checkpoint = given
+    path = choose_checkpoint(run, which, checkpoint)
+    state = _read_checkpoint(path)
+    _check_belongs(cfg, state, path)
+    trainer_class = TRAINERS.get(str(cfg.algorithm))
+    if trainer_class is None or not hasattr(trainer_class, "build_loss"):
+        raise RunError(f"algorithm {cfg.algorithm!r} has no policy loader")
+    with open_dict(cfg):
+        cfg.device = str(device)
+        cfg.env.device = str(device)
+    env = build_run_env(cfg, num_envs=1)
+    try:
+        loss = trainer_class.build_loss(cfg, env)
+        loss_state = _module_state(state, "loss_module")
+        if loss_state is None:
+            raise RunError(f"{path} holds no policy weights (no 'loss_module')")
+        try:
+            loss.load_state_dict(loss_state)
+        except RuntimeError as err:
+            first = str(err).splitlines()[0]
+            raise RunError(f"{path} does not fit this run's networks ({first})") from None
+        loss.to(device)
+        module = trainer_class.eval_policy_of(cfg, loss, env)
+        exploration = _module_state(state, "exploration")
+        explorer = getattr(module, "explorer", None)
+        if (
+            exploration is not None
+            and explorer is not None
+            and hasattr(explorer, "load_state_dict")
+        ):
+            explorer.load_state_dict(exploration)
+        load_normalizers(env, _saved_vecnorm_states(_env_state(state)), str(path))
+        norms = _vecnorms(env)
+        key = "pixels" if cfg.env.get("from_pixels") else "observation"
+        obs_spec = env.observation_spec[key]
+        space = env.base_env.single_action_space if hasattr(env, "base_env") else None
+        convert = _action_converter(env.action_spec, space, batched=True)
+    finally:
+        env.close()
+    for norm in norms:
+        norm.to(device)
+    actor = loss.actor_network if hasattr(loss, "actor_network") else loss.value_network
+    frames = state.get("frames")
+    if frames is None:
+        frames = (state.get("counters") or {}).get("collected_frames")
+    return TrainedPolicy(
+        module=module,
+        normalizers=norms,
+        config=cfg,
+        run_dir=run,
+        checkpoint=path,
+        frames=None if frames is None else int(frames),
+        actor=actor,
+        action_spec=env.action_spec,
+        action_space=space,
+        observation_key=key,
+        observation_shape=tuple(obs_spec.shape[1:]),
+        observation_dtype=obs_spec.dtype,
+        _convert=convert,
+    )
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+
+@dataclass
+class Evaluation:
+    """Returns and lengths of evaluation episodes, with how they were played."""
+
+    returns: list[float]
+    lengths: list[int]
+    seed: int
+    deterministic: bool
+    checkpoint: Path
+
+    def summary(self) -> dict[str, Any]:
+        r = np.asarray(self.returns, dtype=np.float64)
+        n = np.asarray(self.lengths, dtype=np.float64)
+        return {
+            "eval_return_mean": float(r.mean()),
+            "eval_return_std": float(r.std()),
+            "eval_length_mean": float(n.mean()),
+            "eval_length_std": float(n.std()),
+            "eval_episodes": len(self.returns),
+            "seed": self.seed,
+            "deterministic": self.deterministic,
+            "checkpoint": str(self.checkpoint),
+            "returns": [float(x) for x in self.returns],
+            "lengths": [int(x) for x in self.lengths],
+        }
+
+
+def evaluate(
+    policy: TrainedPolicy | str | os.PathLike,
+    episodes: int | None = None,
+    seed: int | None = None,
+    deterministic: bool | None = None,
+) -> Evaluation:
+    """Play ``episodes`` episodes as the run's own evaluations do: the same env (its
+    ``eval.episodes`` sub-envs by default), seeded with ``seed`` (default: the run's
+    evaluation seed, ``seed + 10000``), the torch RNG seeded alike. With the defaults the
+    returns are those of the run's final evaluation (``summary.json``) for the same
+    checkpoint.
+
+    Args:
+        policy: a :class:`TrainedPolicy`, or a run directory (its latest checkpoint).
+        episodes: episodes to play (default ``eval.episodes`` of the run).
+        seed: the evaluation seed.
+        deterministic: act with the mode (default: the run's ``eval.deterministic``).
+    """
+    from rl_trainers.trainers.algorithms.base import evaluation_seed
+    from rl_trainers.trainers.algorithms.common import evaluate_episodes, set_num_threads
+
+    if not isinstance(policy, TrainedPolicy):
+        policy = load_policy(policy)
+    cfg = policy.config
+    n = int(episodes if episodes is not None else cfg.eval.episodes)
+    if n < 1:
+        raise RunError(f"episodes={n}: at least 1")
+    seed = evaluation_seed(cfg) if seed is None else int(seed)
+    if deterministic is None:
+        deterministic = bool(cfg.eval.deterministic)
+    net = cfg.network
+    # the run's thread count: the same matrix kernels, so the same actions
+    set_num_threads(cfg.trainer.num_threads, max([*net.policy.num_cells, *net.value.num_cells]))
+    env = build_run_env(cfg, num_envs=n, sync=False)
+    try:
+        for norm, src in zip(_vecnorms(env), policy.normalizers, strict=False):
+            norm.load_state_dict(src.state_dict())
+            norm.freeze()
+        lengths: list[int] = []
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            env.set_seed(seed)
+            returns = evaluate_episodes(
+                env, policy.module, n, deterministic=deterministic, lengths=lengths
+            )
+    finally:
+        env.close()
+    return Evaluation(returns, lengths, seed, deterministic, policy.checkpoint)

@@ -1,0 +1,10 @@
+"""``python -m rl_trainers.eval`` (also ``rl-trainers eval``): see :mod:`rl_trainers.agents.cli`."""
+
+from __future__ import annotations
+
+import sys
+
+from rl_trainers.agents.cli import run_command
+
+if __name__ == "__main__":
+    raise SystemExit(run_command("eval", sys.argv[1:]))

@@ -1,0 +1,190 @@
+"""rl-trainers eval / enjoy / export / results, as a user runs them (subprocesses)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import rl_trainers
+
+from .conftest import cli, train
+
+#: Loads an exported file with torch (or onnxruntime) alone: rl_trainers cannot be imported.
+STANDALONE = """
+import sys
+sys.modules["rl_trainers"] = None  # importing it now fails
+import numpy as np
+path, fmt, obs_file, out_file = sys.argv[1:]
+obs = np.load(obs_file)
+if fmt == "onnx":
+    import onnxruntime
+    s = onnxruntime.InferenceSession(path)
+    out = s.run(None, {s.get_inputs()[0].name: obs})[0]
+else:
+    import torch
+    m = torch.export.load(path).module() if fmt == "exported" else torch.jit.load(path)
+    with torch.no_grad():
+        out = m(torch.from_numpy(obs)).numpy()
+np.save(out_file, out)
+"""
+
+
+def test_eval_writes_eval_json_and_reproduces_summary(runs):
+    run = runs["td3_pendulum"]
+    summary_before = (run / "summary.json").read_text()
+    done = cli("rl_trainers.eval", str(run))
+    assert done.returncode == 0, done.stderr
+    assert "return" in done.stdout and "±" in done.stdout and "length" in done.stdout
+    result = json.loads((run / "eval.json").read_text())
+    assert result["eval_return_mean"] == json.loads(summary_before)["eval_return_mean"]
+    assert (run / "summary.json").read_text() == summary_before
+    other = cli("rl_trainers.eval", str(run), "--episodes", "1", "--seed", "5", "--stochastic")
+    assert other.returncode == 0, other.stderr
+    assert json.loads((run / "eval.json").read_text())["eval_episodes"] == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [
+        ("ppo_cartpole", "exported"),
+        ("ppo_pendulum", "torchscript"),
+        ("td3_pendulum", "exported"),
+        ("dqn_cartpole", "torchscript"),
+        ("ppo_pendulum", "onnx"),
+    ],
+)
+def test_export_round_trip_without_the_package(runs, name, fmt, tmp_path):
+    if fmt == "onnx":
+        pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
+        pytest.importorskip("onnxscript", reason="onnxscript is not installed")
+    out = tmp_path / f"policy.{fmt}"
+    done = cli("rl_trainers.export", str(runs[name]), "--format", fmt, str(out))
+    assert done.returncode == 0, done.stderr
+    policy = rl_trainers.load_policy(runs[name])
+    env = rl_trainers.make_env(runs[name])
+    obs = np.stack([env.reset(seed=i)[0] for i in range(6)]).astype(np.float32)
+    np.save(tmp_path / "obs.npy", obs)
+    script = tmp_path / "standalone.py"
+    script.write_text(STANDALONE)
+    alone = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            str(script),
+            str(out),
+            fmt,
+            str(tmp_path / "obs.npy"),
+            str(tmp_path / "act.npy"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert alone.returncode == 0, alone.stderr
+    got, expected = np.load(tmp_path / "act.npy"), policy.act(obs)
+    if fmt == "onnx":
+        np.testing.assert_allclose(got, expected, atol=1e-5)
+    else:
+        assert got.dtype == expected.dtype
+        assert np.array_equal(got, expected)
+
+
+def test_enjoy_writes_a_video(runs, tmp_path):
+    pytest.importorskip("imageio_ffmpeg", reason="imageio[ffmpeg] is not installed")
+    video = tmp_path / "agent.mp4"
+    done = cli("rl_trainers.enjoy", str(runs["ppo_cartpole"]), "--video", str(video))
+    assert done.returncode == 0, done.stderr
+    assert video.stat().st_size > 0
+    assert "episode 0: return" in done.stdout
+
+
+def _error(done: subprocess.CompletedProcess) -> str:
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), done.stderr
+    return lines[0]
+
+
+def test_errors_are_one_line(runs, tmp_path):
+    assert "not a run directory" in _error(cli("rl_trainers.eval", str(tmp_path)))
+    bare = tmp_path / "bare"
+    shutil.copytree(runs["ppo_cartpole"] / ".hydra", bare / ".hydra")
+    assert "has no checkpoint" in _error(cli("rl_trainers.eval", str(bare)))
+    foreign = runs["td3_pendulum"] / "checkpoints" / "trainer.pt"
+    line = _error(cli("rl_trainers.eval", str(runs["ppo_pendulum"]), "--checkpoint", str(foreign)))
+    assert "does not belong to this run" in line and "algorithm='td3'" in line
+    line = _error(cli("rl_trainers.eval", str(runs["ppo_pendulum"]), "--best"))
+    assert "no best policy" in line
+
+
+@pytest.mark.parametrize(
+    ("blocked", "args", "needs"),
+    [
+        ("imageio", ["rl_trainers.enjoy", "{run}", "--video", "{tmp}/a.mp4"], "imageio[ffmpeg]"),
+        (
+            "onnx",
+            ["rl_trainers.export", "{run}", "--format", "onnx", "{tmp}/p.onnx"],
+            "pip install onnx",
+        ),
+    ],
+)
+def test_missing_optional_dependency(runs, tmp_path, blocked, args, needs):
+    """The optional package made unimportable (sys.modules[name] = None) before the command."""
+    argv = [a.format(run=runs["ppo_cartpole"], tmp=tmp_path) for a in args]
+    code = (
+        f"import sys; sys.modules[{blocked!r}] = None; import runpy; sys.argv = {argv!r}; "
+        f"runpy.run_module({argv[0]!r}, run_name='__main__')"
+    )
+    from .conftest import env_with_package
+
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env_with_package(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    line = _error(done)
+    assert needs in line
+
+
+def test_results_table_of_a_sweep(tmp_path):
+    sweep = tmp_path / "sweep"
+    train(
+        "ppo",
+        [
+            "seed=0,1",
+            "optimizer.lr=0.001,0.0003",
+            "trainer.total_frames=256",
+            "collector.frames_per_batch=128",
+            "env.num_envs=2",
+            "trainer.num_epochs=1",
+            "trainer.minibatch_size=128",
+            "eval.episodes=2",
+        ],
+        sweep,
+        multirun=True,
+    )
+    done = cli("rl_trainers.results", str(sweep), "--format", "csv")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == 3  # header + one row per learning rate, seeds pooled
+    header = lines[0].split(",")
+    rows = [dict(zip(header, line.split(","), strict=False)) for line in lines[1:]]
+    assert sorted(r["group"] for r in rows) == ["optimizer.lr=0.0003", "optimizer.lr=0.001"]
+    for row in rows:
+        assert row["seeds"] == "2"
+        jobs = [json.loads(p.read_text()) for p in sweep.glob("*/summary.json")]
+        assert row["frames"] == "256"
+        assert len(jobs) == 4
+    text = cli("rl_trainers.results", str(sweep))
+    assert text.returncode == 0 and "±" in text.stdout
+    markdown = cli("rl_trainers.results", str(sweep), "--format", "markdown")
+    assert markdown.stdout.startswith("| group")

@@ -1,0 +1,66 @@
+"""load_policy / make_env / evaluate on finished runs of each algorithm family."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import rl_trainers
+from rl_trainers.agents import RunError
+
+ALL = ["ppo_cartpole", "ppo_pendulum", "td3_pendulum", "dqn_cartpole"]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_act_on_a_fresh_env(runs, name):
+    policy = rl_trainers.load_policy(runs[name])
+    env = rl_trainers.make_env(runs[name])
+    obs, _ = env.reset(seed=3)
+    for _ in range(20):
+        action = policy.act(obs)
+        assert env.action_space.contains(
+            np.asarray(action, dtype=env.action_space.dtype)
+            if not isinstance(action, int)
+            else action
+        )
+        obs, _, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
+            obs, _ = env.reset()
+    batch = np.stack([env.reset(seed=i)[0] for i in range(4)])
+    actions = policy.act(batch)
+    assert len(actions) == 4
+    assert all(env.action_space.contains(a) for a in actions)
+    assert not (runs[name].parent / "outputs").exists()
+
+
+def test_discrete_action_is_an_int(runs):
+    policy = rl_trainers.load_policy(runs["ppo_cartpole"])
+    obs, _ = rl_trainers.make_env(runs["ppo_cartpole"]).reset(seed=0)
+    assert type(policy.act(obs)) is int
+    assert type(policy.act(obs, deterministic=False)) is int
+
+
+@pytest.mark.parametrize("name", ["ppo_cartpole", "ppo_pendulum", "td3_pendulum"])
+def test_evaluate_reproduces_the_final_evaluation(runs, name):
+    summary = json.loads((runs[name] / "summary.json").read_text())
+    result = rl_trainers.evaluate(rl_trainers.load_policy(runs[name]))
+    assert result.summary()["eval_return_mean"] == summary["eval_return_mean"]
+    assert len(result.lengths) == summary["eval_episodes"]
+
+
+def test_best_policy(runs):
+    run = runs["ppo_cartpole"]  # eval.interval=256: periodic evaluations keep the best
+    assert (run / "checkpoints" / "best_policy.pt").is_file()
+    best = rl_trainers.load_policy(run, which="best")
+    assert best.checkpoint.name == "best_policy.pt"
+    obs, _ = rl_trainers.make_env(run).reset(seed=0)
+    assert best.act(obs) in (0, 1)
+    with pytest.raises(RunError, match="no best policy"):
+        rl_trainers.load_policy(runs["ppo_pendulum"], which="best")
+
+
+def test_not_a_run(tmp_path):
+    with pytest.raises(RunError, match="not a run directory"):
+        rl_trainers.load_policy(tmp_path)
