@@ -83,11 +83,21 @@ CELLS = (
     ]
 )
 
-#: Published mean returns at 1M frames, for reference (the budgets above are 1M for PPO and
-#: 300k for SAC/TD3). Sources: CleanRL's ``ppo_continuous_action`` benchmark (v4 envs, 3
-#: seeds, the same 64x64 PPO as the preset); rl-zoo's benchmark.md (SB3, v3 envs, tuned
-#: hyperparameters per env); the TD3 paper (Fujimoto et al. 2018, Table 1, v1 envs).
-ANCHORS: dict[tuple[str, str], list[tuple[str, str]]] = {}
+#: Published returns at 1M frames, for reference (the budgets above are 1M for PPO and 300k
+#: for SAC/TD3): (algorithm, env) -> [(source, return)]. CleanRL's ``ppo_continuous_action``
+#: (the same 64x64 PPO as the preset, MuJoCo v2, mean ± std over seeds); rl-zoo's
+#: benchmark.md (SB3 with hyperparameters tuned per env, MuJoCo v3, one run); the TD3 paper
+#: (Fujimoto et al. 2018, Table 1, MuJoCo v1, mean ± std over 10 seeds).
+ANCHORS: dict[tuple[str, str], list[tuple[str, str]]] = {
+    ("ppo", "HalfCheetah-v5"): [("CleanRL", "1823 ± 928"), ("rl-zoo (tuned)", "5819")],
+    ("ppo", "Hopper-v5"): [("CleanRL", "2231 ± 657"), ("rl-zoo (tuned)", "2410")],
+    ("ppo", "Walker2d-v5"): [("CleanRL", "3050 ± 1136"), ("rl-zoo (tuned)", "3479")],
+    ("ppo", "Ant-v5"): [("rl-zoo (tuned)", "1327")],
+    ("sac", "HalfCheetah-v5"): [("rl-zoo", "9535")],
+    ("sac", "Hopper-v5"): [("rl-zoo", "2326")],
+    ("td3", "HalfCheetah-v5"): [("rl-zoo", "9656"), ("TD3 paper", "9637 ± 859")],
+    ("td3", "Hopper-v5"): [("rl-zoo", "3606"), ("TD3 paper", "3564 ± 115")],
+}
 
 
 def _train_cmd(cell: Cell, seed: int, run_dir: Path, code: Path) -> list[str]:
@@ -179,8 +189,8 @@ def _mean_std(values: list[float]) -> str:
 def table(cells: list[Cell]) -> list[str]:
     lines = [
         "| algorithm | env | frames | side | seeds | final return (mean ± std over seeds) "
-        "| per seed | wall time (min) | frames/s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| per seed | wall time (min) | frames/s | published at 1M |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for cell in cells:
         runs = summaries(cell)
@@ -191,9 +201,17 @@ def table(cells: list[Cell]) -> list[str]:
         lines.append(
             f"| {cell.algo.upper()} | {cell.env} | {cell.frames // 1000}k | {cell.side} "
             f"| {len(runs)}/{len(cell.seeds)} | {_mean_std(returns)} | {per_seed} "
-            f"| {wall} | {fps} |"
+            f"| {wall} | {fps} | {_anchors(cell)} |"
         )
     return lines
+
+
+def _anchors(cell: Cell) -> str:
+    if cell.side != "rl_trainers":
+        return ""
+    return "; ".join(
+        f"{source}: {value}" for source, value in ANCHORS.get((cell.algo, cell.env), [])
+    )
 
 
 def plot(cells: list[Cell]) -> list[str]:
