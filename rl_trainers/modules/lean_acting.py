@@ -50,6 +50,22 @@ __all__ = ["CategoricalActing", "GaussianActing", "LEAN_ACTING", "lean_acting"]
 LEAN_ACTING = True
 
 
+def _sampling_input(
+    tensordict: TensorDictBase, policy: Any, module: Any, *networks: torch.nn.Module
+) -> torch.Tensor | None:
+    """The ``[B, in]`` observation a lean path acts on, or None where the policy's own
+    forward must run: a hook on the policy, its module or ``networks``, gradients on, an
+    interaction other than sampling, or another input."""
+    if any(has_hooks(m) for m in (policy, module, *networks)):
+        return None
+    if torch.is_grad_enabled() or interaction_type() != InteractionType.RANDOM:
+        return None
+    obs = tensordict.get(module.in_keys[0], None)
+    if not isinstance(obs, torch.Tensor) or obs.dim() != 2:
+        return None
+    return obs
+
+
 class CategoricalActing:
     """The acting maths of a ``ProbabilisticActor`` over an ``MLP``'s categorical logits.
 
@@ -104,12 +120,8 @@ class CategoricalActing:
         mlp = module.module
         if type(mlp) is not MLP or mlp.out_shape is not None:
             return None
-        if any(has_hooks(m) for m in (policy, module, mlp)):
-            return None
-        if torch.is_grad_enabled() or interaction_type() != InteractionType.RANDOM:
-            return None
-        obs = tensordict.get(module.in_keys[0], None)
-        if not isinstance(obs, torch.Tensor) or obs.dim() != 2:
+        obs = _sampling_input(tensordict, policy, module, mlp)
+        if obs is None:
             return None
         plan = fused_mlp_parts(mlp, obs)
         if plan is None:
@@ -221,12 +233,7 @@ class GaussianActing:
             return None
         if module.out_keys != policy._param_keys:
             return None
-        if any(has_hooks(m) for m in (policy, module, *module.module.modules())):
-            return None
-        if torch.is_grad_enabled() or interaction_type() != InteractionType.RANDOM:
-            return None
-        obs = tensordict.get(module.in_keys[0], None)
-        if not isinstance(obs, torch.Tensor) or obs.dim() != 2:
+        if _sampling_input(tensordict, policy, module, *module.module.modules()) is None:
             return None
         return cls(policy)
 

@@ -304,6 +304,19 @@ def _collect(make_env, policy_fn, array_path: bool, monkeypatch, batches: int = 
     return out, last_input
 
 
+def _assert_same_collection(a, b):
+    """Two ``_collect`` results hold the same batches and next input, bit for bit."""
+    (batches_a, next_a), (batches_b, next_b) = a, b
+    for x, y in zip(batches_a, batches_b, strict=True):
+        assert set(x.keys(True, True)) == set(y.keys(True, True))
+        for key in x.keys(True, True):
+            assert x.get(key).dtype == y.get(key).dtype, key
+            assert torch.equal(x.get(key), y.get(key)), key
+    assert set(next_a.keys()) == set(next_b.keys())
+    for key in next_a.keys():
+        assert torch.equal(next_a.get(key), next_b.get(key)), key
+
+
 @pytest.mark.parametrize(
     ("env_name", "kwargs", "with_policy", "reward_sum"),
     [
@@ -343,14 +356,7 @@ def test_array_rollout_equals_step_by_step_loop(
     slow, slow_next = _collect(make_env, policy_fn, False, monkeypatch)
     assert any(b["next", "done"].any() for b in fast)
     assert any(b["next", "truncated"].any() for b in fast) or env_name == "CartPole-v1"
-    for a, b in zip(fast, slow, strict=True):
-        assert set(a.keys(True, True)) == set(b.keys(True, True))
-        for key in a.keys(True, True):
-            assert a.get(key).dtype == b.get(key).dtype, key
-            assert torch.equal(a.get(key), b.get(key)), key
-    assert set(fast_next.keys()) == set(slow_next.keys())
-    for key in fast_next.keys():
-        assert torch.equal(fast_next.get(key), slow_next.get(key)), key
+    _assert_same_collection((fast, fast_next), (slow, slow_next))
 
 
 def test_transformed_env_keeps_its_transforms():
@@ -524,14 +530,7 @@ def test_array_rollout_with_normalisers_equals_step_by_step_loop(
     slow, slow_next = _collect(make_env, policy_fn, False, monkeypatch)
     assert torch.equal(fast_rng, torch.get_rng_state())
     assert any(b["next", "done"].any() for b in fast)
-    for a, b in zip(fast, slow, strict=True):
-        assert set(a.keys(True, True)) == set(b.keys(True, True))
-        for key in a.keys(True, True):
-            assert a.get(key).dtype == b.get(key).dtype, key
-            assert torch.equal(a.get(key), b.get(key)), key
-    assert set(fast_next.keys()) == set(slow_next.keys())
-    for key in fast_next.keys():
-        assert torch.equal(fast_next.get(key), slow_next.get(key)), key
+    _assert_same_collection((fast, fast_next), (slow, slow_next))
     fast_stats, slow_stats = (env.transform.state_dict() for env in envs)
     for key, value in fast_stats.items():
         assert torch.equal(value, slow_stats[key]), key
