@@ -38,7 +38,7 @@ def test_help_lists_groups_options_and_fields(algorithm, tmp_path):
     ]:
         assert group in text and option in text
     assert "network: mlp, convnet" in text
-    assert "model/policy: auto, tanh_normal, categorical" in text
+    assert "model/policy: auto, tanh_normal, normal, categorical" in text
     assert "network.encoder.kernel_sizes" in text and "model.policy.state_dependent_scale" in text
     assert "optimizer.lr" in text and "learning rate" in text
     assert "trainer.total_frames" in text and "environment frames to train for" in text
@@ -161,7 +161,7 @@ def test_a2c_and_pg_help_list_their_groups_and_fields(algorithm, fields, values,
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     assert f"{algorithm}_trainer: train {algorithm.upper()}" in text
-    assert "model/policy: auto, tanh_normal, categorical" in text
+    assert "model/policy: auto, tanh_normal, normal, categorical" in text
     assert "network: mlp, convnet" in text and "rmsprop_sb3" in text
     assert "env: acrobot" in text and "halfcheetah" in text
     assert "model.critic" in text and "trainer.clip_norm" in text
