@@ -1,0 +1,80 @@
+"""Start-up cost: ``import rl_trainers``, ``train.py --help`` and a short PPO run.
+
+Each command runs ``--repeats`` times in a fresh interpreter, the commands alternating; the
+table gives the median wall time and the median peak resident memory (``wait4``'s
+``ru_maxrss``) of each, and the import's own time as ``python -X importtime`` reports it
+(the cumulative microseconds of the top-level ``rl_trainers`` entry).
+
+    python benchmarks/startup.py                 # --repeats 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TRAIN = str(ROOT / "sota-implementations" / "ppo_trainer" / "train.py")
+
+
+def commands(out: str, i: int) -> dict[str, list[str]]:
+    return {
+        "import rl_trainers": [sys.executable, "-X", "importtime", "-c", "import rl_trainers"],
+        "train.py --help": [sys.executable, TRAIN, "--help"],
+        "PPO run, 2048 frames": [
+            sys.executable,
+            TRAIN,
+            "trainer.total_frames=2048",
+            "eval.episodes=1",
+            "trainer.progress_bar=false",
+            "logger=csv",
+            f"hydra.run.dir={out}/{i}",
+        ],
+    }
+
+
+def run_once(cmd: list[str]) -> tuple[float, float, float | None]:
+    """Wall seconds, peak RSS in MiB, and ``-X importtime``'s cumulative rl_trainers time."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    stderr = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{stderr[-3000:]}")
+    match = re.search(r"^import time:\s+\d+ \|\s+(\d+) \| rl_trainers$", stderr, re.MULTILINE)
+    return wall, usage.ru_maxrss / 1024, int(match.group(1)) / 1e6 if match else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as out:
+        results: dict[str, list[tuple[float, float, float | None]]] = {}
+        for i in range(args.repeats):
+            for name, cmd in commands(out, i).items():
+                results.setdefault(name, [])
+                results[name].append(run_once(cmd))
+    print("| command | wall time (median) | peak RSS (median) | import time (-X importtime) |")
+    print("| --- | --- | --- | --- |")
+    for name, runs in results.items():
+        wall = statistics.median(r[0] for r in runs)
+        rss = statistics.median(r[1] for r in runs)
+        imports = [r[2] for r in runs if r[2] is not None]
+        imp = f"{statistics.median(imports):.3f} s" if imports else ""
+        print(f"| `{name}` | {wall:.2f} s | {rss:.0f} MiB | {imp} |")
+
+
+if __name__ == "__main__":
+    main()
