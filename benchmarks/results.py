@@ -150,7 +150,10 @@ def pending(cells: list[Cell]) -> list[tuple[Cell, int]]:
     todo = []
     for seed in range(max(len(c.seeds) for c in cells)):
         for cell in cells:
-            if seed < len(cell.seeds) and not (cell.run_dir(cell.seeds[seed]) / "summary.json").exists():
+            if (
+                seed < len(cell.seeds)
+                and not (cell.run_dir(cell.seeds[seed]) / "summary.json").exists()
+            ):
                 todo.append((cell, cell.seeds[seed]))
     return todo
 

@@ -78,7 +78,10 @@ def main() -> None:
     eval_env = gym.make(args.env)
     eval_env.reset(seed=args.seed + 10_000)
     returns, _ = evaluate_policy(
-        model, eval_env, n_eval_episodes=args.eval_episodes, deterministic=True,
+        model,
+        eval_env,
+        n_eval_episodes=args.eval_episodes,
+        deterministic=True,
         return_episode_rewards=True,
     )
     summary = {

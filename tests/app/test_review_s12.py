@@ -138,7 +138,10 @@ def _resolve_in_fresh_process(path, imports: str) -> subprocess.CompletedProcess
     )
 
 
-def test_saved_run_config_resolves_after_import_rl_trainers(tmp_path):
+def test_saved_run_config_resolves_after_importing_the_config_package(tmp_path):
+    """A saved ``.hydra/config.yaml`` resolves with bare OmegaConf once the config package
+    (which registers ``${rl_trainers.root_config:}``) is imported; ``import rl_trainers``
+    alone registers nothing."""
     out = tmp_path / "run"
     proc = train(
         "ppo",
@@ -161,10 +164,13 @@ def test_saved_run_config_resolves_after_import_rl_trainers(tmp_path):
     bare = _resolve_in_fresh_process(saved, "")
     assert bare.returncode != 0 and "rl_trainers.root_config" in bare.stderr
 
-    proc = _resolve_in_fresh_process(saved, "import rl_trainers")
+    light = _resolve_in_fresh_process(saved, "import rl_trainers")
+    assert light.returncode != 0 and "rl_trainers.root_config" in light.stderr
+
+    proc = _resolve_in_fresh_process(saved, "import rl_trainers.trainers.algorithms.configs")
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout)
-    assert result["omegaconf_at_import"] is False  # import rl_trainers stays light
+    assert result["omegaconf_at_import"] is True  # the config package is built on omegaconf
     cfg = result["cfg"]
     assert cfg["trainer"]["_config_"] == "${rl_trainers.root_config:}"
     assert cfg["trainer"]["total_frames"] == 128 and cfg["env"]["num_envs"] == 2
