@@ -6,6 +6,10 @@ table gives the median wall time and the median peak resident memory (``wait4``'
 (the cumulative microseconds of the top-level ``rl_trainers`` entry).
 
     python benchmarks/startup.py                 # --repeats 5
+    python benchmarks/startup.py --against /path/to/other/checkout   # the two alternating
+
+With ``--against``, each repeat runs every command on this checkout and then on the other
+(its ``train.py``, with ``PYTHONPATH`` set to it), and a table is printed for each.
 """
 
 from __future__ import annotations
@@ -21,16 +25,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TRAIN = str(ROOT / "sota-implementations" / "ppo_trainer" / "train.py")
 
 
-def commands(out: str, i: int) -> dict[str, list[str]]:
+def commands(root: Path, out: str, i: int) -> dict[str, list[str]]:
+    train = str(root / "sota-implementations" / "ppo_trainer" / "train.py")
     return {
         "import rl_trainers": [sys.executable, "-X", "importtime", "-c", "import rl_trainers"],
-        "train.py --help": [sys.executable, TRAIN, "--help"],
+        "train.py --help": [sys.executable, train, "--help"],
         "PPO run, 2048 frames": [
             sys.executable,
-            TRAIN,
+            train,
             "trainer.total_frames=2048",
             "eval.episodes=1",
             "trainer.progress_bar=false",
@@ -40,11 +44,12 @@ def commands(out: str, i: int) -> dict[str, list[str]]:
     }
 
 
-def run_once(cmd: list[str]) -> tuple[float, float, float | None]:
+def run_once(root: Path, cmd: list[str]) -> tuple[float, float, float | None]:
     """Wall seconds, peak RSS in MiB, and ``-X importtime``'s cumulative rl_trainers time."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
     start = time.perf_counter()
     proc = subprocess.Popen(
-        cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        cmd, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     stderr = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -59,13 +64,21 @@ def run_once(cmd: list[str]) -> tuple[float, float, float | None]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--against", type=Path, help="another checkout, run alternately")
     args = parser.parse_args()
+    roots = [ROOT] + ([args.against.resolve()] if args.against else [])
+    results: dict[Path, dict[str, list]] = {root: {} for root in roots}
     with tempfile.TemporaryDirectory() as out:
-        results: dict[str, list[tuple[float, float, float | None]]] = {}
         for i in range(args.repeats):
-            for name, cmd in commands(out, i).items():
-                results.setdefault(name, [])
-                results[name].append(run_once(cmd))
+            for j, root in enumerate(roots):
+                for name, cmd in commands(root, f"{out}/{j}", i).items():
+                    results[root].setdefault(name, []).append(run_once(root, cmd))
+    for root in roots:
+        print(f"\n{root}\n")
+        table(results[root])
+
+
+def table(results: dict[str, list]) -> None:
     print("| command | wall time (median) | peak RSS (median) | import time (-X importtime) |")
     print("| --- | --- | --- | --- |")
     for name, runs in results.items():

@@ -21,7 +21,7 @@ from omegaconf import OmegaConf
 from rl_trainers.trainers.algorithms.configs import GROUP_OPTIONS, TORCHRL_GROUP_OPTIONS
 from rl_trainers.trainers.algorithms.configs.torchrl_schema import SHARED_OPTION_NAMES
 
-from .conftest import compose_config
+from app.conftest import compose_config  # tests/ is on sys.path
 
 RECIPES = Path(__file__).parent / "torchrl_recipes"
 REPO = Path(__file__).resolve().parents[2]
