@@ -4,5 +4,5 @@ They share the app tests' config composer and the trainer tests' fakes, imported
 (``tests/`` is on ``sys.path``), so ``pytest tests/torchrl_parity`` runs on its own.
 """
 
-from app.conftest import compose_config  # noqa: F401
+from app.conftest import compose_config, tiny_config  # noqa: F401
 from trainers.conftest import collector, fakes, logger, loss_module  # noqa: F401
