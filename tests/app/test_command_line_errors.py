@@ -21,7 +21,7 @@ def test_misspelt_group_option_lists_only_the_options_a_user_can_pick(tmp_path):
 
 
 def test_field_of_an_unchosen_group_option_names_the_option(tmp_path):
-    """It used to say 'not a field of PPO (it is PPO/SAC's)'."""
+    """A field of a group option that is not chosen names that option."""
     proc = train("ppo", "model.policy.state_dependent_scale=false", cwd=tmp_path)
     assert_user_error(
         proc,
@@ -33,14 +33,14 @@ def test_field_of_an_unchosen_group_option_names_the_option(tmp_path):
 
 def test_a_module_outside_the_path_says_to_put_it_on_pythonpath():
     with pytest.raises(ValueError) as err:
-        resolve_env_id("my_local_envs_s22:MyEnv")
+        resolve_env_id("my_local_envs_off_the_path:MyEnv")
     message = str(err.value)
-    assert "No module named 'my_local_envs_s22'" in message
+    assert "No module named 'my_local_envs_off_the_path'" in message
     assert "PYTHONPATH" in message
 
 
 def test_an_unknown_added_key_does_not_suggest_its_own_node(tmp_path):
-    """``+trainer.foo=1`` read "did you mean trainer?" before."""
+    """``+trainer.foo=1`` does not suggest ``trainer`` (the node it is added to)."""
     proc = run_bad("ppo", tmp_path, "+trainer.foo=1")
     assert_user_error(proc, "trainer.foo=1 is invalid: not a field")
     assert "did you mean" not in proc.stderr
@@ -54,7 +54,8 @@ def test_an_unknown_make_kwarg_names_env_make_kwargs(tmp_path):
 
 
 def test_an_id_of_an_unimported_namespace_names_the_package_and_the_module_form():
-    """'Unknown environment id' alone before: ALE's ids exist once ale_py is imported."""
+    """An id of an unimported namespace (ALE's exist once ale_py is imported) names the package
+    to install and the ``module:id`` form."""
     with pytest.raises(ValueError) as err:
         resolve_env_id("ALE/Pong-v5")
     assert "install ale-py" in str(err.value)
@@ -62,7 +63,7 @@ def test_an_id_of_an_unimported_namespace_names_the_package_and_the_module_form(
 
 
 def test_another_algorithms_preset_names_it_in_good_english(tmp_path):
-    """Read "a A2C preset" before."""
+    """Another algorithm's preset is named with the right article ("an A2C preset")."""
     proc = run_bad("pg", tmp_path, "experiment=a2c_pendulum")
     assert_user_error(
         proc,
@@ -74,7 +75,7 @@ def test_another_algorithms_preset_names_it_in_good_english(tmp_path):
 @pytest.mark.parametrize(
     "algorithm, key, meant",
     [
-        ("ppo", "optimizer.learning_rate", "optimizer.lr"),  # no suggestion before
+        ("ppo", "optimizer.learning_rate", "optimizer.lr"),
         ("sac", "learning_rate", "optimizer.lr"),
         ("ppo", "optimizer.learningRate", "optimizer.lr"),
         ("ppo", "batch_size", "trainer.minibatch_size"),

@@ -47,33 +47,30 @@ def test_negative_interval_or_thread_count_is_refused(tiny_config, override, exp
 @pytest.mark.parametrize(
     "algorithm, overrides, expected",
     [
-        # a ZeroDivisionError traceback before
+        # collector workers: at least one
         ("ppo", ["collector=multi_sync", "collector.num_workers=0"], "collector.num_workers=0"),
-        # "num_workers=-1 does not match the 0 env factories" before
         ("ppo", ["collector=multi_sync", "collector.num_workers=-1"], "collector.num_workers=-1"),
-        # "could not build 'env': frame_skip must be >= 1" before
+        # env settings named by their field, not by the component that fails on them
         ("ppo", ["env.frame_skip=0"], "env.frame_skip=0"),
-        # gymnasium's "Expect the `max_episode_steps` to be positive" before; -1 trained
         ("ppo", ["env.max_episode_steps=0"], "env.max_episode_steps=0"),
         ("ppo", ["env.max_episode_steps=-1"], "env.max_episode_steps=-1"),
-        # trained on zero rewards before
+        # a reward scale of 0 would train on zero rewards
         ("ppo", ["env.reward_scale=0"], "env.reward_scale=0.0"),
-        # torch's "Invalid learning rate: -1.0" under 'optimizer' before; lr=0 trained nothing
+        # optimizer values (lr=0 would train nothing)
         ("ppo", ["optimizer.lr=-1"], "optimizer.lr=-1.0"),
         ("ppo", ["optimizer.lr=0"], "optimizer.lr=0.0"),
         ("ppo", ["optimizer.eps=-1"], "optimizer.eps=-1.0"),
         ("ppo", ["optimizer=sgd", "optimizer.momentum=-1"], "optimizer.momentum=-1.0"),
-        # a ValueError traceback from the Trainer before
+        # clipping norm and target-update rate
         ("ppo", ["trainer.clip_norm=0"], "trainer.clip_norm=0.0"),
         ("sac", ["trainer.clip_norm=-1"], "trainer.clip_norm=-1.0"),
-        # a ValueError traceback from SoftUpdate before (DQN, TD3 and DDPG checked it)
         ("sac", ["trainer.tau=0"], "trainer.tau=0.0"),
         ("sac", ["trainer.tau=-1"], "trainer.tau=-1.0"),
         ("dqn", ["trainer.tau=1.5"], "trainer.tau=1.5"),
-        # trained as if 0 before
+        # negative warm-up frames
         ("sac", ["collector.init_random_frames=-5"], "collector.init_random_frames=-5"),
         ("dqn", ["collector.init_random_frames=-5"], "collector.init_random_frames=-5"),
-        # "could not build 'model.policy': unknown activation 'relu6'" before
+        # activations outside the supported names
         ("ppo", ["network.policy.activation=relu6"], "network.policy.activation='relu6'"),
         ("sac", ["network.value.activation=swish"], "network.value.activation='swish'"),
     ],
@@ -96,7 +93,7 @@ def test_zero_clip_norm_is_one_error_line(tmp_path):
 
 @pytest.mark.parametrize("alpha_init", [0.0, -1.0])
 def test_sac_alpha_init_must_be_positive(alpha_init):
-    """``math domain error`` under 'loss' before."""
+    """A non-positive ``alpha_init`` is a config error naming ``loss.alpha_init``."""
     with pytest.raises(ConfigError, match=rf"loss.alpha_init={alpha_init} is invalid"):
         make_sac_loss(None, None, alpha_init=alpha_init)
 
@@ -116,8 +113,8 @@ def test_ppo_negative_loss_weights_are_refused_as_a2c_refuses_them(tiny_config, 
 
 
 def test_a_config_warning_is_one_warning_line(tmp_path):
-    """Printed with Python's file:line prefix and the source line
-    (``validate_config(cfg)``) below it before."""
+    """A config warning is printed as one ``Warning:`` line, without Python's file:line
+    prefix or source line."""
     proc = run_bad("ppo", tmp_path, "trainer.log_interval=100000")
     assert proc.returncode == 0, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if "trainer.log_interval" in line]
@@ -130,7 +127,7 @@ def test_a_config_warning_is_one_warning_line(tmp_path):
 
 
 def test_total_frames_rounded_up_to_whole_batches_is_one_warning_line(tmp_path):
-    """300 frames in 64-frame batches trained 320, silently, before."""
+    """300 frames in 64-frame batches train 320: one warning line says so."""
     proc = run_bad("ppo", tmp_path, "trainer.total_frames=300")
     assert proc.returncode == 0, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if "total_frames" in line]

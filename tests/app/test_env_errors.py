@@ -75,11 +75,11 @@ UNSUPPORTED_ACTION_ENVS = textwrap.dedent(
 def test_an_unsupported_action_space_names_the_env_its_space_and_what_is_supported(
     tiny_config, tmp_path, monkeypatch, algorithm, env_class, space, supported
 ):
-    """ "could not build 'model.policy': action spec MultiCategorical is not supported by
-    the actors" (PPO) or a ValueError traceback (SAC, DQN, TD3) before."""
-    (tmp_path / "action_envs_s22.py").write_text(UNSUPPORTED_ACTION_ENVS)
+    """The config error names the env, its action space and the spaces the algorithm
+    supports (PPO, SAC, DQN, TD3 alike)."""
+    (tmp_path / "unsupported_action_envs.py").write_text(UNSUPPORTED_ACTION_ENVS)
     monkeypatch.syspath_prepend(str(tmp_path))
-    env_name = f"action_envs_s22:{env_class}"
+    env_name = f"unsupported_action_envs:{env_class}"
     with pytest.raises(ConfigError) as err:
         run(tiny_config(algorithm, [f"env.env_name={env_name}"]), output_dir=tmp_path / "run")
     assert str(err.value).startswith(

@@ -14,8 +14,8 @@ from .test_config_errors import assert_user_error, run_bad
 
 
 def test_a_logger_that_is_not_a_logger_is_refused_when_the_trainer_is_built():
-    """``Trainer(logger="csv")`` failed at the first log with "'str' object has no attribute
-    'log_scalar'" before."""
+    """``Trainer(logger="csv")`` (a string, not a logger) raises when the trainer is built,
+    not at the first log."""
     import torch
 
     from rl_trainers.trainers import Trainer
@@ -61,7 +61,7 @@ def test_an_mlflow_server_that_is_down_stops_before_training(tmp_path):
 
 
 def test_torchsnapshot_checkpoints_do_not_print_the_scheduler_table(tmp_path):
-    """About 15 INFO lines of torchsnapshot's scheduler at every save before."""
+    """Saving with torchsnapshot prints none of its scheduler's INFO lines."""
     pytest.importorskip("torchsnapshot")
     env = {**os.environ, "CKPT_BACKEND": "torchsnapshot"}
     proc = run_bad("ppo", tmp_path, env=env)
@@ -71,8 +71,8 @@ def test_torchsnapshot_checkpoints_do_not_print_the_scheduler_table(tmp_path):
 
 
 def test_mp4_videos_without_an_mp4_writer_stop_before_training(tiny_config, tmp_path):
-    # this machine has imageio but neither imageio-ffmpeg nor PyAV: the first video (at
-    # the end of training) used to raise an ImportError traceback
+    # without imageio-ffmpeg or PyAV no mp4 can be written: the run stops before training
+    # with one error line instead of failing at the first video (the end of training)
     from importlib.util import find_spec
 
     from rl_trainers.trainers.algorithms import build_trainer

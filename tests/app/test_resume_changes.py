@@ -21,7 +21,8 @@ def test_resume_with_fewer_eval_episodes_does_not_warn(tiny_config, tmp_path):
 
 
 def test_resume_with_another_optimizer_names_it_instead_of_a_key_error(tiny_config, tmp_path):
-    """Adam's saved state loaded into SGD used to fail at the first step (KeyError)."""
+    """Resuming with another optimizer than the checkpoint's names both instead of failing at
+    the first step."""
     from rl_trainers.trainers.checkpoint import CheckpointError
 
     first = build_trainer(tiny_config("ppo"), tmp_path / "a")

@@ -62,7 +62,7 @@ def test_trainers_instantiated_in_the_same_second_get_their_own_directories(
 
 
 def test_a_used_run_directory_says_it_holds_a_previous_run(tiny_config, tmp_path):
-    """Read "is invalid: a directory without a previous run (it holds ...)" before."""
+    """A run directory holding a previous run is refused with a message saying so."""
     run(tiny_config("ppo"), output_dir=tmp_path)
     with pytest.raises(ConfigError) as err:
         run(tiny_config("ppo"), output_dir=tmp_path)

@@ -57,14 +57,13 @@ DICT_ENVS = textwrap.dedent(
 
 @pytest.fixture
 def dict_envs(tmp_path, monkeypatch):
-    (tmp_path / "dict_envs_s22.py").write_text(DICT_ENVS)
+    (tmp_path / "dict_observation_envs.py").write_text(DICT_ENVS)
     monkeypatch.syspath_prepend(str(tmp_path))
-    return "dict_envs_s22"
+    return "dict_observation_envs"
 
 
 def test_a_dict_observation_env_trains(tiny_config, dict_envs, tmp_path):
-    """Its vector entries are joined into one 'observation' (as a Tuple's are); before:
-    "could not build 'model.policy': observation key 'observation' not in the spec"."""
+    """Its vector entries are joined into one 'observation' (as a Tuple's are) and it trains."""
     cfg = tiny_config("ppo", [f"env.env_name={dict_envs}:DictObs"])
     run(cfg, output_dir=tmp_path / "run")
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
@@ -85,8 +84,8 @@ def test_a_dict_observation_with_an_image_names_the_entries(tiny_config, dict_en
 def test_a_dict_observation_joined_by_the_users_own_transform_trains(
     tiny_config, dict_envs, tmp_path
 ):
-    """The way a Dict env trained before: env.transforms joins its entries; the app's own
-    joining steps aside."""
+    """When ``env.transforms`` joins a Dict env's entries itself, the app's own joining
+    steps aside."""
     cfg = tiny_config(
         "ppo",
         [

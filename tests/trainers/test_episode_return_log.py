@@ -8,7 +8,6 @@ import pytest
 
 def test_ppo_trainer_built_by_hand_on_an_env_without_reward_sum_trains():
     # a porter's env has no RewardSum: the episode-return log is skipped with a warning
-    # (it raised "'NoneType' object is not subscriptable" at the first finished episode)
     import torch
 
     from rl_trainers.collectors import SyncDataCollector
