@@ -44,8 +44,9 @@ def commands(root: Path, out: str, i: int) -> dict[str, list[str]]:
     }
 
 
-def run_once(root: Path, cmd: list[str]) -> tuple[float, float, float | None]:
-    """Wall seconds, peak RSS in MiB, and ``-X importtime``'s cumulative rl_trainers time."""
+def run_once(root: Path, cmd: list[str]) -> tuple[float, float, float | None, float]:
+    """Wall seconds, peak RSS in MiB, ``-X importtime``'s cumulative rl_trainers time, and
+    CPU seconds (user + system, which a loaded machine inflates less than the wall time)."""
     env = {**os.environ, "PYTHONPATH": str(root)}
     start = time.perf_counter()
     proc = subprocess.Popen(
@@ -58,7 +59,8 @@ def run_once(root: Path, cmd: list[str]) -> tuple[float, float, float | None]:
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{stderr[-3000:]}")
     match = re.search(r"^import time:\s+\d+ \|\s+(\d+) \| rl_trainers$", stderr, re.MULTILINE)
-    return wall, usage.ru_maxrss / 1024, int(match.group(1)) / 1e6 if match else None
+    imported = int(match.group(1)) / 1e6 if match else None
+    return wall, usage.ru_maxrss / 1024, imported, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -79,14 +81,15 @@ def main() -> None:
 
 
 def table(results: dict[str, list]) -> None:
-    print("| command | wall time (median) | peak RSS (median) | import time (-X importtime) |")
-    print("| --- | --- | --- | --- |")
+    print("| command | wall time | CPU time | peak RSS | import time (-X importtime) |")
+    print("| --- | --- | --- | --- | --- |")
     for name, runs in results.items():
         wall = statistics.median(r[0] for r in runs)
         rss = statistics.median(r[1] for r in runs)
+        cpu = statistics.median(r[3] for r in runs)
         imports = [r[2] for r in runs if r[2] is not None]
         imp = f"{statistics.median(imports):.3f} s" if imports else ""
-        print(f"| `{name}` | {wall:.2f} s | {rss:.0f} MiB | {imp} |")
+        print(f"| `{name}` | {wall:.2f} s | {cpu:.2f} s | {rss:.0f} MiB | {imp} |")
 
 
 if __name__ == "__main__":
