@@ -1,8 +1,9 @@
 """Start-up cost: ``import rl_trainers``, ``train.py --help`` and a short PPO run.
 
 Each command runs ``--repeats`` times in a fresh interpreter, the commands alternating; the
-table gives the median wall time and the median peak resident memory (``wait4``'s
-``ru_maxrss``) of each, and the import's own time as ``python -X importtime`` reports it
+table gives the medians of each one's wall time, CPU time (user + system, which a loaded
+machine inflates less) and peak resident memory (``wait4``'s ``ru_maxrss``), and the
+import's own time as ``python -X importtime`` reports it
 (the cumulative microseconds of the top-level ``rl_trainers`` entry).
 
     python benchmarks/startup.py                 # --repeats 5
