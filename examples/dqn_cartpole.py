@@ -1,6 +1,6 @@
 """DQN on CartPole-v1 from state observations, with the Trainer and its hooks.
 
-The same pieces as the DQN tutorial (tests/tutorials/test_dqn_tutorial.py), sized to learn:
+The same pieces as the DQN tutorial (tests/torchrl_parity/tutorials/test_dqn_tutorial.py), sized to learn:
 a QValueActor over an MLP, epsilon-greedy exploration annealed per collected frame, a replay
 buffer, 3-step returns (MultiStep), double DQN with a soft-updated target network, and a
 deterministic evaluation every few batches.

@@ -1,18 +1,13 @@
-"""rl_trainers: a Hydra-configured reinforcement-learning trainer application."""
+"""rl_trainers: a Hydra-configured reinforcement-learning trainer application.
 
-from rl_trainers import _lazy_dynamo, _root_resolver
+Importing the package changes nothing in torch or in the import system. The Hydra app's
+``train.py`` scripts opt in to keeping ``torch._dynamo`` unloaded until something compiles
+(:func:`rl_trainers._lazy_dynamo.install`, called before tensordict is imported).
+"""
+
+from rl_trainers._utils import compile_with_warmup, logger, timeit  # torchrl's top level
 
 __version__ = "0.1.0"
-
-# before anything imports tensordict: keep torch.compile's ~70 MiB front end unloaded until
-# something compiles (see rl_trainers/_lazy_dynamo.py)
-_lazy_dynamo.install()
-
-from rl_trainers._utils import compile_with_warmup, logger, timeit  # noqa: E402  torchrl's top level
-
-# a saved run config (trainer._config_: ${rl_trainers.root_config:}) resolves with bare
-# OmegaConf after `import rl_trainers`; registered when omegaconf is imported
-_root_resolver.install()
 
 #: Loaded on first use (``rl_trainers.load_policy``...), so ``import rl_trainers`` stays cheap.
 _LAZY = {

@@ -12,9 +12,9 @@ uses it, yet three import-time paths load it:
 * ``Optimizer.step``'s wrapper imports it on every call (the trainer's lean fused-Adam step,
   :mod:`rl_trainers.trainers.optimizer_step`, does not go through it).
 
-:func:`install` (run once, by ``import rl_trainers``, when ``torch._dynamo`` is not loaded
-yet) defers the first two until something imports ``torch._dynamo``: tensordict's
-registrations are recorded and the optimiser methods call their undecorated function.
+:func:`install` (an opt-in: ``import rl_trainers`` does not call it; the Hydra app's
+``train.py`` scripts do, before anything imports tensordict) defers the first two until
+something imports ``torch._dynamo``: tensordict's registrations are recorded and the optimiser methods call their undecorated function.
 Whatever imports it later (``torch.compile``, ``trainer.compile=true``, a user's own code)
 then sees what an eager import would have set up: right after the module executes, the
 recorded registrations are made and the optimiser methods go back to building their

@@ -1,5 +1,6 @@
-"""``import rl_trainers`` keeps torch._dynamo unloaded until something compiles, and a later
-import sets up what an eager import would have (rl_trainers/_lazy_dynamo.py).
+"""With ``rl_trainers._lazy_dynamo.install()`` (the Hydra app's opt-in, made by every
+``train.py``) torch._dynamo stays unloaded until something compiles, and a later import sets
+up what an eager import would have.
 
 Each case runs in a fresh interpreter: whether torch._dynamo is loaded is process state.
 """
@@ -7,6 +8,8 @@ Each case runs in a fresh interpreter: whether torch._dynamo is loaded is proces
 from __future__ import annotations
 
 import json
+
+_INSTALL = "from rl_trainers import _lazy_dynamo; _lazy_dynamo.install()"
 
 # what torch._dynamo knows about tensordict and torch.optim once it is loaded
 _FINGERPRINT = """
@@ -61,7 +64,7 @@ print("torch._dynamo" in sys.modules)
 
 def test_a_later_import_sets_up_what_an_eager_import_does(fresh_python) -> None:
     eager = json.loads(fresh_python("import torch._dynamo, rl_trainers" + _FINGERPRINT))
-    deferred = json.loads(fresh_python("import rl_trainers" + _FINGERPRINT))
+    deferred = json.loads(fresh_python(_INSTALL + _FINGERPRINT))
     assert eager["allowed"] and eager["constant"] and "zero_grad" in eager["disabled"]
     assert deferred == eager
 
@@ -69,7 +72,8 @@ def test_a_later_import_sets_up_what_an_eager_import_does(fresh_python) -> None:
 def test_compiling_after_the_deferral_works(fresh_python) -> None:
     code = """
 import sys, torch
-import rl_trainers
+from rl_trainers import _lazy_dynamo
+_lazy_dynamo.install()
 from tensordict import TensorDict
 assert "torch._dynamo" not in sys.modules
 net = torch.nn.Linear(3, 2)

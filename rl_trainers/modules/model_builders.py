@@ -20,11 +20,11 @@ from typing import Any
 
 from torch import nn
 
+from rl_trainers.errors import ConfigError
 from rl_trainers.modules.actors import spec_kind
 from rl_trainers.modules.builders import make_actor, make_qvalue, make_value
 from rl_trainers.modules.gsde import make_gsde_actor
 from rl_trainers.modules.models import ConvNet
-from rl_trainers.trainers.algorithms.errors import ConfigError
 
 __all__ = [
     "ACTIVATIONS",

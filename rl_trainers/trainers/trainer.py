@@ -66,7 +66,7 @@ class NonFiniteLossError(FloatingPointError):
 
 class HookPoint(str, Enum):
     """The points of the training loop where hooks run, in the order they fire: the ten of
-    torchrl's seed documents plus torchrl's ``pre_epoch``/``post_epoch`` (``num_epochs``).
+    torchrl's ``Trainer`` hook points plus its ``pre_epoch``/``post_epoch`` (``num_epochs``).
 
     ``Trainer.train()`` runs (``[point]`` marks where the hooks of each point are called)::
 
@@ -128,7 +128,7 @@ class TrainerHookBase:
     Subclasses implement :meth:`register` (place the hook at its default point(s) with
     ``trainer.register_op`` and, if it has state, ``trainer.register_module``) and, when they
     hold state, :meth:`state_dict`/:meth:`load_state_dict`. A subclass may define
-    ``save_dict()`` instead of ``state_dict()`` (the name used in the seed's example). A
+    ``save_dict()`` instead of ``state_dict()`` (the name used by torchrl's trainer hooks). A
     hook without ``register`` can still be placed with ``trainer.register_op``.
     """
 
@@ -821,8 +821,8 @@ class Trainer:
         """Checkpoint ``module`` (anything with ``state_dict``/``load_state_dict``) under
         ``module_name`` (torchrl's parameter names).
 
-        The arguments are also accepted in the reverse order (``module, name``), as in the
-        seed's example hook.
+        The arguments are also accepted in the reverse order (``module, name``), as in
+        torchrl's example hooks.
         """
         name = module_name
         if not isinstance(name, str) and isinstance(module, str):

@@ -4,8 +4,14 @@ import sys
 
 import hydra
 
-from rl_trainers.trainers.algorithms.app import run, translate_torchrl_overrides, user_errors
-from rl_trainers.trainers.algorithms.compose_errors import composition_errors
+from rl_trainers import _lazy_dynamo
+
+# before tensordict is imported: torch.compile's front end (~70 MiB) stays unloaded until
+# something compiles
+_lazy_dynamo.install()
+
+from rl_trainers.trainers.algorithms.app import run, translate_torchrl_overrides, user_errors  # noqa: E402
+from rl_trainers.trainers.algorithms.compose_errors import composition_errors  # noqa: E402
 
 
 @hydra.main(config_path="../../configs", config_name="ddpg_trainer", version_base=None)

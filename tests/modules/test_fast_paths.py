@@ -1,4 +1,4 @@
-"""The hot-path shortcuts (issue 5) compute exactly what the plain paths compute."""
+"""The hot-path shortcuts compute exactly what the plain paths compute."""
 
 import copy
 

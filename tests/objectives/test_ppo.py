@@ -83,7 +83,7 @@ def test_kl_penalty_backward_uses_the_beta_of_its_own_step():
     loss = KLPENPPOLoss(actor, None, dtarg=0.01, beta=1.0, entropy_bonus=False)
     out = loss(_batch([1.0, 1.0]))
     assert float(loss.beta) == 2.0  # adapted inside the call
-    out["loss_objective"].backward()  # raised "modified by an inplace operation" before
+    out["loss_objective"].backward()  # no in-place modification error
     r = torch.tensor([math.e, 1 / math.e])
     # d/dlogp of -mean(r * A) + beta * mean((r - 1) - logp), beta = 1 (the step's own)
     torch.testing.assert_close(actor.new_log_prob.grad, (-r + (r - 1)) / 2)

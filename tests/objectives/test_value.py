@@ -2,7 +2,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-import rl_trainers.objectives.value as value_mod
+import rl_trainers._returns as returns_mod
 from rl_trainers.modules import ValueOperator
 from rl_trainers.objectives import (
     GAE,
@@ -56,7 +56,7 @@ def _naive_gae(gamma, lmbda, v, nv, r, term, done):
 
 @pytest.mark.parametrize("matrix_max_t", [1024, 0])
 def test_gae_vectorised_matches_naive_loop(monkeypatch, matrix_max_t):
-    monkeypatch.setattr(value_mod, "_MATRIX_MAX_T", matrix_max_t)
+    monkeypatch.setattr(returns_mod, "_MATRIX_MAX_T", matrix_max_t)
     torch.manual_seed(0)
     shape = (3, 40, 1)
     v, nv, r = torch.randn(shape), torch.randn(shape), torch.randn(shape)

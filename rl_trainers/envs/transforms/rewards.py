@@ -310,7 +310,7 @@ class Reward2GoTransform(Transform):
     )
 
     def _reward_to_go(self, tensordict: TensorDictBase) -> TensorDictBase:
-        from rl_trainers.objectives.value import reward2go
+        from rl_trainers._returns import reward2go
 
         inner = self.done_key if isinstance(self.done_key, tuple) else (self.done_key,)
         done_key = ("next", *inner)

@@ -2,6 +2,9 @@
 
 ``train.py`` is a dozen lines::
 
+    from rl_trainers import _lazy_dynamo
+    _lazy_dynamo.install()  # before tensordict loads: torch._dynamo stays unloaded
+
     from rl_trainers.trainers.algorithms.app import CONFIG_DIR, run, user_errors
     import hydra
 

@@ -165,19 +165,6 @@ class AlgorithmTrainer(Trainer):
             )
             self.lr_scheduler.step()
 
-    def _check_metadata(self, saved: dict[str, Any], source: str) -> None:
-        """As :class:`Trainer`'s, with an entry of ``FINGERPRINT_ADDED_LATER`` that an older
-        checkpoint lacks taken as equal when this run has the value runs had before it."""
-        from rl_trainers.trainers.algorithms.common import ANY_VALUE, FINGERPRINT_ADDED_LATER
-
-        ours = self.checkpoint_metadata
-        missing = {
-            key: ours[key]
-            for key, before in FINGERPRINT_ADDED_LATER.items()
-            if key in ours and key not in saved and (before is ANY_VALUE or ours[key] == before)
-        }
-        super()._check_metadata({**saved, **missing}, source)
-
     @classmethod
     def eval_policy_of(cls, cfg: DictConfig, loss, env):
         """The policy evaluations of a trainer built from ``cfg`` act with, given its loss

@@ -344,15 +344,6 @@ FINGERPRINT_FIELDS = (
 
 _NOT_STRUCTURAL = frozenset({"network.orthogonal_init"})
 
-#: Fingerprint entries added after checkpoints existed, and what those checkpoints lack
-#: them for: a checkpoint without the entry matches a run whose value is the one given here
-#: (what every run did before the entry existed), or any value for ``ANY_VALUE`` (unknown).
-ANY_VALUE = object()
-FINGERPRINT_ADDED_LATER: dict[str, Any] = {
-    "optimizer._target_": ANY_VALUE,
-    "env.normalize_rewards": False,
-}
-
 
 def checkpoint_metadata(cfg: DictConfig) -> dict[str, Any]:
     """The flat ``{field: value}`` of :data:`FINGERPRINT_FIELDS` present in ``cfg``."""

@@ -10,15 +10,7 @@ from collections.abc import Iterator
 
 from hydra.errors import CompactHydraException
 
-
-class ConfigError(ValueError):
-    """A configuration value is invalid; the message names the field, the value and what is allowed."""
-
-    def __init__(self, field: str, value: object, allowed: str) -> None:
-        self.field = field
-        self.value = value
-        self.allowed = allowed
-        super().__init__(f"{field}={value!r} is invalid: {allowed}")
+from rl_trainers.errors import ConfigError  # the library's; re-exported for the app
 
 
 class ConfigWarning(UserWarning):

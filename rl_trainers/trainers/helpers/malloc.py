@@ -7,7 +7,7 @@ so every update touches new pages: ~50-300 minor page faults per update on the b
 machine, ~3 us each (a kernel entry and a zeroed page, while the other OpenMP thread waits).
 Fixing the thresholds above those sizes keeps the memory in the process for the next update:
 in one process, alternating blocks of 100 updates, 0.4-1 faults per update instead of ~150,
-and 4.91-5.95 against 5.21-6.53 ms per update (``docs/performance.md``, session 8).
+and 4.91-5.95 against 5.21-6.53 ms per update (measured on a 2-core AMD EPYC).
 
 Memory that was never touched still costs nothing (a 1M-row replay buffer is reserved, not
 resident, either way). PPO's small tensors come from the heap already (0.02 faults per frame)

@@ -3,9 +3,9 @@
 Each test is one section of the tutorial, its user code kept as written (shorter rollouts),
 followed by checks of what the tutorial prints or states. The tutorial's Atari
 (``ALE/Pong-v5``, ``ALE/AirRaid-v5``) and DeepMind Control (``DMControlEnv``) environments
-need ``ale_py`` and ``dm_control``, not installed here: those sections are run on the same
-code with gymnasium's classic-control envs (pixels rendered by pygame) instead, and the
-Atari / DMControl constructors themselves are skipped with that reason.
+are not used: Atari needs ``ale_py`` (its constructor is skipped without it), and
+rl_trainers wraps gymnasium only, with no ``DMControlEnv`` (checked below). Those sections run
+on the same code with gymnasium's classic-control envs (pixels rendered by pygame).
 """
 
 from __future__ import annotations
@@ -151,11 +151,13 @@ def test_image_only_atari_env():
     env.close()
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("dm_control") is None, reason="DMControlEnv needs dm_control"
-)
-def test_dm_control_env():
-    from rl_trainers.envs.libs.dm_control import DMControlEnv  # noqa: F401
+def test_dm_control_env_is_not_provided():
+    """rl_trainers has no ``DMControlEnv`` (docs/porting.md lists it as missing): the
+    tutorial's DeepMind Control sections run on gymnasium envs (``test_transforming_envs``)."""
+    import rl_trainers.envs
+
+    assert importlib.util.find_spec("rl_trainers.envs.libs.dm_control") is None
+    assert not hasattr(rl_trainers.envs, "DMControlEnv")
 
 
 @needs_pygame

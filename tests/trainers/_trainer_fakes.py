@@ -1,4 +1,4 @@
-"""Small fakes for the tests of tests/gaps_trainer: a collector, a loss and a logger."""
+"""Small fakes for the Trainer-loop and hook tests: a collector, a loss and a logger."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ def test_trainer_shutdown_shuts_the_collector_down(collector, loss_module):
 
 
 def test_optimizer_hook_rejects_empty_loss_components(loss_module):
-    """torchrl raises at construction; an empty list used to fail only inside train()."""
+    """An empty list of loss components raises at construction, as torchrl's does."""
     optim = torch.optim.SGD(loss_module.parameters(), lr=0.1)
     with pytest.raises(ValueError, match="empty loss_components; pass None"):
         OptimizerHook(optim, [])

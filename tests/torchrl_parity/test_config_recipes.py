@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from app.conftest import compose_config  # tests/ is on sys.path
 from hydra import compose, initialize_config_dir
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
@@ -20,8 +21,6 @@ from omegaconf import OmegaConf
 
 from rl_trainers.trainers.algorithms.configs import GROUP_OPTIONS, TORCHRL_GROUP_OPTIONS
 from rl_trainers.trainers.algorithms.configs.torchrl_schema import SHARED_OPTION_NAMES
-
-from .conftest import compose_config
 
 RECIPES = Path(__file__).parent / "torchrl_recipes"
 REPO = Path(__file__).resolve().parents[2]

@@ -3,6 +3,7 @@ primer, a SliceSampler draws [B, T] slices, and DQNLoss runs the LSTM in recurre
 
 from __future__ import annotations
 
+import pytest
 import torch
 from tensordict.nn import TensorDictModule as Mod
 from tensordict.nn import TensorDictSequential as Seq
@@ -14,6 +15,9 @@ from rl_trainers.modules import MLP, EGreedyModule, LSTMModule, QValueModule, se
 from rl_trainers.objectives import DQNLoss, SoftUpdate
 
 SLICE, NUM_SLICES, GAMMA = 8, 4, 0.9
+
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # as every RNN test
 
 
 def test_recurrent_dqn_tutorial_collect_sample_and_loss():

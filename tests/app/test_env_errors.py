@@ -1,0 +1,88 @@
+"""Environment messages: an unsupported action space names the env, its space and what is
+supported; MuJoCo model warnings are shown once per process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from rl_trainers.trainers.algorithms.app import run
+from rl_trainers.trainers.algorithms.errors import ConfigError
+
+
+def test_mujoco_model_warnings_are_shown_once_per_process(tmp_path):
+    """MuJoCo 4 warns about gymnasium's half_cheetah.xml at each model load: 18 lines on
+    stderr in an app run before (one per sub-env and evaluation env)."""
+    pytest.importorskip("mujoco")
+    script = (
+        "from rl_trainers.envs import GymEnv\n"
+        "env = GymEnv('HalfCheetah-v5', num_envs=3)\n"
+        "GymEnv('HalfCheetah-v5').reset()\n"
+        "print(env.reset()['observation'].shape)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "torch.Size([3, 17])"
+    if "settotalmass" in proc.stderr:  # the installed MuJoCo warns about this model file
+        assert proc.stderr.count("settotalmass") == 1, proc.stderr
+
+
+UNSUPPORTED_ACTION_ENVS = textwrap.dedent(
+    """
+    import gymnasium as gym
+    import numpy as np
+    from gymnasium import spaces
+
+
+    class Acting(gym.Env):
+        action_space = spaces.MultiDiscrete([3, 2])
+
+        def __init__(self, render_mode=None):
+            self.observation_space = spaces.Box(-1, 1, (3,), np.float32)
+
+        def reset(self, seed=None, options=None):
+            super().reset(seed=seed)
+            return self.observation_space.sample(), {}
+
+        def step(self, action):
+            return self.observation_space.sample(), 0.0, False, True, {}
+
+
+    class MultiBinaryActions(Acting):
+        action_space = spaces.MultiBinary(4)
+
+
+    class TupleActions(Acting):
+        action_space = spaces.Tuple([spaces.Discrete(2), spaces.Discrete(3)])
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "algorithm, env_class, space, supported",
+    [
+        ("ppo", "Acting", "MultiDiscrete([3 2])", "Discrete (a categorical policy) and Box"),
+        ("sac", "Acting", "MultiDiscrete([3 2])", "Box (a tanh_normal policy)"),
+        ("dqn", "MultiBinaryActions", "MultiBinary(4)", "Discrete (one Q-value per action)"),
+        ("td3", "TupleActions", "Tuple(Discrete(2), Discrete(3))", "Box"),
+    ],
+)
+def test_an_unsupported_action_space_names_the_env_its_space_and_what_is_supported(
+    tiny_config, tmp_path, monkeypatch, algorithm, env_class, space, supported
+):
+    """The config error names the env, its action space and the spaces the algorithm
+    supports (PPO, SAC, DQN, TD3 alike)."""
+    (tmp_path / "unsupported_action_envs.py").write_text(UNSUPPORTED_ACTION_ENVS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    env_name = f"unsupported_action_envs:{env_class}"
+    with pytest.raises(ConfigError) as err:
+        run(tiny_config(algorithm, [f"env.env_name={env_name}"]), output_dir=tmp_path / "run")
+    assert str(err.value).startswith(
+        f"env.env_name='{env_name}' is invalid: its action space {space} is not supported: "
+        f"{algorithm.upper()} acts in {supported}"
+    )

@@ -1,0 +1,72 @@
+"""Run directories and sweeps: a used directory is refused, trainers built in the same second
+get their own, a sweep job's stop message continues the whole sweep."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from rl_trainers.trainers.algorithms.app import run
+from rl_trainers.trainers.algorithms.errors import ConfigError
+
+
+def test_stop_message_of_a_sweep_job_continues_the_whole_sweep(tmp_path, monkeypatch):
+    """Following the 'Continue with:' line of a job stopped in a sweep resumes that job
+    and runs the sweep's other jobs, in the same sweep directory."""
+    import shlex
+
+    from hydra.core.hydra_config import HydraConfig
+
+    from rl_trainers.trainers.algorithms.app import resume_command
+
+    from .conftest import CONFIG_DIR, compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        cfg = compose(
+            "ppo_trainer",
+            overrides=["seed=0", "hydra.mode=MULTIRUN", "hydra.sweep.dir=sweeps/a"],
+            return_hydra_config=True,
+        )
+    cfg.hydra.runtime.cwd = str(tmp_path)
+    argv = ["train.py", "-m", "seed=0,1", "trainer.resume=false", "hydra.sweep.dir=sweeps/a"]
+    monkeypatch.setattr(sys, "argv", argv)
+    HydraConfig.instance().set_config(cfg)
+    try:
+        words = shlex.split(resume_command(tmp_path / "sweeps" / "a" / "0"))
+    finally:
+        HydraConfig.instance().cfg = None
+    assert words == [
+        "python",
+        "train.py",
+        "-m",
+        "seed=0,1",
+        "trainer.resume=true",
+        f"hydra.sweep.dir={tmp_path / 'sweeps' / 'a'}",
+    ]
+
+
+def test_trainers_instantiated_in_the_same_second_get_their_own_directories(
+    tiny_config, tmp_path, monkeypatch
+):
+    """A loop over seeds in a script or notebook: each trainer its own run directory."""
+    from hydra.utils import instantiate
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("time.strftime", lambda fmt: "2026-01-01_00-00-00")
+    first = instantiate(tiny_config("ppo", ["seed=0"]).trainer)
+    first.train()
+    second = instantiate(tiny_config("ppo", ["seed=1"]).trainer)
+    dirs = [t.save_trainer_file.parent.parent for t in (first, second)]
+    assert [d.name for d in dirs] == ["2026-01-01_00-00-00", "2026-01-01_00-00-00_1"]
+
+
+def test_a_used_run_directory_says_it_holds_a_previous_run(tiny_config, tmp_path):
+    """A run directory holding a previous run is refused with a message saying so."""
+    run(tiny_config("ppo"), output_dir=tmp_path)
+    with pytest.raises(ConfigError) as err:
+        run(tiny_config("ppo"), output_dir=tmp_path)
+    assert f"hydra.run.dir='{tmp_path}' is invalid: it holds a previous run (checkpoints/" in (
+        str(err.value)
+    )
+    assert "add trainer.resume=true to continue that run" in str(err.value)
