@@ -496,10 +496,16 @@ def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> f
         check_ranks_in_sync(trainer)
     if trainer.interrupted is not None:
         where = trainer.last_checkpoint or "(no checkpoint: saving is disabled)"
+        dropped = ""
+        if trainer.stop_timed_out:
+            dropped = (
+                f" (the batch in progress did not end within trainer.stop_grace_s="
+                f"{trainer.stop_grace_s:g} s and was dropped)"
+            )
         if lead:
             print(
-                f"Stopped by {trainer.interrupted} at frame {trainer.collected_frames}; "
-                f"checkpoint: {where}. Continue with: {resume_command(out)}",
+                f"Stopped by {trainer.interrupted} at frame {trainer.collected_frames}"
+                f"{dropped}; checkpoint: {where}. Continue with: {resume_command(out)}",
                 file=sys.stderr,
             )
         code = getattr(signal.Signals, trainer.interrupted, None)
