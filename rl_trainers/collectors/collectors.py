@@ -165,6 +165,14 @@ class SyncDataCollector(DataCollectorBase):
             stays the module given, so weight updates reach the compiled one.
         cudagraph_policy: ``True`` or a dict of ``tensordict.nn.CudaGraphModule`` arguments:
             capture the policy in a CUDA graph; needs a CUDA policy device (raises otherwise).
+        step_timeout_s: when > 0, an env step or reset that has not returned after this
+            many seconds ends the collection with :class:`~rl_trainers.trainers.watchdog.EnvStepTimeout`
+            naming the env (and the sub-env, when it can be told); see
+            :mod:`rl_trainers.trainers.watchdog` for how a blocked main thread is
+            interrupted. None or 0 (default): no limit.
+        check_finite: raise :class:`NonFiniteBatchError` when a collected batch holds NaN or
+            infinite floats (one ``isfinite`` per float entry per batch), naming the entry,
+            the sub-env and the frame; ``False`` lets them through.
 
     Example:
         >>> collector = SyncDataCollector(GymEnv("CartPole-v1", num_envs=8), policy,
@@ -196,6 +204,8 @@ class SyncDataCollector(DataCollectorBase):
         trust_policy: bool | None = None,
         compile_policy: bool | dict[str, Any] | None = None,
         cudagraph_policy: bool | dict[str, Any] = False,
+        step_timeout_s: float | None = None,
+        check_finite: bool = True,
     ) -> None:
         self._policy_call = policy_runner(
             policy, compile_policy, cudagraph_policy, policy_device or device
@@ -251,6 +261,13 @@ class SyncDataCollector(DataCollectorBase):
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._thread_error: BaseException | None = None
+        self.check_finite = bool(check_finite)
+        self.step_timeout_s = float(step_timeout_s) if step_timeout_s else None
+        self._watchdog = None
+        if self.step_timeout_s is not None:
+            if self.step_timeout_s < 0:
+                raise ValueError(f"step_timeout_s must be >= 0, got {step_timeout_s!r}")
+            self._watchdog = _step_watchdog(self.env, self.step_timeout_s)
 
     # ------------------------------------------------------------------ acting
     def _reset(self) -> None:
@@ -328,6 +345,19 @@ class SyncDataCollector(DataCollectorBase):
 
     def rollout(self) -> TensorDictBase:
         """Collect one batch of ``frames_per_batch`` frames (``[*env.batch_size, T]``)."""
+        if self._watchdog is None:
+            batch = self._rollout()
+        else:
+            self._watchdog.arm()
+            try:
+                batch = self._rollout()
+            finally:
+                self._watchdog.disarm()
+        if self.check_finite:
+            check_finite_batch(batch, self.frames_collected - self.frames_per_batch)
+        return batch
+
+    def _rollout(self) -> TensorDictBase:
         if self._td is None or self.reset_at_each_iter:
             self._reset()
         random = self.frames_collected < self.init_random_frames
@@ -494,6 +524,8 @@ class SyncDataCollector(DataCollectorBase):
     def shutdown(self) -> None:
         """Close the env if the collector created it."""
         self._stop.set()
+        if self._watchdog is not None:
+            self._watchdog.close()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(30.0)
             self._thread = None
@@ -596,6 +628,117 @@ def _fast_set(td: TensorDictBase, key: str, value: torch.Tensor) -> None:
 
 def _device(device: Any) -> torch.device | None:
     return None if device is None else torch.device(device)
+
+
+class NonFiniteBatchError(FloatingPointError):
+    """A collected batch holds NaN or infinite values (the env's output, or the policy's)."""
+
+
+def check_finite_batch(batch: TensorDictBase, first_frame: int) -> None:
+    """Raise :class:`NonFiniteBatchError` if a float entry of ``batch`` (``[*B, T]``) is not
+    finite, naming the entry, the sub-env and the frame of the first bad step.
+
+    One ``isfinite(...).all()`` per float entry: the cost of a batch, not of a step.
+    ``first_frame`` is the collector's frame count at the batch's first step.
+    """
+    found = []  # (step, env, key, value) of each entry's first bad step
+    nd = batch.batch_dims
+    for key, value in batch.items(include_nested=True, leaves_only=True):
+        if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+            continue
+        finite = torch.isfinite(value)
+        if bool(finite.all()):
+            continue
+        steps = value.shape[nd - 1] if nd else 1
+        bad = ~finite.reshape(-1, steps, int(finite[(0,) * nd].numel()) if nd else 1).all(-1)
+        step = int(bad.any(0).nonzero()[0])
+        env_idx = int(bad[:, step].nonzero()[0])
+        sample = value.reshape(bad.shape[0], steps, -1)[env_idx, step]
+        found.append((step, env_idx, key, sample[~torch.isfinite(sample)][0].item()))
+    if not found:
+        return
+    n_envs = batch.batch_size[:-1].numel() if nd else 1
+    step, env_idx, key, sample = min(found, key=lambda f: (f[0], f[1]))
+    name = key if isinstance(key, str) else "/".join(key)
+    where = f"sub-env {env_idx} of {n_envs}" if n_envs > 1 else "the env"
+    raise NonFiniteBatchError(
+        f"the collected batch holds {sample} in {name!r} from {where} at frame "
+        f"{first_frame + step * n_envs + env_idx} (step {step} of the batch): the "
+        "environment (or the policy) produced a non-finite value; set "
+        "collector.check_finite=false to let such values through"
+    )
+
+
+def _step_watchdog(env: Any, timeout_s: float) -> Any:
+    """A :class:`~rl_trainers.trainers.watchdog.Watchdog` for ``env``'s steps: beaten by
+    every step and reset of the innermost vector env found (else only once per batch)."""
+    from rl_trainers.trainers.watchdog import EnvStepTimeout, Watchdog
+
+    label = _env_label(env)
+    vector = _vector_env(env)
+
+    def timed_out(elapsed: float) -> BaseException:
+        which = _blocked_sub_envs(vector)
+        return EnvStepTimeout(
+            f"env {label}{which} did not return from step/reset within "
+            f"collector.step_timeout_s={timeout_s:g} s"
+        )
+
+    watchdog = Watchdog(timeout_s, timed_out)
+    if vector is not None:
+        for name in ("step", "reset"):
+            original = getattr(vector, name, None)
+            if callable(original):
+                setattr(vector, name, _beating(original, watchdog))
+    return watchdog
+
+
+def _beating(method: Callable, watchdog: Any) -> Callable:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        watchdog.beat()
+        out = method(*args, **kwargs)
+        watchdog.beat()
+        return out
+
+    return call
+
+
+def _env_label(env: Any) -> str:
+    base = getattr(env, "base_env", env)
+    name = getattr(base, "env_name", None) or getattr(env, "env_name", None)
+    return repr(name) if name else type(base).__name__
+
+
+def _vector_env(env: Any) -> Any:
+    base = getattr(env, "base_env", env)
+    vector = getattr(base, "_env", None)
+    return vector if vector is not None and hasattr(vector, "step") else None
+
+
+def _blocked_sub_envs(vector: Any) -> str:
+    """`` (sub-env i of n)`` for the sub-envs that did not answer, when that can be told:
+    gymnasium's AsyncVectorEnv (its workers' pipes) or SyncVectorEnv (the loop index of the
+    main thread's step)."""
+    import sys
+
+    if vector is None:
+        return ""
+    n = getattr(vector, "num_envs", None)
+    pipes = getattr(vector, "parent_pipes", None)
+    try:
+        if pipes is not None:
+            silent = [i for i, pipe in enumerate(pipes) if not pipe.poll()]
+            if silent:
+                return f" (sub-env {', '.join(map(str, silent))} of {n})"
+            return ""
+        frame = sys._current_frames().get(threading.main_thread().ident)
+        while frame is not None:
+            if frame.f_locals.get("self") is vector and isinstance(frame.f_locals.get("i"), int):
+                return f" (sub-env {frame.f_locals['i']} of {n})"
+            frame = frame.f_back
+    except Exception:  # best effort: the message names the env anyway
+        return ""
+    return ""
 
 
 # torchrl's module path ``torchrl.collectors.collectors.MultiSyncDataCollector``; multi.py

@@ -60,10 +60,20 @@ CONFIG_DIR = str(Path(__file__).resolve().parents[3] / "configs")
 
 
 def _user_error_types() -> tuple[type[BaseException], ...]:
+    from rl_trainers.collectors.collectors import NonFiniteBatchError
+    from rl_trainers.collectors.multi import CollectorWorkerError
     from rl_trainers.trainers.checkpoint import CheckpointError
     from rl_trainers.trainers.trainer import NonFiniteLossError
+    from rl_trainers.trainers.watchdog import EnvStepTimeout
 
-    return (ConfigError, CheckpointError, NonFiniteLossError)
+    return (
+        ConfigError,
+        CheckpointError,
+        NonFiniteLossError,
+        NonFiniteBatchError,
+        EnvStepTimeout,
+        CollectorWorkerError,
+    )
 
 
 @contextlib.contextmanager
@@ -84,11 +94,12 @@ def user_errors() -> Iterator[None]:
     except _user_error_types() as err:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
+        line = getattr(err, "summary", None) or str(err)  # a worker's: without its traceback
         if _in_sweep():
             # on the job's own stderr: the terminal, or the job's log file with submitit
-            print(f"Error: {err}", file=sys.stderr, flush=True)
-            raise JobFailed(f"Error: {err}") from None
-        report_and_exit(str(err))
+            print(f"Error: {line}", file=sys.stderr, flush=True)
+            raise JobFailed(f"Error: {line}") from None
+        report_and_exit(line)
 
 
 def _in_sweep() -> bool:
