@@ -30,9 +30,9 @@ from tensordict.nn import InteractionType
 
 from rl_trainers.collectors.collectors import (
     TRAJ_KEY,
-    _env_label,
     DataCollectorBase,
     SyncDataCollector,
+    _env_label,
     check_cudagraph_device,
 )
 from rl_trainers.collectors.utils import split_trajectories, weights_state_dict
