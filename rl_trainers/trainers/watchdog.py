@@ -151,7 +151,9 @@ class Watchdog:
             if not self._armed or self._closed or self._beat != fired_at:
                 return  # the main thread unwound (or went on)
             time.sleep(0.05)
-        hard_exit(f"{err} (the main thread did not stop within {self.hard_exit_s:g} s)", self.exit_code)
+        hard_exit(
+            f"{err} (the main thread did not stop within {self.hard_exit_s:g} s)", self.exit_code
+        )
 
 
 def hard_exit(message: str, code: int) -> None:
