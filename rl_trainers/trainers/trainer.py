@@ -1481,15 +1481,22 @@ class Trainer:
         if not force and self.collected_frames // interval <= self._last_save_frames // interval:
             return
         self._last_save_frames = self.collected_frames
-        if self.keep_checkpoints is None:
-            self.last_checkpoint = _ckpt.save_checkpoint(self.state_dict(), self.save_trainer_file)
-        else:
-            self.last_checkpoint = _ckpt.save_rotating(
-                self.state_dict(),
-                self.save_trainer_file,
-                self.collected_frames,
-                self.keep_checkpoints,
-            )
+        state = self.state_dict()
+        try:
+            if self.keep_checkpoints is None:
+                self.last_checkpoint = _ckpt.save_checkpoint(state, self.save_trainer_file)
+            else:
+                self.last_checkpoint = _ckpt.save_rotating(
+                    state, self.save_trainer_file, self.collected_frames, self.keep_checkpoints
+                )
+        except OSError as err:  # disk full, directory gone or unwritable...
+            previous = self.last_checkpoint
+            kept = f"the previous one, {previous}, is intact" if previous else "none was kept"
+            raise _ckpt.CheckpointError(
+                f"could not write the checkpoint of frame {self.collected_frames} in "
+                f"{Path(self.save_trainer_file).parent} ({err.strerror or err}); {kept}. "
+                "Free space or fix the directory, then resume with trainer.resume=true."
+            ) from err
 
     def load_from_file(self, file: str | Path | None = None, **kwargs: Any) -> Trainer:
         """Load a checkpoint written by :meth:`save_trainer`.

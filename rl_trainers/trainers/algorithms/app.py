@@ -489,7 +489,7 @@ def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> f
     lead = trainer.rank == 0  # data-parallel: only rank 0 prints, evaluates and summarises
     ckpt = resume_checkpoint(cfg, out)
     if ckpt is not None:
-        trainer.load_from_file(ckpt)
+        ckpt = load_resume_checkpoint(cfg, trainer, ckpt, out)
         if lead:
             print(f"Resumed from {ckpt} at frame {trainer.collected_frames}.", file=sys.stderr)
             if trainer.collected_frames >= trainer.total_frames:
@@ -552,6 +552,49 @@ def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> f
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(json.dumps(summary, indent=2))
     return summary["eval_return_mean"]
+
+
+def load_resume_checkpoint(cfg: DictConfig, trainer, ckpt: Path, out: Path) -> Path:
+    """Load ``ckpt`` into ``trainer``; returns the checkpoint loaded.
+
+    With ``trainer.resume=true`` (single process), a newest checkpoint that cannot be read
+    (truncated or corrupted: a crash or a full disk while it was copied...) is skipped for
+    the newest readable rotated one, with one ``Warning:`` line naming both. A checkpoint
+    that reads but does not fit the run still fails (as does ``trainer.resume_from``).
+    """
+    from rl_trainers.trainers.checkpoint import (
+        CheckpointError,
+        list_checkpoints,
+        load_checkpoint,
+        unreadable,
+    )
+    from rl_trainers.trainers.distributed import is_distributed
+
+    if cfg.trainer.get("resume_from") or is_distributed():
+        trainer.load_from_file(ckpt)
+        return ckpt
+    older = [p for _, p in reversed(list_checkpoints(out / "checkpoints" / "trainer.pt"))]
+    candidates = [ckpt, *(p for p in older if p != ckpt)]
+    bad: list[tuple[Path, CheckpointError]] = []
+    for path in candidates:
+        try:
+            state = load_checkpoint(path)
+        except CheckpointError as err:
+            if not unreadable(err):
+                raise
+            bad.append((path, err))
+            continue
+        trainer.load_state_dict(state, source=f"Checkpoint {path}")
+        trainer.last_checkpoint = Path(path)
+        if bad:
+            skipped = ", ".join(str(p) for p, _ in bad)
+            print(
+                f"Warning: trainer.resume=true: skipped {skipped} (truncated or corrupted); "
+                f"resuming from {path}, the newest readable checkpoint.",
+                file=sys.stderr,
+            )
+        return Path(path)
+    raise bad[0][1]
 
 
 def check_ranks_in_sync(trainer) -> None:
