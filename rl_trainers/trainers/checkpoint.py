@@ -234,9 +234,15 @@ def save_checkpoint(state: Mapping[str, Any], path: str | os.PathLike) -> Path:
                 os.fsync(f.fileno())
             os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600 files
             os.replace(tmp, path)
-        except BaseException:
+        except BaseException as err:
             if os.path.exists(tmp):
                 os.remove(tmp)
+            if isinstance(err, RuntimeError):
+                # torch's zip writer reports a failed write (a full disk...) as a
+                # RuntimeError ("unexpected pos ..."), not as the OSError it was
+                raise OSError(
+                    f"writing {path.name} failed ({_one_line(err)}): is the disk full?"
+                ) from err
             raise
         return path
     ts = _import_torchsnapshot()
