@@ -263,11 +263,9 @@ class SyncDataCollector(DataCollectorBase):
         self._thread_error: BaseException | None = None
         self.check_finite = bool(check_finite)
         self.step_timeout_s = float(step_timeout_s) if step_timeout_s else None
-        self._watchdog = None
-        if self.step_timeout_s is not None:
-            if self.step_timeout_s < 0:
-                raise ValueError(f"step_timeout_s must be >= 0, got {step_timeout_s!r}")
-            self._watchdog = _step_watchdog(self.env, self.step_timeout_s)
+        if self.step_timeout_s is not None and self.step_timeout_s < 0:
+            raise ValueError(f"step_timeout_s must be >= 0, got {step_timeout_s!r}")
+        self._watchdog = _watch_env(self.env, self.step_timeout_s)
 
     # ------------------------------------------------------------------ acting
     def _reset(self) -> None:
@@ -669,35 +667,61 @@ def check_finite_batch(batch: TensorDictBase, first_frame: int) -> None:
     )
 
 
-def _step_watchdog(env: Any, timeout_s: float) -> Any:
-    """A :class:`~rl_trainers.trainers.watchdog.Watchdog` for ``env``'s steps: beaten by
-    every step and reset of the innermost vector env found (else only once per batch)."""
+class EnvError(RuntimeError):
+    """An env's ``step`` or ``reset`` raised; the message names the env and the error (the
+    original exception, with its traceback, is the ``__cause__``)."""
+
+
+def _watch_env(env: Any, timeout_s: float | None) -> Any:
+    """Wrap the ``step`` and ``reset`` of ``env``'s innermost vector env (a gymnasium one,
+    when there is one) so that an exception they raise becomes an :class:`EnvError` naming
+    the env, and, with ``timeout_s``, return a
+    :class:`~rl_trainers.trainers.watchdog.Watchdog` they beat (once per batch when no
+    vector env is found)."""
     from rl_trainers.trainers.watchdog import EnvStepTimeout, Watchdog
 
     label = _env_label(env)
     vector = _vector_env(env)
+    watchdog = None
+    if timeout_s:
 
-    def timed_out(elapsed: float) -> BaseException:
-        which = _blocked_sub_envs(vector)
-        return EnvStepTimeout(
-            f"env {label}{which} did not return from step/reset within "
-            f"collector.step_timeout_s={timeout_s:g} s"
-        )
+        def timed_out(elapsed: float) -> BaseException:
+            which = _blocked_sub_envs(vector)
+            return EnvStepTimeout(
+                f"env {label}{which} did not return from step/reset within "
+                f"collector.step_timeout_s={timeout_s:g} s"
+            )
 
-    watchdog = Watchdog(timeout_s, timed_out)
+        watchdog = Watchdog(timeout_s, timed_out)
     if vector is not None:
-        for name in ("step", "reset"):
-            original = getattr(vector, name, None)
-            if callable(original):
-                setattr(vector, name, _beating(original, watchdog))
+        # the methods as they were before any collector wrapped them (one wrapper at most)
+        originals = vector.__dict__.setdefault(
+            "_rl_trainers_unwatched",
+            {
+                n: getattr(vector, n)
+                for n in ("step", "reset")
+                if callable(getattr(vector, n, None))
+            },
+        )
+        for name, original in originals.items():
+            setattr(vector, name, _watched(original, name, label, watchdog))
     return watchdog
 
 
-def _beating(method: Callable, watchdog: Any) -> Callable:
+def _watched(method: Callable, name: str, label: str, watchdog: Any) -> Callable:
+    from rl_trainers.trainers.watchdog import EnvStepTimeout
+
     def call(*args: Any, **kwargs: Any) -> Any:
-        watchdog.beat()
-        out = method(*args, **kwargs)
-        watchdog.beat()
+        if watchdog is not None:
+            watchdog.beat()
+        try:
+            out = method(*args, **kwargs)
+        except EnvStepTimeout:
+            raise
+        except Exception as err:
+            raise EnvError(f"env {label} raised in {name}: {type(err).__name__}: {err}") from err
+        if watchdog is not None:
+            watchdog.beat()
         return out
 
     return call
@@ -706,7 +730,28 @@ def _beating(method: Callable, watchdog: Any) -> Callable:
 def _env_label(env: Any) -> str:
     base = getattr(env, "base_env", env)
     name = getattr(base, "env_name", None) or getattr(env, "env_name", None)
+    if not name:  # a ParallelEnv: what its sub-envs are built from
+        name = _factory_env_name(getattr(base, "_vector_args", (None,))[0])
     return repr(name) if name else type(base).__name__
+
+
+def _factory_env_name(factories: Any) -> str | None:
+    """The ``env_name`` a (list of) env factories builds, when one of them tells it."""
+    f = factories[0] if isinstance(factories, list | tuple) and factories else factories
+    for _ in range(6):
+        if f is None:
+            return None
+        cfg = getattr(f, "env_cfg", None)
+        name = getattr(f, "env_name", None) or (
+            cfg.get("env_name") if isinstance(cfg, dict) else None
+        )
+        if isinstance(name, str):
+            return name
+        keywords = getattr(f, "keywords", None)  # functools.partial
+        if isinstance(keywords, dict) and isinstance(keywords.get("env_name"), str):
+            return keywords["env_name"]
+        f = getattr(f, "factory", None) or getattr(f, "func", None)
+    return None
 
 
 def _vector_env(env: Any) -> Any:

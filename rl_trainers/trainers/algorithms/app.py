@@ -60,7 +60,7 @@ CONFIG_DIR = str(Path(__file__).resolve().parents[3] / "configs")
 
 
 def _user_error_types() -> tuple[type[BaseException], ...]:
-    from rl_trainers.collectors.collectors import NonFiniteBatchError
+    from rl_trainers.collectors.collectors import EnvError, NonFiniteBatchError
     from rl_trainers.collectors.multi import CollectorWorkerError
     from rl_trainers.trainers.checkpoint import CheckpointError
     from rl_trainers.trainers.trainer import NonFiniteLossError
@@ -71,6 +71,7 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
         CheckpointError,
         NonFiniteLossError,
         NonFiniteBatchError,
+        EnvError,
         EnvStepTimeout,
         CollectorWorkerError,
     )
