@@ -147,3 +147,45 @@ def test_collector_worker_killed_mid_run_ends_with_one_line(tmp_path):
     assert "collector worker" in line and "died (exit code -9)" in line
     assert seconds < 30
     _assert_gone(children)
+
+
+# --------------------------------------------------------------------------- env raises
+@pytest.mark.parametrize(
+    "where",
+    [[], ["env.vectorization=async"], MULTI],
+    ids=["in-process", "async-vector-env", "multi_sync"],
+)
+def test_env_raising_in_step_ends_with_one_line(where, tmp_path):
+    overrides = [
+        *TINY["ppo"],
+        *where,
+        "env.env_name=resume.faulty_env:FaultyCartPole",
+        f"hydra.run.dir={tmp_path / 'run'}",
+    ]
+    code, stderr, seconds = train(overrides, tmp_path, 180)
+    assert code == 2, stderr[-3000:]
+    (line,) = error_lines(stderr)
+    assert "'resume.faulty_env:FaultyCartPole'" in line
+    assert "RuntimeError: boom from the env" in line
+    if where == MULTI:
+        assert line.startswith("Error: collector worker ")
+    else:
+        assert line.startswith("Error: env 'resume.faulty_env:FaultyCartPole' raised in step: ")
+    assert seconds < 120
+
+
+def test_env_raising_in_reset_ends_with_one_line(tmp_path):
+    overrides = [
+        *TINY["ppo"],
+        "env.env_name=faults.envs:RaisingResetCartPole",
+        f"hydra.run.dir={tmp_path / 'run'}",
+    ]
+    code, stderr, seconds = train(overrides, tmp_path, 180, **faults_env(after=1))
+    assert code == 2, stderr[-3000:]
+    (line,) = error_lines(stderr)
+    assert line == (
+        "Error: env 'faults.envs:RaisingResetCartPole' raised in reset: "
+        "OSError: simulator connection lost in reset"
+    )
+    assert "Traceback" not in stderr
+    assert seconds < 120
