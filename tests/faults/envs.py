@@ -70,3 +70,38 @@ class RaisingResetCartPole(CartPoleEnv):
         if type(self).resets > int(os.environ.get("FAULT_AFTER", "1")):
             raise OSError("simulator connection lost in reset")
         return super().reset(**kwargs)
+
+
+class SlowStartCartPole(CartPoleEnv):
+    """Takes ``FAULT_START_SLEEP`` seconds to build (a simulator starting up), after
+    printing ``ENV STARTING`` to stderr."""
+
+    def __init__(self, **kwargs) -> None:
+        import sys
+        import time
+
+        print("ENV STARTING", file=sys.stderr, flush=True)
+        time.sleep(float(os.environ.get("FAULT_START_SLEEP", "30")))
+        super().__init__(**kwargs)
+
+
+class SlowAfterCartPole(CartPoleEnv):
+    """Once ``FAULT_AFTER`` steps were taken by all instances of the process together, each
+    step takes half a second (``SLOW`` is printed to stderr once): with the frames a run
+    trains for as ``FAULT_AFTER``, the final evaluation is slow."""
+
+    total = 0
+    warned = False
+
+    def step(self, action):
+        import sys
+        import time
+
+        cls = type(self)
+        cls.total += 1
+        if cls.total > int(os.environ.get("FAULT_AFTER", "30")):
+            if not cls.warned:
+                cls.warned = True
+                print("SLOW", file=sys.stderr, flush=True)
+            time.sleep(0.5)
+        return super().step(action)

@@ -399,17 +399,69 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
     from .common import close_trainer
 
     start = time.perf_counter()
-    distributed = init_distributed(str(cfg.get("device") or "cpu"))
-    out = Path(output_dir) if output_dir is not None else output_dir_of_run()
-    if distributed:
-        out = shared_run_dir(out)
-    check_fresh_run_dir(cfg, out)
-    trainer = build_trainer(cfg, out)
-    with _late_forwarded_signal_ignored(trainer):
-        try:
-            return _train_and_summarise(cfg, trainer, out, start)
-        finally:
-            close_trainer(trainer)
+    phase = _Phase()
+    with _stop_signals_outside_training(phase):
+        distributed = init_distributed(str(cfg.get("device") or "cpu"))
+        out = Path(output_dir) if output_dir is not None else output_dir_of_run()
+        if distributed:
+            out = shared_run_dir(out)
+        check_fresh_run_dir(cfg, out)
+        trainer = build_trainer(cfg, out)
+        phase.trainer = trainer
+        with _late_forwarded_signal_ignored(trainer):
+            try:
+                return _train_and_summarise(cfg, trainer, out, start, phase)
+            finally:
+                close_trainer(trainer)
+
+
+class _Phase:
+    """What the app is doing, for the line a stop signal outside training prints."""
+
+    name = "start-up (before the first batch)"
+    trainer: Any = None
+
+
+class _StoppedOutsideTraining(KeyboardInterrupt):
+    """SIGTERM or SIGINT while the app builds, resumes or runs the final evaluation."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _stop_signals_outside_training(phase: _Phase) -> Iterator[None]:
+    """SIGTERM/SIGINT during start-up or the final evaluation end the run at once with one
+    ``Stopped by ...`` line (exit status 128 + the signal); during :meth:`Trainer.train`
+    the trainer's own handlers finish the batch and save a checkpoint instead."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_signal(signum: int, frame: Any) -> None:
+        raise _StoppedOutsideTraining(signum)
+
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(ValueError, OSError):
+            previous[sig] = signal.signal(sig, on_signal)
+    try:
+        yield
+    except _StoppedOutsideTraining as stop:
+        trainer = phase.trainer
+        where = getattr(trainer, "last_checkpoint", None) if trainer is not None else None
+        if trainer is None or getattr(trainer, "rank", 0) == 0:
+            print(
+                f"Stopped by {stop} during {phase.name}; "
+                + (f"checkpoint: {where}." if where else "no checkpoint was written."),
+                file=sys.stderr,
+                flush=True,
+            )
+        raise SystemExit(128 + stop.signum) from None
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @contextlib.contextmanager
@@ -482,7 +534,9 @@ def check_fresh_run_dir(cfg: DictConfig, out: Path) -> None:
         )
 
 
-def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> float:
+def _train_and_summarise(
+    cfg: DictConfig, trainer, out: Path, start: float, phase: _Phase | None = None
+) -> float:
     import torch
 
     from .common import resume_checkpoint
@@ -531,6 +585,8 @@ def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> f
             f"Training ended at frame {trainer.collected_frames}: {trainer.finished_early}.",
             file=sys.stderr,
         )
+    if phase is not None:
+        phase.name = "the final evaluation (training is complete)"
     returns = trainer.evaluate_final()
     summary = {
         "algorithm": cfg.algorithm,
