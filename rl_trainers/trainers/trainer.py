@@ -1005,6 +1005,7 @@ class Trainer:
                 )
             except ImportError:  # pragma: no cover
                 self._pbar = None
+        shut = False
         try:
             if self.collected_frames < self.total_frames:
                 if self.async_collection:
@@ -1016,8 +1017,15 @@ class Trainer:
                 and self._last_save_frames != self.collected_frames
             ):
                 self.save_trainer(force=True)
+            if self.async_collection:
+                # the background collector counts a batch's frames before it has written
+                # it: a failure of that last write, after the loop ended, must not be lost
+                shut = True
+                self.shutdown()
+                self._collector_running()
         finally:
-            self.shutdown()
+            if not shut:
+                self.shutdown()
             flush = getattr(self.logger, "flush", None)
             if callable(flush):  # the logs are complete on disk once train() returns
                 flush()
