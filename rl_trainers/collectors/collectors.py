@@ -165,6 +165,14 @@ class SyncDataCollector(DataCollectorBase):
             stays the module given, so weight updates reach the compiled one.
         cudagraph_policy: ``True`` or a dict of ``tensordict.nn.CudaGraphModule`` arguments:
             capture the policy in a CUDA graph; needs a CUDA policy device (raises otherwise).
+        step_timeout_s: when > 0, an env step or reset that has not returned after this
+            many seconds ends the collection with :class:`~rl_trainers.trainers.watchdog.EnvStepTimeout`
+            naming the env (and the sub-env, when it can be told); see
+            :mod:`rl_trainers.trainers.watchdog` for how a blocked main thread is
+            interrupted. None or 0 (default): no limit.
+        check_finite: raise :class:`NonFiniteBatchError` when a collected batch holds NaN or
+            infinite floats (one ``isfinite`` per float entry per batch), naming the entry,
+            the sub-env and the frame; ``False`` lets them through.
 
     Example:
         >>> collector = SyncDataCollector(GymEnv("CartPole-v1", num_envs=8), policy,
@@ -196,6 +204,8 @@ class SyncDataCollector(DataCollectorBase):
         trust_policy: bool | None = None,
         compile_policy: bool | dict[str, Any] | None = None,
         cudagraph_policy: bool | dict[str, Any] = False,
+        step_timeout_s: float | None = None,
+        check_finite: bool = True,
     ) -> None:
         self._policy_call = policy_runner(
             policy, compile_policy, cudagraph_policy, policy_device or device
@@ -251,6 +261,11 @@ class SyncDataCollector(DataCollectorBase):
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._thread_error: BaseException | None = None
+        self.check_finite = bool(check_finite)
+        self.step_timeout_s = float(step_timeout_s) if step_timeout_s else None
+        if self.step_timeout_s is not None and self.step_timeout_s < 0:
+            raise ValueError(f"step_timeout_s must be >= 0, got {step_timeout_s!r}")
+        self._watchdog = _watch_env(self.env, self.step_timeout_s)
 
     # ------------------------------------------------------------------ acting
     def _reset(self) -> None:
@@ -328,6 +343,19 @@ class SyncDataCollector(DataCollectorBase):
 
     def rollout(self) -> TensorDictBase:
         """Collect one batch of ``frames_per_batch`` frames (``[*env.batch_size, T]``)."""
+        if self._watchdog is None:
+            batch = self._rollout()
+        else:
+            self._watchdog.arm()
+            try:
+                batch = self._rollout()
+            finally:
+                self._watchdog.disarm()
+        if self.check_finite:
+            check_finite_batch(batch, self.frames_collected - self.frames_per_batch)
+        return batch
+
+    def _rollout(self) -> TensorDictBase:
         if self._td is None or self.reset_at_each_iter:
             self._reset()
         random = self.frames_collected < self.init_random_frames
@@ -494,6 +522,8 @@ class SyncDataCollector(DataCollectorBase):
     def shutdown(self) -> None:
         """Close the env if the collector created it."""
         self._stop.set()
+        if self._watchdog is not None:
+            self._watchdog.close()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(30.0)
             self._thread = None
@@ -596,6 +626,164 @@ def _fast_set(td: TensorDictBase, key: str, value: torch.Tensor) -> None:
 
 def _device(device: Any) -> torch.device | None:
     return None if device is None else torch.device(device)
+
+
+class NonFiniteBatchError(FloatingPointError):
+    """A collected batch holds NaN or infinite values (the env's output, or the policy's)."""
+
+
+def check_finite_batch(batch: TensorDictBase, first_frame: int) -> None:
+    """Raise :class:`NonFiniteBatchError` if a float entry of ``batch`` (``[*B, T]``) is not
+    finite, naming the entry, the sub-env and the frame of the first bad step.
+
+    One ``isfinite(...).all()`` per float entry: the cost of a batch, not of a step.
+    ``first_frame`` is the collector's frame count at the batch's first step.
+    """
+    found = []  # (step, env, key, value) of each entry's first bad step
+    nd = batch.batch_dims
+    for key, value in batch.items(include_nested=True, leaves_only=True):
+        if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+            continue
+        finite = torch.isfinite(value)
+        if bool(finite.all()):
+            continue
+        steps = value.shape[nd - 1] if nd else 1
+        bad = ~finite.reshape(-1, steps, int(finite[(0,) * nd].numel()) if nd else 1).all(-1)
+        step = int(bad.any(0).nonzero()[0])
+        env_idx = int(bad[:, step].nonzero()[0])
+        sample = value.reshape(bad.shape[0], steps, -1)[env_idx, step]
+        found.append((step, env_idx, key, sample[~torch.isfinite(sample)][0].item()))
+    if not found:
+        return
+    n_envs = batch.batch_size[:-1].numel() if nd else 1
+    step, env_idx, key, sample = min(found, key=lambda f: (f[0], f[1]))
+    name = key if isinstance(key, str) else "/".join(key)
+    where = f"sub-env {env_idx} of {n_envs}" if n_envs > 1 else "the env"
+    raise NonFiniteBatchError(
+        f"the collected batch holds {sample} in {name!r} from {where} at frame "
+        f"{first_frame + step * n_envs + env_idx} (step {step} of the batch): the "
+        "environment (or the policy) produced a non-finite value; set "
+        "collector.check_finite=false to let such values through"
+    )
+
+
+class EnvError(RuntimeError):
+    """An env's ``step`` or ``reset`` raised; the message names the env and the error (the
+    original exception, with its traceback, is the ``__cause__``)."""
+
+
+def _watch_env(env: Any, timeout_s: float | None) -> Any:
+    """Wrap the ``step`` and ``reset`` of ``env``'s innermost vector env (a gymnasium one,
+    when there is one) so that an exception they raise becomes an :class:`EnvError` naming
+    the env, and, with ``timeout_s``, return a
+    :class:`~rl_trainers.trainers.watchdog.Watchdog` they beat (once per batch when no
+    vector env is found)."""
+    from rl_trainers.trainers.watchdog import EnvStepTimeout, Watchdog
+
+    label = _env_label(env)
+    vector = _vector_env(env)
+    watchdog = None
+    if timeout_s:
+
+        def timed_out(elapsed: float) -> BaseException:
+            which = _blocked_sub_envs(vector)
+            return EnvStepTimeout(
+                f"env {label}{which} did not return from step/reset within "
+                f"collector.step_timeout_s={timeout_s:g} s"
+            )
+
+        watchdog = Watchdog(timeout_s, timed_out)
+    if vector is not None:
+        # the methods as they were before any collector wrapped them (one wrapper at most)
+        originals = vector.__dict__.setdefault(
+            "_rl_trainers_unwatched",
+            {
+                n: getattr(vector, n)
+                for n in ("step", "reset")
+                if callable(getattr(vector, n, None))
+            },
+        )
+        for name, original in originals.items():
+            setattr(vector, name, _watched(original, name, label, watchdog))
+    return watchdog
+
+
+def _watched(method: Callable, name: str, label: str, watchdog: Any) -> Callable:
+    from rl_trainers.trainers.watchdog import EnvStepTimeout
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if watchdog is not None:
+            watchdog.beat()
+        try:
+            out = method(*args, **kwargs)
+        except EnvStepTimeout:
+            raise
+        except Exception as err:
+            raise EnvError(f"env {label} raised in {name}: {type(err).__name__}: {err}") from err
+        if watchdog is not None:
+            watchdog.beat()
+        return out
+
+    return call
+
+
+def _env_label(env: Any) -> str:
+    base = getattr(env, "base_env", env)
+    name = getattr(base, "env_name", None) or getattr(env, "env_name", None)
+    if not name:  # a ParallelEnv: what its sub-envs are built from
+        name = _factory_env_name(getattr(base, "_vector_args", (None,))[0])
+    return repr(name) if name else type(base).__name__
+
+
+def _factory_env_name(factories: Any) -> str | None:
+    """The ``env_name`` a (list of) env factories builds, when one of them tells it."""
+    f = factories[0] if isinstance(factories, list | tuple) and factories else factories
+    for _ in range(6):
+        if f is None:
+            return None
+        cfg = getattr(f, "env_cfg", None)
+        name = getattr(f, "env_name", None) or (
+            cfg.get("env_name") if isinstance(cfg, dict) else None
+        )
+        if isinstance(name, str):
+            return name
+        keywords = getattr(f, "keywords", None)  # functools.partial
+        if isinstance(keywords, dict) and isinstance(keywords.get("env_name"), str):
+            return keywords["env_name"]
+        f = getattr(f, "factory", None) or getattr(f, "func", None)
+    return None
+
+
+def _vector_env(env: Any) -> Any:
+    base = getattr(env, "base_env", env)
+    vector = getattr(base, "_env", None)
+    return vector if vector is not None and hasattr(vector, "step") else None
+
+
+def _blocked_sub_envs(vector: Any) -> str:
+    """`` (sub-env i of n)`` for the sub-envs that did not answer, when that can be told:
+    gymnasium's AsyncVectorEnv (its workers' pipes) or SyncVectorEnv (the loop index of the
+    main thread's step)."""
+    import sys
+
+    if vector is None:
+        return ""
+    n = getattr(vector, "num_envs", None)
+    pipes = getattr(vector, "parent_pipes", None)
+    try:
+        if pipes is not None:
+            silent = [i for i, pipe in enumerate(pipes) if not pipe.poll()]
+            if silent:
+                return f" (sub-env {', '.join(map(str, silent))} of {n})"
+            return ""
+        frame = sys._current_frames().get(threading.main_thread().ident)
+        while frame is not None:
+            if frame.f_locals.get("self") is vector and isinstance(frame.f_locals.get("i"), int):
+                return f" (sub-env {frame.f_locals['i']} of {n})"
+            frame = frame.f_back
+    except Exception:  # best effort: the message names the env anyway
+        return ""
+    return ""
 
 
 # torchrl's module path ``torchrl.collectors.collectors.MultiSyncDataCollector``; multi.py

@@ -32,6 +32,7 @@ from rl_trainers.collectors.collectors import (
     TRAJ_KEY,
     DataCollectorBase,
     SyncDataCollector,
+    _env_label,
     check_cudagraph_device,
 )
 from rl_trainers.collectors.utils import split_trajectories, weights_state_dict
@@ -114,7 +115,11 @@ def _worker(
                 raise ValueError(f"unknown command {cmd!r}")
     except BaseException:
         try:
-            conn.send(("error", traceback.format_exc()))
+            text = traceback.format_exc()
+            label = None if collector is None else _env_label(collector.env)
+            if label is not None and label not in text.rstrip().splitlines()[-1]:
+                text = f"{text.rstrip()} (in env {label})"  # the line the parent reports
+            conn.send(("error", text))
         except Exception:
             pass
     finally:
@@ -128,6 +133,33 @@ def _worker(
             except Exception:
                 pass
         conn.close()
+
+
+class CollectorWorkerError(RuntimeError):
+    """A collector worker failed (its error is in the message), died or went silent.
+
+    Attributes:
+        detail: the worker's traceback, when it sent one.
+    """
+
+    def __init__(self, message: str, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail
+
+    def __str__(self) -> str:
+        head = super().__str__()
+        return head if not self.detail else f"{head}\n{self.detail}"
+
+    @property
+    def summary(self) -> str:
+        """The one-line message, without the worker's traceback."""
+        return super().__str__()
+
+
+def _last_line(traceback_text: str) -> str:
+    """The ``Type: message`` line closing a formatted traceback."""
+    lines = [line for line in traceback_text.strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "(no traceback)"
 
 
 class _MultiCollectorBase(DataCollectorBase):
@@ -155,6 +187,8 @@ class _MultiCollectorBase(DataCollectorBase):
         trust_policy: bool | None = None,
         compile_policy: bool | dict[str, Any] | None = None,
         cudagraph_policy: bool | dict[str, Any] = False,
+        step_timeout_s: float | None = None,
+        check_finite: bool = True,
     ) -> None:
         if cudagraph_policy:  # fail here rather than in every worker
             check_cudagraph_device(policy, policy_device or device)
@@ -202,6 +236,9 @@ class _MultiCollectorBase(DataCollectorBase):
             # each worker compiles (or graphs) its own copy of the policy
             "compile_policy": compile_policy,
             "cudagraph_policy": cudagraph_policy,
+            # each worker watches its own env steps and checks its own batches
+            "step_timeout_s": step_timeout_s,
+            "check_finite": check_finite,
         }
         method = mp_start_method or ("fork" if sys.platform.startswith("linux") else "spawn")
         ctx = mp.get_context(method)
@@ -278,7 +315,7 @@ class _MultiCollectorBase(DataCollectorBase):
             proc.join(1.0)
             self._fail(f"collector worker {i} died (exit code {proc.exitcode})")
         if kind == "error":
-            self._fail(f"collector worker {i} failed:\n{value}")
+            self._fail(f"collector worker {i} failed: {_last_line(value)}", detail=value)
         if kind != expect:
             self._fail(f"collector worker {i} sent {kind!r}, expected {expect!r}")
         return value
@@ -290,9 +327,9 @@ class _MultiCollectorBase(DataCollectorBase):
             self._recv(i, expect="__never__")  # surfaces the worker's error
             raise
 
-    def _fail(self, message: str) -> None:
+    def _fail(self, message: str, detail: str | None = None) -> None:
         self.shutdown()
-        raise RuntimeError(message)
+        raise CollectorWorkerError(message, detail)
 
     def _relabel(self, batch: TensorDictBase, worker: int) -> TensorDictBase:
         ids = batch.get(TRAJ_KEY)

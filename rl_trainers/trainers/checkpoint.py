@@ -36,6 +36,7 @@ __all__ = [
     "CKPT_FORMAT",
     "CKPT_VERSION",
     "CheckpointError",
+    "UnreadableCheckpointError",
     "decode",
     "encode",
     "get_backend",
@@ -46,6 +47,7 @@ __all__ = [
     "save_checkpoint",
     "save_rotating",
     "set_rng_state",
+    "unreadable",
 ]
 
 CKPT_FORMAT = "rl_trainers.trainer"
@@ -59,6 +61,16 @@ _PLAIN = (int, float, bool, str, type(None), torch.dtype, torch.device)
 
 class CheckpointError(ValueError):
     """A checkpoint file is missing, unreadable, foreign or does not match the trainer."""
+
+
+class UnreadableCheckpointError(CheckpointError):
+    """A checkpoint file that cannot be read back: truncated, corrupted or not a checkpoint
+    file at all (as opposed to one that reads but does not fit the trainer)."""
+
+
+def unreadable(err: BaseException) -> bool:
+    """Whether ``err`` says a checkpoint file could not be read (truncated or corrupted)."""
+    return isinstance(err, UnreadableCheckpointError)
 
 
 def get_backend() -> str:
@@ -222,9 +234,15 @@ def save_checkpoint(state: Mapping[str, Any], path: str | os.PathLike) -> Path:
                 os.fsync(f.fileno())
             os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600 files
             os.replace(tmp, path)
-        except BaseException:
+        except BaseException as err:
             if os.path.exists(tmp):
                 os.remove(tmp)
+            if isinstance(err, RuntimeError):
+                # torch's zip writer reports a failed write (a full disk...) as a
+                # RuntimeError ("unexpected pos ..."), not as the OSError it was
+                raise OSError(
+                    f"writing {path.name} failed ({_one_line(err)}): is the disk full?"
+                ) from err
             raise
         return path
     ts = _import_torchsnapshot()
@@ -283,7 +301,7 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
                     f"Checkpoint {path} cannot be loaded safely: it holds objects other than "
                     f"tensors and plain containers ({_one_line(err)})."
                 ) from err
-            raise CheckpointError(
+            raise UnreadableCheckpointError(
                 f"Checkpoint {path} is truncated or corrupted, or is not a torch file "
                 f"({_describe(err)})."
             ) from err
@@ -298,7 +316,7 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
         try:
             ts.Snapshot(path=str(path)).restore(app_state={"trainer": holder})
         except Exception as err:
-            raise CheckpointError(
+            raise UnreadableCheckpointError(
                 f"Checkpoint {path} is not a readable torchsnapshot directory "
                 f"({type(err).__name__}: {err})."
             ) from err

@@ -34,6 +34,7 @@ from rl_trainers.trainers import checkpoint as _ckpt
 from rl_trainers.trainers.distributed import DataParallel, is_distributed, rank_checkpoint_path
 from rl_trainers.trainers.flat_params import FlatParameters
 from rl_trainers.trainers.optimizer_step import optimizer_step
+from rl_trainers.trainers.watchdog import StopGraceExpired as _StopGraceExpired
 
 __all__ = [
     "HOOK_POINTS",
@@ -580,7 +581,10 @@ class Trainer:
         handle_signals: during :meth:`train`, SIGTERM and SIGINT finish the current batch,
             save a checkpoint (if ``save_trainer_file`` is set) and return with
             :attr:`interrupted` set to the signal's name; a second signal raises
-            ``KeyboardInterrupt`` at once. Only active in the main thread.
+            ``KeyboardInterrupt`` at once. A batch that does not end within
+            :attr:`stop_grace_s` seconds of the signal (an env step blocked for ever) is
+            dropped: :meth:`train` returns without saving it, with :attr:`stop_timed_out`
+            set. Only active in the main thread.
         num_epochs: passes over each collected batch, each of ``optim_steps_per_batch``
             optimisation steps, with ``pre_epoch``/``post_epoch`` hooks around each pass
             (torchrl 0.13+). The loss entries logged are averaged over all the steps.
@@ -735,6 +739,13 @@ class Trainer:
         self._stop_reason: str | None = None
         #: Why the last :meth:`train` finished before ``total_frames`` (see :meth:`finish`).
         self.finished_early: str | None = None
+        #: Seconds the batch in progress may take to end after a stop signal; past that it
+        #: is dropped (no checkpoint of it) and :meth:`train` returns with
+        #: :attr:`stop_timed_out` set. None or 0: wait for it however long it takes.
+        self.stop_grace_s: float | None = 60.0
+        #: Whether the last :meth:`train` was stopped by ``stop_grace_s`` running out.
+        self.stop_timed_out = False
+        self._grace: Any = None
 
         self.collected_frames = 0
         self._optim_count = 0
@@ -892,9 +903,19 @@ class Trainer:
         """
         self.interrupted = None
         self.finished_early = None
+        self.stop_timed_out = False
         self._stop_request = self._stop_reason = None
         with self._signal_handlers():
-            self._train()
+            try:
+                self._train()
+            except _StopGraceExpired:
+                # the batch in progress (an env step that never returns...) was dropped
+                self.stop_timed_out = True
+                self._stop_reason = self._stop_request
+            finally:
+                if self._grace is not None:
+                    self._grace.close()
+                    self._grace = None
             # set before the handlers are restored: a handler installed around train()
             # (the app's, data-parallel) sees the stop from the first moment it is back
             self.interrupted = self._stop_reason
@@ -940,6 +961,7 @@ class Trainer:
             with contextlib.suppress(OSError):
                 sys.stderr.flush()
                 os.write(2, msg.encode())
+            self._start_grace(name, signum)
 
         previous: dict[int, Any] = {}
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -952,6 +974,21 @@ class Trainer:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+    def _start_grace(self, name: str, signum: int) -> None:
+        """After a stop signal, give the batch in progress ``stop_grace_s`` seconds to end."""
+        grace = self.stop_grace_s
+        if not grace or grace <= 0 or self._grace is not None:
+            return
+        from rl_trainers.trainers.watchdog import Watchdog
+
+        def expired(elapsed: float) -> BaseException:
+            return _StopGraceExpired(
+                f"{name}: the batch in progress did not end within stop_grace_s={grace:g} s"
+            )
+
+        self._grace = Watchdog(grace, expired, exit_code=128 + signum)
+        self._grace.arm()
 
     def _train(self) -> None:
         if self._data_parallel is not None:
@@ -968,6 +1005,7 @@ class Trainer:
                 )
             except ImportError:  # pragma: no cover
                 self._pbar = None
+        shut = False
         try:
             if self.collected_frames < self.total_frames:
                 if self.async_collection:
@@ -979,8 +1017,15 @@ class Trainer:
                 and self._last_save_frames != self.collected_frames
             ):
                 self.save_trainer(force=True)
+            if self.async_collection:
+                # the background collector counts a batch's frames before it has written
+                # it: a failure of that last write, after the loop ended, must not be lost
+                shut = True
+                self.shutdown()
+                self._collector_running()
         finally:
-            self.shutdown()
+            if not shut:
+                self.shutdown()
             flush = getattr(self.logger, "flush", None)
             if callable(flush):  # the logs are complete on disk once train() returns
                 flush()
@@ -1444,15 +1489,22 @@ class Trainer:
         if not force and self.collected_frames // interval <= self._last_save_frames // interval:
             return
         self._last_save_frames = self.collected_frames
-        if self.keep_checkpoints is None:
-            self.last_checkpoint = _ckpt.save_checkpoint(self.state_dict(), self.save_trainer_file)
-        else:
-            self.last_checkpoint = _ckpt.save_rotating(
-                self.state_dict(),
-                self.save_trainer_file,
-                self.collected_frames,
-                self.keep_checkpoints,
-            )
+        state = self.state_dict()
+        try:
+            if self.keep_checkpoints is None:
+                self.last_checkpoint = _ckpt.save_checkpoint(state, self.save_trainer_file)
+            else:
+                self.last_checkpoint = _ckpt.save_rotating(
+                    state, self.save_trainer_file, self.collected_frames, self.keep_checkpoints
+                )
+        except OSError as err:  # disk full, directory gone or unwritable...
+            previous = self.last_checkpoint
+            kept = f"the previous one, {previous}, is intact" if previous else "none was kept"
+            raise _ckpt.CheckpointError(
+                f"could not write the checkpoint of frame {self.collected_frames} in "
+                f"{Path(self.save_trainer_file).parent} ({err.strerror or err}); {kept}. "
+                "Free space or fix the directory, then resume with trainer.resume=true."
+            ) from err
 
     def load_from_file(self, file: str | Path | None = None, **kwargs: Any) -> Trainer:
         """Load a checkpoint written by :meth:`save_trainer`.

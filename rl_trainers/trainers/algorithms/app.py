@@ -63,10 +63,21 @@ CONFIG_DIR = str(Path(__file__).resolve().parents[3] / "configs")
 
 
 def _user_error_types() -> tuple[type[BaseException], ...]:
+    from rl_trainers.collectors.collectors import EnvError, NonFiniteBatchError
+    from rl_trainers.collectors.multi import CollectorWorkerError
     from rl_trainers.trainers.checkpoint import CheckpointError
     from rl_trainers.trainers.trainer import NonFiniteLossError
+    from rl_trainers.trainers.watchdog import EnvStepTimeout
 
-    return (ConfigError, CheckpointError, NonFiniteLossError)
+    return (
+        ConfigError,
+        CheckpointError,
+        NonFiniteLossError,
+        NonFiniteBatchError,
+        EnvError,
+        EnvStepTimeout,
+        CollectorWorkerError,
+    )
 
 
 @contextlib.contextmanager
@@ -87,11 +98,12 @@ def user_errors() -> Iterator[None]:
     except _user_error_types() as err:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
+        line = getattr(err, "summary", None) or str(err)  # a worker's: without its traceback
         if _in_sweep():
             # on the job's own stderr: the terminal, or the job's log file with submitit
-            print(f"Error: {err}", file=sys.stderr, flush=True)
-            raise JobFailed(f"Error: {err}") from None
-        report_and_exit(str(err))
+            print(f"Error: {line}", file=sys.stderr, flush=True)
+            raise JobFailed(f"Error: {line}") from None
+        report_and_exit(line)
 
 
 def _in_sweep() -> bool:
@@ -390,17 +402,69 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
     from .common import close_trainer
 
     start = time.perf_counter()
-    distributed = init_distributed(str(cfg.get("device") or "cpu"))
-    out = Path(output_dir) if output_dir is not None else output_dir_of_run()
-    if distributed:
-        out = shared_run_dir(out)
-    check_fresh_run_dir(cfg, out)
-    trainer = build_trainer(cfg, out)
-    with _late_forwarded_signal_ignored(trainer):
-        try:
-            return _train_and_summarise(cfg, trainer, out, start)
-        finally:
-            close_trainer(trainer)
+    phase = _Phase()
+    with _stop_signals_outside_training(phase):
+        distributed = init_distributed(str(cfg.get("device") or "cpu"))
+        out = Path(output_dir) if output_dir is not None else output_dir_of_run()
+        if distributed:
+            out = shared_run_dir(out)
+        check_fresh_run_dir(cfg, out)
+        trainer = build_trainer(cfg, out)
+        phase.trainer = trainer
+        with _late_forwarded_signal_ignored(trainer):
+            try:
+                return _train_and_summarise(cfg, trainer, out, start, phase)
+            finally:
+                close_trainer(trainer)
+
+
+class _Phase:
+    """What the app is doing, for the line a stop signal outside training prints."""
+
+    name = "start-up (before the first batch)"
+    trainer: Any = None
+
+
+class _StoppedOutsideTraining(KeyboardInterrupt):
+    """SIGTERM or SIGINT while the app builds, resumes or runs the final evaluation."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _stop_signals_outside_training(phase: _Phase) -> Iterator[None]:
+    """SIGTERM/SIGINT during start-up or the final evaluation end the run at once with one
+    ``Stopped by ...`` line (exit status 128 + the signal); during :meth:`Trainer.train`
+    the trainer's own handlers finish the batch and save a checkpoint instead."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_signal(signum: int, frame: Any) -> None:
+        raise _StoppedOutsideTraining(signum)
+
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(ValueError, OSError):
+            previous[sig] = signal.signal(sig, on_signal)
+    try:
+        yield
+    except _StoppedOutsideTraining as stop:
+        trainer = phase.trainer
+        where = getattr(trainer, "last_checkpoint", None) if trainer is not None else None
+        if trainer is None or getattr(trainer, "rank", 0) == 0:
+            print(
+                f"Stopped by {stop} during {phase.name}; "
+                + (f"checkpoint: {where}." if where else "no checkpoint was written."),
+                file=sys.stderr,
+                flush=True,
+            )
+        raise SystemExit(128 + stop.signum) from None
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @contextlib.contextmanager
@@ -473,7 +537,9 @@ def check_fresh_run_dir(cfg: DictConfig, out: Path) -> None:
         )
 
 
-def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> float:
+def _train_and_summarise(
+    cfg: DictConfig, trainer, out: Path, start: float, phase: _Phase | None = None
+) -> float:
     import torch
 
     from .common import resume_checkpoint
@@ -481,7 +547,7 @@ def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> f
     lead = trainer.rank == 0  # data-parallel: only rank 0 prints, evaluates and summarises
     ckpt = resume_checkpoint(cfg, out)
     if ckpt is not None:
-        trainer.load_from_file(ckpt)
+        ckpt = load_resume_checkpoint(cfg, trainer, ckpt, out)
         if lead:
             print(f"Resumed from {ckpt} at frame {trainer.collected_frames}.", file=sys.stderr)
             if trainer.collected_frames >= trainer.total_frames:
@@ -499,10 +565,16 @@ def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> f
         check_ranks_in_sync(trainer)
     if trainer.interrupted is not None:
         where = trainer.last_checkpoint or "(no checkpoint: saving is disabled)"
+        dropped = ""
+        if trainer.stop_timed_out:
+            dropped = (
+                f" (the batch in progress did not end within trainer.stop_grace_s="
+                f"{trainer.stop_grace_s:g} s and was dropped)"
+            )
         if lead:
             print(
-                f"Stopped by {trainer.interrupted} at frame {trainer.collected_frames}; "
-                f"checkpoint: {where}. Continue with: {resume_command(out)}",
+                f"Stopped by {trainer.interrupted} at frame {trainer.collected_frames}"
+                f"{dropped}; checkpoint: {where}. Continue with: {resume_command(out)}",
                 file=sys.stderr,
             )
         code = getattr(signal.Signals, trainer.interrupted, None)
@@ -516,6 +588,8 @@ def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> f
             f"Training ended at frame {trainer.collected_frames}: {trainer.finished_early}.",
             file=sys.stderr,
         )
+    if phase is not None:
+        phase.name = "the final evaluation (training is complete)"
     returns = trainer.evaluate_final()
     summary = {
         "algorithm": cfg.algorithm,
@@ -538,6 +612,49 @@ def _train_and_summarise(cfg: DictConfig, trainer, out: Path, start: float) -> f
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(json.dumps(summary, indent=2))
     return summary["eval_return_mean"]
+
+
+def load_resume_checkpoint(cfg: DictConfig, trainer, ckpt: Path, out: Path) -> Path:
+    """Load ``ckpt`` into ``trainer``; returns the checkpoint loaded.
+
+    With ``trainer.resume=true`` (single process), a newest checkpoint that cannot be read
+    (truncated or corrupted: a crash or a full disk while it was copied...) is skipped for
+    the newest readable rotated one, with one ``Warning:`` line naming both. A checkpoint
+    that reads but does not fit the run still fails (as does ``trainer.resume_from``).
+    """
+    from rl_trainers.trainers.checkpoint import (
+        CheckpointError,
+        list_checkpoints,
+        load_checkpoint,
+        unreadable,
+    )
+    from rl_trainers.trainers.distributed import is_distributed
+
+    if cfg.trainer.get("resume_from") or is_distributed():
+        trainer.load_from_file(ckpt)
+        return ckpt
+    older = [p for _, p in reversed(list_checkpoints(out / "checkpoints" / "trainer.pt"))]
+    candidates = [ckpt, *(p for p in older if p != ckpt)]
+    bad: list[tuple[Path, CheckpointError]] = []
+    for path in candidates:
+        try:
+            state = load_checkpoint(path)
+        except CheckpointError as err:
+            if not unreadable(err):
+                raise
+            bad.append((path, err))
+            continue
+        trainer.load_state_dict(state, source=f"Checkpoint {path}")
+        trainer.last_checkpoint = Path(path)
+        if bad:
+            skipped = ", ".join(str(p) for p, _ in bad)
+            print(
+                f"Warning: trainer.resume=true: skipped {skipped} (truncated or corrupted); "
+                f"resuming from {path}, the newest readable checkpoint.",
+                file=sys.stderr,
+            )
+        return Path(path)
+    raise bad[0][1]
 
 
 def check_ranks_in_sync(trainer) -> None:

@@ -573,5 +573,6 @@ def finish_build(
         keep_checkpoints=loop.keep_checkpoints,
         **algorithm_kwargs,
     )
+    trainer.stop_grace_s = loop.get("stop_grace_s", trainer.stop_grace_s)
     register_run_state(trainer, cfg, logger, envs.eval_env)
     return trainer

@@ -17,6 +17,14 @@ class SyncDataCollectorConfig:
     reset_at_each_iter: bool = config_field(False, "reset the envs at the start of every batch")
     device: str | None = config_field(None, "device the policy acts on (None: cpu)")
     storing_device: str | None = config_field(None, "device batches are delivered on")
+    step_timeout_s: float | None = config_field(
+        None,
+        "seconds an env step or reset may block before the run ends naming the env "
+        "(multi-process: and the worker); None or 0: no limit",
+    )
+    check_finite: bool = config_field(
+        True, "stop on NaN/inf in a collected batch, naming the entry, sub-env and frame"
+    )
 
 
 @dataclass

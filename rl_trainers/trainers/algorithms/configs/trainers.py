@@ -69,6 +69,11 @@ class LoopConfig:
     log_interval: int = config_field(2048, "log scalars every this many frames")
     save_trainer_interval: int = config_field(0, "checkpoint every this many frames (0: at end)")
     keep_checkpoints: int = config_field(2, "how many recent checkpoints to keep on disk")
+    stop_grace_s: float | None = config_field(
+        60.0,
+        "seconds the batch in progress may take to end after SIGTERM/SIGINT before it is "
+        "dropped and the run exits with the last checkpoint (None or 0: wait for it)",
+    )
     resume: bool = config_field(False, "continue from the latest checkpoint in the run directory")
     resume_from: str | None = config_field(None, "continue from this checkpoint file")
     progress_bar: bool = config_field(True, "show a tqdm progress bar")
