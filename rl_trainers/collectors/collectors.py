@@ -166,9 +166,9 @@ class SyncDataCollector(DataCollectorBase):
         cudagraph_policy: ``True`` or a dict of ``tensordict.nn.CudaGraphModule`` arguments:
             capture the policy in a CUDA graph; needs a CUDA policy device (raises otherwise).
         step_timeout_s: when > 0, an env step or reset that has not returned after this
-            many seconds ends the collection with :class:`~rl_trainers.trainers.watchdog.EnvStepTimeout`
+            many seconds ends the collection with :class:`~rl_trainers.collectors.watchdog.EnvStepTimeout`
             naming the env (and the sub-env, when it can be told); see
-            :mod:`rl_trainers.trainers.watchdog` for how a blocked main thread is
+            :mod:`rl_trainers.collectors.watchdog` for how a blocked main thread is
             interrupted. None or 0 (default): no limit.
         check_finite: raise :class:`NonFiniteBatchError` when a collected batch holds NaN or
             infinite floats (one ``isfinite`` per float entry per batch), naming the entry,
@@ -676,9 +676,9 @@ def _watch_env(env: Any, timeout_s: float | None) -> Any:
     """Wrap the ``step`` and ``reset`` of ``env``'s innermost vector env (a gymnasium one,
     when there is one) so that an exception they raise becomes an :class:`EnvError` naming
     the env, and, with ``timeout_s``, return a
-    :class:`~rl_trainers.trainers.watchdog.Watchdog` they beat (once per batch when no
+    :class:`~rl_trainers.collectors.watchdog.Watchdog` they beat (once per batch when no
     vector env is found)."""
-    from rl_trainers.trainers.watchdog import EnvStepTimeout, Watchdog
+    from rl_trainers.collectors.watchdog import EnvStepTimeout, Watchdog
 
     label = _env_label(env)
     vector = _vector_env(env)
@@ -709,7 +709,7 @@ def _watch_env(env: Any, timeout_s: float | None) -> Any:
 
 
 def _watched(method: Callable, name: str, label: str, watchdog: Any) -> Callable:
-    from rl_trainers.trainers.watchdog import EnvStepTimeout
+    from rl_trainers.collectors.watchdog import EnvStepTimeout
 
     def call(*args: Any, **kwargs: Any) -> Any:
         if watchdog is not None:

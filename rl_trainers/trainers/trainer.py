@@ -30,11 +30,11 @@ import torch
 from tensordict import TensorDictBase
 from torch import nn
 
+from rl_trainers.collectors.watchdog import StopGraceExpired as _StopGraceExpired
 from rl_trainers.trainers import checkpoint as _ckpt
 from rl_trainers.trainers.distributed import DataParallel, is_distributed, rank_checkpoint_path
 from rl_trainers.trainers.flat_params import FlatParameters
 from rl_trainers.trainers.optimizer_step import optimizer_step
-from rl_trainers.trainers.watchdog import StopGraceExpired as _StopGraceExpired
 
 __all__ = [
     "HOOK_POINTS",
@@ -980,7 +980,7 @@ class Trainer:
         grace = self.stop_grace_s
         if not grace or grace <= 0 or self._grace is not None:
             return
-        from rl_trainers.trainers.watchdog import Watchdog
+        from rl_trainers.collectors.watchdog import Watchdog
 
         def expired(elapsed: float) -> BaseException:
             return _StopGraceExpired(

@@ -65,9 +65,9 @@ CONFIG_DIR = str(Path(__file__).resolve().parents[3] / "configs")
 def _user_error_types() -> tuple[type[BaseException], ...]:
     from rl_trainers.collectors.collectors import EnvError, NonFiniteBatchError
     from rl_trainers.collectors.multi import CollectorWorkerError
+    from rl_trainers.collectors.watchdog import EnvStepTimeout
     from rl_trainers.trainers.checkpoint import CheckpointError
     from rl_trainers.trainers.trainer import NonFiniteLossError
-    from rl_trainers.trainers.watchdog import EnvStepTimeout
 
     return (
         ConfigError,
