@@ -22,7 +22,12 @@ def test_import_contracts_hold():
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     }
     proc = subprocess.run(
-        [sys.executable, "-c", "from importlinter.cli import lint_imports_command as c; c()"],
+        [
+            sys.executable,
+            "-c",
+            "from importlinter.cli import lint_imports_command as c; c()",
+            "--no-cache",
+        ],
         cwd=ROOT,
         env=env,
         capture_output=True,
