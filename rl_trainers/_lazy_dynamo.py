@@ -12,9 +12,11 @@ uses it, yet three import-time paths load it:
 * ``Optimizer.step``'s wrapper imports it on every call (the trainer's lean fused-Adam step,
   :mod:`rl_trainers.trainers.optimizer_step`, does not go through it).
 
-:func:`install` (run once, by ``import rl_trainers``, when ``torch._dynamo`` is not loaded
-yet) defers the first two until something imports ``torch._dynamo``: tensordict's
-registrations are recorded and the optimiser methods call their undecorated function.
+:func:`install` (run by ``import rl_trainers``; it acts when torch is imported, so that
+``import rl_trainers`` alone, as on the ``--help`` path, does not load torch) defers the first
+two until something imports ``torch._dynamo``: ``torch.compiler.allow_in_graph`` and
+``assume_constant_result`` record their function (tensordict's registrations) and the
+optimiser methods call their undecorated function.
 Whatever imports it later (``torch.compile``, ``trainer.compile=true``, a user's own code)
 then sees what an eager import would have set up: right after the module executes, the
 recorded registrations are made and the optimiser methods go back to building their
@@ -25,15 +27,10 @@ first) or torch's internals differ from what is expected here, nothing is change
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
-import torch
-import torch.compiler
-import torch.optim
-
-from rl_trainers._import_hooks import AfterImportHook
+from rl_trainers._import_hooks import AfterImportHook, call_after_import
 
 __all__ = ["install"]
 
@@ -42,6 +39,8 @@ _DYNAMO = "torch._dynamo"
 _pending: list[tuple[str, Callable]] = []
 # undecorated functions whose dynamo-disabled version is preset to themselves
 _preset: list[Callable] = []
+# the torch.compiler functions replaced by recording stand-ins until dynamo loads
+_originals: dict[str, Callable] = {}
 _installed = False
 
 
@@ -59,21 +58,11 @@ def _lazy(name: str, real: Callable) -> Callable:
     return register
 
 
-@contextmanager
-def _deferred_registrations() -> Iterator[None]:
-    names = ("allow_in_graph", "assume_constant_result")
-    originals = {name: getattr(torch.compiler, name) for name in names}
-    for name, real in originals.items():
-        setattr(torch.compiler, name, _lazy(name, real))
-    try:
-        yield
-    finally:
-        for name, real in originals.items():
-            setattr(torch.compiler, name, real)
-
-
 def _disable_dynamo_wrappers() -> list[Callable]:
     """The undecorated functions of ``Optimizer``'s ``torch._disable_dynamo`` methods."""
+    import torch
+    import torch.optim
+
     inner_code = torch._disable_dynamo(lambda: None).__code__
     found = []
     for value in vars(torch.optim.Optimizer).values():
@@ -86,6 +75,11 @@ def _disable_dynamo_wrappers() -> list[Callable]:
 
 def _after_dynamo_import(dynamo: Any) -> None:
     """Make the held-back registrations on the freshly executed ``torch._dynamo``."""
+    import torch.compiler
+
+    while _originals:
+        name, real = _originals.popitem()
+        setattr(torch.compiler, name, real)
     while _pending:
         name, fn = _pending.pop(0)
         getattr(dynamo, name)(fn)
@@ -96,10 +90,17 @@ def _after_dynamo_import(dynamo: Any) -> None:
 
 
 def install() -> None:
-    """Defer ``torch._dynamo``'s import (see the module docstring); idempotent."""
+    """Defer ``torch._dynamo``'s import (see the module docstring) once torch is imported
+    (now, if it is loaded); idempotent."""
+    call_after_import("torch", _install)
+
+
+def _install(_torch: Any) -> None:
     global _installed
     if _installed or _DYNAMO in sys.modules:
         return
+    import torch.compiler
+
     wrapped = _disable_dynamo_wrappers()
     if not wrapped or not hasattr(torch.compiler, "assume_constant_result"):
         return  # not the torch this was written against: leave it alone
@@ -109,6 +110,6 @@ def install() -> None:
         if "__dynamo_disable" not in fn.__dict__:
             fn.__dict__["__dynamo_disable"] = fn  # torch._compile's cache: call fn itself
             _preset.append(fn)
-    with _deferred_registrations():
-        import tensordict  # noqa: F401  (registers its compile helpers on import)
-        import tensordict.nn  # noqa: F401
+    for name in ("allow_in_graph", "assume_constant_result"):
+        _originals[name] = getattr(torch.compiler, name)
+        setattr(torch.compiler, name, _lazy(name, _originals[name]))

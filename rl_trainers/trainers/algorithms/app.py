@@ -60,10 +60,16 @@ CONFIG_DIR = str(Path(__file__).resolve().parents[3] / "configs")
 
 
 def _user_error_types() -> tuple[type[BaseException], ...]:
-    from rl_trainers.trainers.checkpoint import CheckpointError
-    from rl_trainers.trainers.trainer import NonFiniteLossError
-
-    return (ConfigError, CheckpointError, NonFiniteLossError)
+    """:class:`ConfigError`, and the errors of the checkpoint and trainer modules if they
+    are loaded (else nothing raised them; a config error prints without loading torch)."""
+    found: list[type[BaseException]] = [ConfigError]
+    for module, name in (
+        ("rl_trainers.trainers.checkpoint", "CheckpointError"),
+        ("rl_trainers.trainers.trainer", "NonFiniteLossError"),
+    ):
+        if module in sys.modules:
+            found.append(getattr(sys.modules[module], name))
+    return tuple(found)
 
 
 @contextlib.contextmanager
@@ -341,6 +347,19 @@ def register_help() -> None:
         store.store(group="hydra/help", name=algorithm, node=node)
 
 
+def _share_config_store() -> None:
+    """Let copies of Hydra's config repository share the one :class:`ConfigStore`.
+
+    Hydra deep-copies its repository, with every node of the store (each schema and help
+    page), for each config group it lists: ``--help`` made about 140 copies (20 s on two
+    busy cores). The store is only read through :meth:`ConfigStore.load`, which hands out a
+    copy of the node, so sharing it changes nothing else.
+    """
+    if "__deepcopy__" not in vars(ConfigStore):
+        ConfigStore.__deepcopy__ = lambda self, memo: self  # type: ignore[attr-defined]
+
+
+_share_config_store()
 register_help()
 
 
@@ -381,23 +400,36 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
 
     Returns the mean evaluation return (what a Hydra sweeper optimises).
     """
-    from rl_trainers.trainers.distributed import init_distributed
-
     from . import build_trainer
-    from .common import close_trainer
 
     start = time.perf_counter()
-    distributed = init_distributed(str(cfg.get("device") or "cpu"))
+    distributed = _init_distributed(str(cfg.get("device") or "cpu"))
     out = Path(output_dir) if output_dir is not None else output_dir_of_run()
     if distributed:
         out = shared_run_dir(out)
     check_fresh_run_dir(cfg, out)
     trainer = build_trainer(cfg, out)
+    from .common import close_trainer
+
     with _late_forwarded_signal_ignored(trainer):
         try:
             return _train_and_summarise(cfg, trainer, out, start)
         finally:
             close_trainer(trainer)
+
+
+def _init_distributed(device: str) -> bool:
+    """``init_distributed`` (torchrun's data parallelism), without loading torch when
+    nothing asks for several processes: a config error then prints without that wait."""
+    try:
+        several = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    except ValueError:
+        several = False
+    if not several and "torch" not in sys.modules:
+        return False  # no process group can have been initialised
+    from rl_trainers.trainers.distributed import init_distributed
+
+    return init_distributed(device)
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import warnings
 from collections.abc import Sequence
 
@@ -89,8 +90,6 @@ def check_device(field: str, value: object) -> None:
 
 
 def _check_devices(cfg: DictConfig) -> None:
-    import torch
-
     for path, optional in (
         ("device", False),
         ("env.device", False),
@@ -101,7 +100,13 @@ def _check_devices(cfg: DictConfig) -> None:
         value = OmegaConf.select(cfg, path, default=missing)
         if value is missing or (value is None and optional):
             continue
+        if value == "cpu":  # always there: no need to load torch to tell
+            continue
         check_device(path, value)
+    if str(cfg.device) == "cpu":
+        return
+    import torch
+
     if torch.device(str(cfg.device)).type != "cpu":
         # an accelerator given here would be ignored: refuse it rather than train on CPU
         raise ConfigError(
@@ -115,6 +120,8 @@ def _check_devices(cfg: DictConfig) -> None:
 def check_checkpoint_backend() -> None:
     """Raise :class:`ConfigError` unless the environment variable ``CKPT_BACKEND`` names a
     checkpoint backend that can be used (checked before training, not at the first save)."""
+    if not os.environ.get("CKPT_BACKEND", "").strip():
+        return  # unset: torch files (and no need to load torch to tell)
     from rl_trainers.trainers.checkpoint import BACKENDS, get_backend
 
     try:
@@ -600,6 +607,8 @@ def _check_learning_starts(cfg: DictConfig) -> None:
 
 def _batch_frames(cfg: DictConfig) -> int:
     """The frames of one batch of every data-parallel rank."""
+    if "torch" not in sys.modules:  # no process group can be initialised yet: one rank
+        return cfg.collector.frames_per_batch
     from rl_trainers.trainers.distributed import get_world_size
 
     return cfg.collector.frames_per_batch * get_world_size()
