@@ -580,21 +580,18 @@ def _check_dqn(cfg: DictConfig) -> None:
         )
 
 
+#: Fewer gradient updates than this in a whole off-policy run is warned about (none: an error).
+FEW_UPDATES = 5
+
+
 def _check_learning_starts(cfg: DictConfig) -> None:
-    """SAC and DQN update once its replay buffer holds ``trainer.learning_starts`` transitions: a
-    value the buffer never reaches in the run would train nothing, silently."""
+    """SAC, DQN, TD3 and DDPG update once the collector's random warm-up
+    (``collector.init_random_frames``) is over and the replay buffer holds
+    ``trainer.learning_starts`` transitions: a run that ends before both would train nothing,
+    silently. A run with only a few updates is warned about."""
     starts, total = cfg.trainer.learning_starts, cfg.trainer.total_frames
     if starts < 0:
         raise ConfigError("trainer.learning_starts", starts, "0 or a positive number of frames")
-    if starts >= total:
-        raise ConfigError(
-            "trainer.learning_starts",
-            starts,
-            f"a number of frames below trainer.total_frames ({total}): updates wait until the "
-            "replay buffer holds learning_starts transitions, so the run would end (almost) "
-            f"without training; lower it, e.g. trainer.learning_starts={total // 4}, or raise "
-            "trainer.total_frames",
-        )
     size = cfg.replay_buffer.size
     if starts > size:
         raise ConfigError(
@@ -603,6 +600,72 @@ def _check_learning_starts(cfg: DictConfig) -> None:
             f"at most replay_buffer.size ({size}): the buffer never holds more transitions, "
             "so no update would be made",
         )
+    random_frames = cfg.collector.get("init_random_frames", 0) or 0
+    collected = frames_to_collect(cfg)
+    suggestion = total // 4
+    if starts >= total:
+        also = ""
+        if random_frames >= collected:
+            also = (
+                f" collector.init_random_frames={suggestion} (its random warm-up of "
+                f"{random_frames} frames outlasts the run too)"
+            )
+        raise ConfigError(
+            "trainer.learning_starts",
+            starts,
+            f"a number of frames below trainer.total_frames ({total}): updates wait until the "
+            "replay buffer holds learning_starts transitions, so the run would end (almost) "
+            f"without training; lower it, e.g. trainer.learning_starts={suggestion}{also}, or "
+            "raise trainer.total_frames",
+        )
+    if random_frames >= collected:
+        raise ConfigError(
+            "collector.init_random_frames",
+            random_frames,
+            f"a number of frames below trainer.total_frames ({total}): no gradient update is "
+            "made during the random warm-up, so the run would end without training; lower it, "
+            f"e.g. collector.init_random_frames={min(starts, suggestion) or suggestion}, or "
+            "raise trainer.total_frames",
+        )
+    updates = gradient_updates(cfg)
+    fields = (
+        f"trainer.total_frames={total}, collector.frames_per_batch="
+        f"{cfg.collector.frames_per_batch}, collector.init_random_frames={random_frames}, "
+        f"trainer.learning_starts={starts}, trainer.utd_ratio={cfg.trainer.get('utd_ratio', 1.0)}"
+    )
+    if updates == 0:
+        raise ConfigError(
+            "trainer.total_frames",
+            total,
+            f"enough frames for a gradient update after the warm-up ({fields}): raise it, or "
+            "lower collector.init_random_frames and trainer.learning_starts",
+        )
+    if updates < FEW_UPDATES:
+        warnings.warn(
+            f"the run makes only {updates} gradient update{'s' if updates > 1 else ''} "
+            f"({fields}): raise trainer.total_frames, or lower collector.init_random_frames "
+            "and trainer.learning_starts",
+            ConfigWarning,
+            stacklevel=3,
+        )
+
+
+def gradient_updates(cfg: DictConfig) -> int:
+    """The gradient updates an off-policy run makes: ``utd_ratio * frames_per_batch`` (at
+    least one) after each batch collected once the random warm-up is over
+    (``collector.init_random_frames``) and the replay buffer holds
+    ``trainer.learning_starts`` transitions."""
+    frames = cfg.collector.frames_per_batch
+    batch = _batch_frames(cfg)  # every data-parallel rank's frames: what the trainer counts
+    per_batch = max(1, round(cfg.trainer.get("utd_ratio", 1.0) * frames))
+    random_frames = cfg.collector.get("init_random_frames", 0) or 0
+    starts = cfg.trainer.learning_starts
+    batches = frames_to_collect(cfg) // batch
+    # the first batch b (from 1) after which updates run: b * batch > random_frames and the
+    # buffer's b * frames transitions (it holds at least learning_starts) reach learning_starts
+    first = max(random_frames // batch + 1, -(-starts // frames), 1)
+    ready = max(0, batches - first + 1)
+    return ready * per_batch
 
 
 def _batch_frames(cfg: DictConfig) -> int:
