@@ -403,6 +403,7 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
     from . import build_trainer
 
     start = time.perf_counter()
+    passive_openmp_threads(cfg.trainer.get("num_threads", 0))
     distributed = _init_distributed(str(cfg.get("device") or "cpu"))
     out = Path(output_dir) if output_dir is not None else output_dir_of_run()
     if distributed:
@@ -416,6 +417,15 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
             return _train_and_summarise(cfg, trainer, out, start)
         finally:
             close_trainer(trainer)
+
+
+def passive_openmp_threads(num_threads: int | None) -> None:
+    """Make OpenMP's threads sleep, rather than spin, while they wait (``OMP_WAIT_POLICY=
+    PASSIVE``) in a run with the default thread count (``trainer.num_threads=0``), unless
+    the environment sets the policy: spinning threads stall when another process takes a
+    core. OpenMP reads the variable when torch loads, which ``run`` does after this."""
+    if not num_threads and "torch" not in sys.modules:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def _init_distributed(device: str) -> bool:

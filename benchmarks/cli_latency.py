@@ -1,0 +1,64 @@
+"""How long the CLI takes to answer a new user: ``--help``, ``--cfg job`` and a config
+error's one line, medians over ``--repeats`` runs (5), for PPO and SAC.
+
+    python benchmarks/cli_latency.py [--repeats 5] [--algorithms ppo sac]
+
+Each command runs in a fresh interpreter, as typed in a shell; the time is its wall time
+(start to exit). Say what else runs on the machine when quoting the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: name -> the arguments after ``train.py``, and the exit status expected.
+COMMANDS = {
+    "--help": (["--help"], 0),
+    "--cfg job": (["--cfg", "job"], 0),
+    "config error (optimizer.lr=-1)": (["optimizer.lr=-1"], 2),
+    "unknown field (trainer.totl_frames=1)": (["trainer.totl_frames=1"], 2),
+}
+
+
+def time_command(script: Path, args: list[str], expected: int, cwd: Path) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, str(script), *args], capture_output=True, text=True, cwd=cwd
+    )
+    elapsed = time.perf_counter() - start
+    if proc.returncode != expected:
+        raise SystemExit(
+            f"{script.parent.name} {' '.join(args)} exited {proc.returncode} "
+            f"(expected {expected}):\n{proc.stderr[-2000:]}"
+        )
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--algorithms", nargs="+", default=["ppo", "sac"])
+    args = parser.parse_args()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"{os.cpu_count()} cores, load average {load:.2f} at start; medians of {args.repeats}")
+    print(f"{'command':<40} " + " ".join(f"{a:>8}" for a in args.algorithms))
+    cwd = Path(os.environ.get("TMPDIR", "/tmp"))
+    for name, (words, expected) in COMMANDS.items():
+        cells = []
+        for algorithm in args.algorithms:
+            script = REPO / "sota-implementations" / f"{algorithm}_trainer" / "train.py"
+            times = [time_command(script, words, expected, cwd) for _ in range(args.repeats)]
+            cells.append(f"{statistics.median(times):7.2f}s")
+        print(f"{name:<40} " + " ".join(cells), flush=True)
+
+
+if __name__ == "__main__":
+    main()
