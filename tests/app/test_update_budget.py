@@ -16,7 +16,11 @@ from .test_cli import train
 from .test_config_errors import assert_user_error
 
 #: The TD3 recipe's own warm-up (the tests' tiny runs lower it).
-RECIPE_WARM_UP = ["collector.init_random_frames=10000", "trainer.learning_starts=10000"]
+RECIPE_WARM_UP = [
+    "collector.init_random_frames=10000",
+    "trainer.learning_starts=10000",
+    "replay_buffer.size=1000000",
+]
 
 
 def test_following_the_learning_starts_hint_names_the_random_warm_up_too(tiny_config):
@@ -43,8 +47,9 @@ def test_the_user_sees_one_error_line_and_no_run(tmp_path):
     assert_user_error(proc, "collector.init_random_frames=10000", "trainer.total_frames (2000)")
 
 
-def test_a_budget_without_an_update_after_both_thresholds_is_an_error(tiny_config):
-    """Each threshold alone is below the budget, the batches end before both are passed."""
+def test_updates_start_after_the_batch_that_passes_both_thresholds(tiny_config):
+    """Updates follow each batch collected past the random warm-up with learning_starts
+    transitions in the buffer."""
     cfg = tiny_config(
         "td3",
         [
@@ -67,7 +72,7 @@ def test_a_budget_without_an_update_after_both_thresholds_is_an_error(tiny_confi
     )
     assert gradient_updates(cfg) == 200  # one batch, past both thresholds once collected
     cfg = tiny_config("sac", ["trainer.total_frames=100", "collector.init_random_frames=99"])
-    assert gradient_updates(cfg) == 51  # learning_starts=50 of TINY, frames 100..
+    assert gradient_updates(cfg) == 1  # after frame 100 only
 
 
 def test_a_handful_of_updates_is_a_one_line_warning(tiny_config):

@@ -3,6 +3,7 @@ installs one: ``pip install "rl_trainers[video]"``."""
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -31,7 +32,7 @@ def test_the_csv_logger_names_the_video_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "imageio", None)
     monkeypatch.setitem(sys.modules, "imageio.v2", None)
     logger = CSVLogger("run", log_dir=str(tmp_path), video_format="mp4")
-    with pytest.raises(ImportError, match=f"imageio-ffmpeg.*{INSTALL}"):
+    with pytest.raises(ImportError, match=f"imageio-ffmpeg.*{re.escape(INSTALL)}"):
         logger.log_video("eval", torch.zeros(1, 2, 3, 8, 8, dtype=torch.uint8), step=0)
 
 
@@ -43,5 +44,5 @@ def test_enjoy_names_the_video_extra(tmp_path, monkeypatch, blocked):
     monkeypatch.setitem(sys.modules, blocked, None)
     if blocked == "imageio":
         monkeypatch.setitem(sys.modules, "imageio.v2", None)
-    with pytest.raises(RunError, match=INSTALL.replace("[", r"\[").replace("]", r"\]")):
+    with pytest.raises(RunError, match=re.escape(INSTALL)):
         _video_writer(tmp_path / "a.mp4", fps=30)

@@ -592,14 +592,6 @@ def _check_learning_starts(cfg: DictConfig) -> None:
     starts, total = cfg.trainer.learning_starts, cfg.trainer.total_frames
     if starts < 0:
         raise ConfigError("trainer.learning_starts", starts, "0 or a positive number of frames")
-    size = cfg.replay_buffer.size
-    if starts > size:
-        raise ConfigError(
-            "trainer.learning_starts",
-            starts,
-            f"at most replay_buffer.size ({size}): the buffer never holds more transitions, "
-            "so no update would be made",
-        )
     random_frames = cfg.collector.get("init_random_frames", 0) or 0
     collected = frames_to_collect(cfg)
     suggestion = total // 4
@@ -617,6 +609,14 @@ def _check_learning_starts(cfg: DictConfig) -> None:
             "replay buffer holds learning_starts transitions, so the run would end (almost) "
             f"without training; lower it, e.g. trainer.learning_starts={suggestion}{also}, or "
             "raise trainer.total_frames",
+        )
+    size = cfg.replay_buffer.size
+    if starts > size:
+        raise ConfigError(
+            "trainer.learning_starts",
+            starts,
+            f"at most replay_buffer.size ({size}): the buffer never holds more transitions, "
+            "so no update would be made",
         )
     if random_frames >= collected:
         raise ConfigError(
