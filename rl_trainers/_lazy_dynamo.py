@@ -13,8 +13,11 @@ uses it, yet three import-time paths load it:
   :mod:`rl_trainers.trainers.optimizer_step`, does not go through it).
 
 :func:`install` (an opt-in: ``import rl_trainers`` does not call it; the Hydra app's
-``train.py`` scripts do, before anything imports tensordict) defers the first two until
-something imports ``torch._dynamo``: tensordict's registrations are recorded and the optimiser methods call their undecorated function.
+``train.py`` scripts do, before anything imports tensordict; it acts when torch is imported,
+so the ``--help`` path, which never imports torch, stays fast) defers the first two until
+something imports ``torch._dynamo``: ``torch.compiler.allow_in_graph`` and
+``assume_constant_result`` record their function (tensordict's registrations) and the
+optimiser methods call their undecorated function.
 Whatever imports it later (``torch.compile``, ``trainer.compile=true``, a user's own code)
 then sees what an eager import would have set up: right after the module executes, the
 recorded registrations are made and the optimiser methods go back to building their
@@ -25,15 +28,10 @@ first) or torch's internals differ from what is expected here, nothing is change
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
-import torch
-import torch.compiler
-import torch.optim
-
-from rl_trainers._import_hooks import AfterImportHook
+from rl_trainers._import_hooks import AfterImportHook, call_after_import
 
 __all__ = ["install"]
 
@@ -42,6 +40,8 @@ _DYNAMO = "torch._dynamo"
 _pending: list[tuple[str, Callable]] = []
 # undecorated functions whose dynamo-disabled version is preset to themselves
 _preset: list[Callable] = []
+# the torch.compiler functions replaced by recording stand-ins until dynamo loads
+_originals: dict[str, Callable] = {}
 _installed = False
 
 
@@ -59,21 +59,11 @@ def _lazy(name: str, real: Callable) -> Callable:
     return register
 
 
-@contextmanager
-def _deferred_registrations() -> Iterator[None]:
-    names = ("allow_in_graph", "assume_constant_result")
-    originals = {name: getattr(torch.compiler, name) for name in names}
-    for name, real in originals.items():
-        setattr(torch.compiler, name, _lazy(name, real))
-    try:
-        yield
-    finally:
-        for name, real in originals.items():
-            setattr(torch.compiler, name, real)
-
-
 def _disable_dynamo_wrappers() -> list[Callable]:
     """The undecorated functions of ``Optimizer``'s ``torch._disable_dynamo`` methods."""
+    import torch
+    import torch.optim
+
     inner_code = torch._disable_dynamo(lambda: None).__code__
     found = []
     for value in vars(torch.optim.Optimizer).values():
@@ -86,6 +76,11 @@ def _disable_dynamo_wrappers() -> list[Callable]:
 
 def _after_dynamo_import(dynamo: Any) -> None:
     """Make the held-back registrations on the freshly executed ``torch._dynamo``."""
+    import torch.compiler
+
+    while _originals:
+        name, real = _originals.popitem()
+        setattr(torch.compiler, name, real)
     while _pending:
         name, fn = _pending.pop(0)
         getattr(dynamo, name)(fn)
@@ -96,10 +91,17 @@ def _after_dynamo_import(dynamo: Any) -> None:
 
 
 def install() -> None:
-    """Defer ``torch._dynamo``'s import (see the module docstring); idempotent."""
+    """Defer ``torch._dynamo``'s import (see the module docstring) once torch is imported
+    (now, if it is loaded); idempotent."""
+    call_after_import("torch", _install)
+
+
+def _install(_torch: Any) -> None:
     global _installed
     if _installed or _DYNAMO in sys.modules:
         return
+    import torch.compiler
+
     wrapped = _disable_dynamo_wrappers()
     if not wrapped or not hasattr(torch.compiler, "assume_constant_result"):
         return  # not the torch this was written against: leave it alone
@@ -109,6 +111,6 @@ def install() -> None:
         if "__dynamo_disable" not in fn.__dict__:
             fn.__dict__["__dynamo_disable"] = fn  # torch._compile's cache: call fn itself
             _preset.append(fn)
-    with _deferred_registrations():
-        import tensordict  # noqa: F401  (registers its compile helpers on import)
-        import tensordict.nn  # noqa: F401
+    for name in ("allow_in_graph", "assume_constant_result"):
+        _originals[name] = getattr(torch.compiler, name)
+        setattr(torch.compiler, name, _lazy(name, _originals[name]))

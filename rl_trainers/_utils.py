@@ -16,8 +16,6 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-import torch
-
 __all__ = ["logger", "timeit", "compile_with_warmup"]
 
 
@@ -83,8 +81,11 @@ class timeit:  # noqa: N801 - torchrl's name
         self.t0 = 0.0
 
     def _now(self) -> float:
-        if self._sync and torch.cuda.is_available():
-            torch.cuda.synchronize()
+        if self._sync:
+            import torch
+
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
         return time.perf_counter()
 
     def __call__(self, fn: Callable) -> Callable:
@@ -205,6 +206,8 @@ def compile_with_warmup(
             if calls < warmup:
                 calls += 1
                 return model(*args, **kwargs)
+            import torch
+
             compiled = torch.compile(model, **compile_kwargs)
         return compiled(*args, **kwargs)
 

@@ -101,7 +101,9 @@ def _video_writer(path: Path, fps: int):
     except ImportError:
         from rl_trainers.agents.policy import RunError
 
-        raise RunError("writing a video needs imageio: pip install 'imageio[ffmpeg]'") from None
+        raise RunError(
+            'writing a video needs imageio: pip install "rl_trainers[video]" (imageio[ffmpeg])'
+        ) from None
     if path.suffix.lower() in (".mp4", ".mkv", ".avi", ".mov", ".webm"):
         try:
             import imageio_ffmpeg  # noqa: F401
@@ -109,8 +111,8 @@ def _video_writer(path: Path, fps: int):
             from rl_trainers.agents.policy import RunError
 
             raise RunError(
-                f"writing {path.suffix} videos needs ffmpeg: pip install 'imageio[ffmpeg]' "
-                "(or give --video out.gif)"
+                f'writing {path.suffix} videos needs ffmpeg: pip install "rl_trainers[video]" '
+                "(imageio[ffmpeg]), or give --video out.gif"
             ) from None
         return imageio.get_writer(str(path), fps=fps, macro_block_size=1)
     return imageio.get_writer(str(path), duration=1000 / fps, loop=0)

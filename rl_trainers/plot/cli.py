@@ -170,10 +170,9 @@ def _seeds_note(curves: list[Curve], band: str) -> str:
     return f"{shade} over {runs} per curve" if max(sizes) > 1 else "one run per curve"
 
 
-def draw(
-    curves: list[Curve], ylabel: str, out: Path, band: str, title: str, dpi: int = 150
-) -> None:
-    """Draw the curves with matplotlib's Agg backend (no display needed) into ``out``."""
+def draw(curves: list[Curve], ylabel: str, out: Path, band: str, title: str, dpi: int = 150):
+    """Draw the curves with matplotlib's Agg backend (no display needed) into ``out``; the
+    (closed) figure is returned, its legend below the axes."""
     try:
         import matplotlib
     except ImportError as err:
@@ -182,7 +181,10 @@ def draw(
     import matplotlib.pyplot as plt
     from matplotlib.ticker import EngFormatter
 
-    fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+    # the legend goes below the axes, never over the curves: the figure grows with its rows
+    columns = 1 if max((len(c.label) for c in curves), default=0) > 45 else 2
+    rows = -(-len(curves) // columns)
+    fig, ax = plt.subplots(figsize=(7, 4.2 + 0.22 * (rows + 1)), layout="constrained")
     supported = fig.canvas.get_supported_filetypes()
     if out.suffix.lstrip(".").lower() not in supported:
         plt.close(fig)
@@ -212,12 +214,18 @@ def draw(
     ax.grid(True, alpha=0.3)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-    ax.legend(
-        title=_seeds_note(curves, band), fontsize="small", title_fontsize="small", frameon=False
+    fig.legend(
+        loc="outside lower center",
+        ncols=columns,
+        title=_seeds_note(curves, band),
+        fontsize="small",
+        title_fontsize="small",
+        frameon=False,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=dpi)
     plt.close(fig)
+    return fig
 
 
 def write_csv(curves: list[Curve], path: Path) -> None:

@@ -100,17 +100,41 @@ def _labels_from_overrides(groups: list[list[Run]]) -> list[str] | None:
     return labels
 
 
-def _labels_from_config(keys: list[dict[str, Any]]) -> list[str]:
-    """Labels made of the config values that differ between groups (3 at most each)."""
+#: Keys a label names first when they tell groups apart (what a reader looks for first).
+LEADING_KEYS = ("algorithm", "env.env_name")
+
+_MISSING = object()
+
+
+def distinguishing_keys(keys: list[dict[str, Any]]) -> list[str]:
+    """Config keys whose values tell every group apart: :data:`LEADING_KEYS` where they
+    differ, then, greedily, the key that splits the most groups still sharing a label
+    (among equals the key most groups have, then by name). Leading keys first, then by
+    name."""
     names = sorted({k for d in keys for k in d})
-    differing = [n for n in names if len({_freeze(d.get(n)) for d in keys}) > 1]
-    labels = []
-    for d in keys:
-        parts = [f"{n}={_show(d.get(n))}" for n in differing[:3]]
-        if len(differing) > 3:
-            parts.append(f"(+{len(differing) - 3} more)")
-        labels.append(", ".join(parts))
-    return labels
+    differing = [n for n in names if len({_freeze(d.get(n, _MISSING)) for d in keys}) > 1]
+
+    def classes(chosen: list[str]) -> int:
+        return len({tuple(_freeze(d.get(n, _MISSING)) for n in chosen) for d in keys})
+
+    wanted = classes(differing)
+    chosen = [n for n in LEADING_KEYS if n in differing]
+    while classes(chosen) < wanted:
+        rest = [n for n in differing if n not in chosen]
+        best = max(
+            rest,
+            key=lambda n: (classes([*chosen, n]), sum(n in d for d in keys), [-ord(c) for c in n]),
+        )
+        chosen.append(best)
+    leading = [n for n in LEADING_KEYS if n in chosen]
+    return leading + sorted(n for n in chosen if n not in leading)
+
+
+def _labels_from_config(keys: list[dict[str, Any]]) -> list[str]:
+    """Labels made of the config values that tell the groups apart
+    (:func:`distinguishing_keys`; a key a group's config lacks is left out of its label)."""
+    chosen = distinguishing_keys(keys)
+    return [", ".join(f"{n}={_show(d[n])}" for n in chosen if n in d) for d in keys]
 
 
 def group_runs(runs: list[Run], group_by: list[str] | None = None) -> list[Group]:

@@ -5,35 +5,52 @@ Builders live in ``rl_trainers.trainers.helpers`` and algorithm trainers in
 ``rl_trainers.trainers.algorithms`` (import them from there).
 """
 
-from rl_trainers.trainers.checkpoint import CheckpointError
-from rl_trainers.trainers.hooks import (
-    BatchSubSampler,
-    ClearCudaCache,
-    CountFramesLog,
-    EarlyStopping,
-    LogReward,
-    LogScalar,
-    LogTiming,
-    LogValidationReward,
-    LRSchedulerHook,
-    OptimizerHook,
-    Recorder,
-    ReplayBufferTrainer,
-    RewardNormalizer,
-    SelectKeys,
-    TargetNetUpdaterHook,
-    UpdateWeights,
-    UTDRHook,
-    ValueEstimatorHook,
-    mask_batch,
-)
-from rl_trainers.trainers.trainer import (
-    HOOK_POINTS,
-    HookPoint,
-    HookTimings,
-    Trainer,
-    TrainerHookBase,
-)
+# Loaded on first use (``from rl_trainers.trainers import Trainer``), so that importing a
+# submodule (the CLI's ``rl_trainers.trainers.algorithms.app``: ``--help``, config errors)
+# does not load torch.
+_LAZY = {
+    "CheckpointError": "rl_trainers.trainers.checkpoint",
+    **dict.fromkeys(
+        (
+            "BatchSubSampler",
+            "ClearCudaCache",
+            "CountFramesLog",
+            "EarlyStopping",
+            "LogReward",
+            "LogScalar",
+            "LogTiming",
+            "LogValidationReward",
+            "LRSchedulerHook",
+            "OptimizerHook",
+            "Recorder",
+            "ReplayBufferTrainer",
+            "RewardNormalizer",
+            "SelectKeys",
+            "TargetNetUpdaterHook",
+            "UpdateWeights",
+            "UTDRHook",
+            "ValueEstimatorHook",
+            "mask_batch",
+        ),
+        "rl_trainers.trainers.hooks",
+    ),
+    **dict.fromkeys(
+        ("HOOK_POINTS", "HookPoint", "HookTimings", "Trainer", "TrainerHookBase"),
+        "rl_trainers.trainers.trainer",
+    ),
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rl_trainers.trainers' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "HookTimings",

@@ -76,8 +76,9 @@ def test_joblib_runs_each_seed_in_its_own_directory_with_a_share_of_the_cores(tm
     for job, summary in summaries.items():
         assert summary["output_dir"] == str(sweep / job)
         assert summary["frames"] == 200
-        # joblib's workers get OMP_NUM_THREADS = its cpu count (which heeds cgroup quotas) // 2
-        assert summary["num_threads"] == max(1, min(2, _cores(), joblib.cpu_count() // 2))
+        # joblib's workers get OMP_NUM_THREADS = its cpu count (which heeds cgroup quotas) // 2;
+        # fewer where the other jobs leave fewer cores idle
+        assert 1 <= summary["num_threads"] <= max(1, min(2, _cores(), joblib.cpu_count() // 2))
         assert (sweep / job / ".hydra" / "config.yaml").exists()
         assert (sweep / job / "train.log").exists()
         assert list((sweep / job / "logs").rglob("*.csv"))

@@ -175,8 +175,8 @@ class CSVExperiment:
                 imageio.mimwrite(path, video_to_frames(video), fps=fps, **kwargs)
             except Exception as err:  # imageio or its ffmpeg plugin missing
                 raise ImportError(
-                    "Writing mp4 videos needs imageio with the ffmpeg plugin "
-                    "(pip install imageio imageio-ffmpeg); use video_format='gif' or 'pt' "
+                    "Writing mp4 videos needs imageio with the ffmpeg plugin (imageio-ffmpeg): "
+                    "pip install \"rl_trainers[video]\"; use video_format='gif' or 'pt' "
                     "otherwise."
                 ) from err
         else:

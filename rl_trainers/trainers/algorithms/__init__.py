@@ -6,47 +6,72 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 from pathlib import Path
 
 from omegaconf import DictConfig
 
-from rl_trainers.trainers.algorithms.a2c import A2CTrainer
-from rl_trainers.trainers.algorithms.ddpg import DDPGTrainer
-from rl_trainers.trainers.algorithms.dqn import DQNTrainer
 from rl_trainers.trainers.algorithms.errors import ConfigError
-from rl_trainers.trainers.algorithms.on_policy import OnPolicyTrainer
-from rl_trainers.trainers.algorithms.pg import PGTrainer, ReinforceTrainer
-from rl_trainers.trainers.algorithms.ppo import PPOTrainer
-from rl_trainers.trainers.algorithms.sac import SACTrainer
-from rl_trainers.trainers.algorithms.td3 import TD3Trainer
 
-#: algorithm name (``cfg.algorithm``) -> trainer class with a ``from_config`` builder.
-TRAINERS: dict[str, type] = {
-    "ppo": PPOTrainer,
-    "sac": SACTrainer,
-    "dqn": DQNTrainer,
-    "td3": TD3Trainer,
-    "ddpg": DDPGTrainer,
-    "a2c": A2CTrainer,
-    "pg": PGTrainer,
+# the trainer classes are loaded on first use (``TRAINERS``, ``build_trainer``, ``from
+# rl_trainers.trainers.algorithms import SACTrainer``): the CLI's ``app`` module, imported
+# for ``--help`` and config errors, does not load torch
+_CLASSES = {
+    "A2CTrainer": "a2c",
+    "DDPGTrainer": "ddpg",
+    "DQNTrainer": "dqn",
+    "OnPolicyTrainer": "on_policy",
+    "PGTrainer": "pg",
+    "ReinforceTrainer": "pg",
+    "PPOTrainer": "ppo",
+    "SACTrainer": "sac",
+    "TD3Trainer": "td3",
 }
+#: algorithm name (``cfg.algorithm``) -> trainer class name (see :data:`TRAINERS`).
+_TRAINER_NAMES = {
+    "ppo": "PPOTrainer",
+    "sac": "SACTrainer",
+    "dqn": "DQNTrainer",
+    "td3": "TD3Trainer",
+    "ddpg": "DDPGTrainer",
+    "a2c": "A2CTrainer",
+    "pg": "PGTrainer",
+}
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name == "TRAINERS":
+        value = {algo: __getattr__(cls) for algo, cls in _TRAINER_NAMES.items()}
+    elif name in _CLASSES:
+        module = importlib.import_module(f"{__name__}.{_CLASSES[name]}")
+        value = getattr(module, name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 def build_trainer(cfg: DictConfig, output_dir: Path):
     """The algorithm trainer ``cfg`` describes, with every component built and seeded."""
     from rl_trainers.trainers.algorithms.validation import typed_config, validate_config
-    from rl_trainers.trainers.distributed import get_rank
 
+    rank = 0  # without torch loaded no process group is initialised (a config error is quick)
+    if "torch" in sys.modules:
+        from rl_trainers.trainers.distributed import get_rank
+
+        rank = get_rank()
     cfg = typed_config(cfg)
     with warnings.catch_warnings():
-        if get_rank() != 0:  # data-parallel: every rank validates, rank 0 warns once
+        if rank != 0:  # data-parallel: every rank validates, rank 0 warns once
             warnings.simplefilter("ignore")
         validate_config(cfg)
     try:
-        trainer_class = TRAINERS[cfg.algorithm]
+        trainer_class = __getattr__(_TRAINER_NAMES[cfg.algorithm])
     except KeyError:
-        raise ConfigError("algorithm", cfg.algorithm, f"one of {sorted(TRAINERS)}") from None
+        raise ConfigError("algorithm", cfg.algorithm, f"one of {sorted(_TRAINER_NAMES)}") from None
     return trainer_class.from_config(cfg, Path(output_dir))
 
 

@@ -63,21 +63,20 @@ CONFIG_DIR = str(Path(__file__).resolve().parents[3] / "configs")
 
 
 def _user_error_types() -> tuple[type[BaseException], ...]:
-    from rl_trainers.collectors.collectors import EnvError, NonFiniteBatchError
-    from rl_trainers.collectors.multi import CollectorWorkerError
-    from rl_trainers.collectors.watchdog import EnvStepTimeout
-    from rl_trainers.trainers.checkpoint import CheckpointError
-    from rl_trainers.trainers.trainer import NonFiniteLossError
-
-    return (
-        ConfigError,
-        CheckpointError,
-        NonFiniteLossError,
-        NonFiniteBatchError,
-        EnvError,
-        EnvStepTimeout,
-        CollectorWorkerError,
-    )
+    """:class:`ConfigError`, and the errors of the modules that raise the others if those
+    modules are loaded (else nothing raised them; a config error prints without loading
+    torch)."""
+    found: list[type[BaseException]] = [ConfigError]
+    for module, names in (
+        ("rl_trainers.trainers.checkpoint", ("CheckpointError",)),
+        ("rl_trainers.trainers.trainer", ("NonFiniteLossError",)),
+        ("rl_trainers.collectors.collectors", ("NonFiniteBatchError", "EnvError")),
+        ("rl_trainers.collectors.watchdog", ("EnvStepTimeout",)),
+        ("rl_trainers.collectors.multi", ("CollectorWorkerError",)),
+    ):
+        if module in sys.modules:
+            found.extend(getattr(sys.modules[module], name) for name in names)
+    return tuple(found)
 
 
 @contextlib.contextmanager
@@ -91,19 +90,109 @@ def user_errors() -> Iterator[None]:
     ``hydra.sweeper.max_failure_rate`` of a batch failed).
     With ``HYDRA_FULL_ERROR=1`` the exception propagates with its full traceback.
     A :class:`~.errors.ConfigWarning` is printed as one ``Warning:`` line.
+    Every line printed meanwhile is copied to the run's log file (:func:`run_log`).
     """
-    try:
-        with config_warnings_as_lines():
+    with run_log():
+        try:
+            with config_warnings_as_lines():
+                yield
+        except _user_error_types() as err:
+            if os.environ.get("HYDRA_FULL_ERROR") == "1":
+                raise
+            line = getattr(err, "summary", None) or str(err)  # a worker's: without its traceback
+            if _in_sweep():
+                # on the job's own stderr: the terminal, or the job's log file with submitit
+                print(f"Error: {line}", file=sys.stderr, flush=True)
+                raise JobFailed(f"Error: {line}") from None
+            report_and_exit(line)
+
+
+class _LineCopy:
+    """A text stream that writes through to ``stream`` and copies each complete line to
+    ``log``; a progress bar's redraws (``\r``) are copied once, as last drawn."""
+
+    def __init__(self, stream: Any, log: Any) -> None:
+        self._stream = stream
+        self._log = log
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        written = self._stream.write(text)
+        self._pending += text
+        if "\n" in self._pending:
+            *lines, self._pending = self._pending.split("\n")
+            for line in lines:
+                self._copy(line)
+            self._log.flush()
+        if "\r" in self._pending:  # a progress bar's redraws: keep the last one only
+            self._pending = "\r" + self._last_drawn(self._pending)
+        return written
+
+    @staticmethod
+    def _last_drawn(line: str) -> str:
+        drawn = [part for part in line.split("\r") if part.strip()]
+        return drawn[-1] if drawn else ""
+
+    def _copy(self, line: str) -> None:
+        if "\r" in line:
+            line = self._last_drawn(line).rstrip()
+            if not line:
+                return
+        self._log.write(line + "\n")
+
+    def end(self) -> None:
+        """Copy an unfinished last line (a progress bar left on screen)."""
+        if self._pending.strip():
+            self._copy(self._pending)
+            self._log.flush()
+        self._pending = ""
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:  # encoding, isatty, fileno...
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def run_log() -> Iterator[None]:
+    """Copy what the run prints (its start line first, warnings, progress, errors, the
+    summary) to Hydra's job log in the run directory (``train.log``), which otherwise
+    holds Hydra's own log records only: none in most runs.
+
+    Only inside ``@hydra.main`` with Hydra's job logging on (the file exists), on the
+    first data-parallel rank; the lines still go to the terminal as before.
+    """
+    path = _job_log_path()
+    if path is None or not path.exists() or os.environ.get("RANK", "0") not in ("", "0"):
+        yield
+        return
+    import shlex
+
+    with open(path, "a", encoding="utf-8") as log:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        words = " ".join(shlex.quote(w) for w in sys.argv)
+        log.write(f"[{stamp}] started: python {words}\n")
+        log.flush()
+        out, err = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = _LineCopy(out, log), _LineCopy(err, log)
+        try:
             yield
-    except _user_error_types() as err:
-        if os.environ.get("HYDRA_FULL_ERROR") == "1":
-            raise
-        line = getattr(err, "summary", None) or str(err)  # a worker's: without its traceback
-        if _in_sweep():
-            # on the job's own stderr: the terminal, or the job's log file with submitit
-            print(f"Error: {line}", file=sys.stderr, flush=True)
-            raise JobFailed(f"Error: {line}") from None
-        report_and_exit(line)
+        finally:
+            for copy in (sys.stdout, sys.stderr):
+                if isinstance(copy, _LineCopy):
+                    copy.end()
+            sys.stdout, sys.stderr = out, err
+
+
+def _job_log_path() -> Path | None:
+    """Hydra's job log (``<run dir>/<job name>.log``) inside ``@hydra.main``, else None."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return None
+    hydra_cfg = HydraConfig.get()
+    return Path(hydra_cfg.runtime.output_dir) / f"{hydra_cfg.job.name}.log"
 
 
 def _in_sweep() -> bool:
@@ -356,6 +445,19 @@ def register_help() -> None:
         store.store(group="hydra/help", name=algorithm, node=node)
 
 
+def _share_config_store() -> None:
+    """Let copies of Hydra's config repository share the one :class:`ConfigStore`.
+
+    Hydra deep-copies its repository, with every node of the store (each schema and help
+    page), for each config group it lists: ``--help`` made about 140 copies (20 s on two
+    busy cores). The store is only read through :meth:`ConfigStore.load`, which hands out a
+    copy of the node, so sharing it changes nothing else.
+    """
+    if "__deepcopy__" not in vars(ConfigStore):
+        ConfigStore.__deepcopy__ = lambda self, memo: self  # type: ignore[attr-defined]
+
+
+_share_config_store()
 register_help()
 
 
@@ -396,21 +498,21 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
 
     Returns the mean evaluation return (what a Hydra sweeper optimises).
     """
-    from rl_trainers.trainers.distributed import init_distributed
-
     from . import build_trainer
-    from .common import close_trainer
 
     start = time.perf_counter()
+    passive_openmp_threads(cfg.trainer.get("num_threads", 0))
     phase = _Phase()
     with _stop_signals_outside_training(phase):
-        distributed = init_distributed(str(cfg.get("device") or "cpu"))
+        distributed = _init_distributed(str(cfg.get("device") or "cpu"))
         out = Path(output_dir) if output_dir is not None else output_dir_of_run()
         if distributed:
             out = shared_run_dir(out)
         check_fresh_run_dir(cfg, out)
         trainer = build_trainer(cfg, out)
         phase.trainer = trainer
+        from .common import close_trainer
+
         with _late_forwarded_signal_ignored(trainer):
             try:
                 return _train_and_summarise(cfg, trainer, out, start, phase)
@@ -465,6 +567,29 @@ def _stop_signals_outside_training(phase: _Phase) -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def passive_openmp_threads(num_threads: int | None) -> None:
+    """Make OpenMP's threads sleep, rather than spin, while they wait (``OMP_WAIT_POLICY=
+    PASSIVE``) in a run with the default thread count (``trainer.num_threads=0``), unless
+    the environment sets the policy: spinning threads stall when another process takes a
+    core. OpenMP reads the variable when torch loads, which ``run`` does after this."""
+    if not num_threads and "torch" not in sys.modules:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def _init_distributed(device: str) -> bool:
+    """``init_distributed`` (torchrun's data parallelism), without loading torch when
+    nothing asks for several processes: a config error then prints without that wait."""
+    try:
+        several = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    except ValueError:
+        several = False
+    if not several and "torch" not in sys.modules:
+        return False  # no process group can have been initialised
+    from rl_trainers.trainers.distributed import init_distributed
+
+    return init_distributed(device)
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -532,18 +533,60 @@ def close_trainer(trainer) -> None:
 
 def set_num_threads(requested: int, widest_layer: int) -> int:
     """Set torch's intra-op threads: ``requested``, else 2 for wide networks, else 1, never
-    more than :func:`cpu_budget` allows when chosen here.
+    more than :func:`cpu_budget` allows nor than the cores found idle at start
+    (:func:`idle_cores`) when chosen here.
 
     Measured on a quiet 2-core machine: a SAC update (256-wide layers) takes 7.1 ms on two
     threads against 11.1 ms on one, while PPO's 64-wide networks gain nothing from a second
-    thread (12.1-12.9 s against 11.9-12.7 s per run). Two OpenMP threads spin-wait for each
-    other, so when another job holds a core they stall: pass ``trainer.num_threads=1`` on
-    a shared machine (the jobs of a parallel sweep get their share of the cores by
-    themselves, see :func:`cpu_budget`).
+    thread (12.1-12.9 s against 11.9-12.7 s per run). Two OpenMP threads wait for each
+    other, so when another job holds a core they stall (a default SAC run at 3 frames/s
+    against 50 on one thread): the default takes one thread unless two cores are idle, and
+    the app makes the threads of a default run wait passively (``OMP_WAIT_POLICY=PASSIVE``,
+    see ``passive_openmp_threads`` in :mod:`.app`), so a core taken later slows it down rather than
+    stalling it. The jobs of a parallel sweep get their share of the cores by themselves,
+    see :func:`cpu_budget`.
     """
-    n = requested if requested > 0 else (min(2, cpu_budget()) if widest_layer > 128 else 1)
+    if requested > 0:
+        n = requested
+    elif widest_layer > 128:
+        n = max(1, min(2, cpu_budget(), idle_cores()))
+    else:
+        n = 1
     torch.set_num_threads(n)
     return n
+
+
+def idle_cores(interval: float = 0.1) -> int:
+    """The cores, of those this process may run on, left idle by the machine's other
+    processes over ``interval`` seconds (from ``/proc/stat``; a core 80% idle counts); the
+    :func:`cpu_budget` where that cannot be read."""
+    budget = cpu_budget()
+    try:
+        allowed = {f"cpu{i}" for i in os.sched_getaffinity(0)}
+    except AttributeError:
+        return budget
+
+    def idle_and_total() -> tuple[int, int]:
+        idle = total = 0
+        with open("/proc/stat") as stat:
+            for line in stat:
+                name, *fields = line.split()
+                if name in allowed:
+                    ticks = [int(f) for f in fields[:8]]
+                    idle += ticks[3] + ticks[4]  # idle, iowait
+                    total += sum(ticks)
+        return idle, total
+
+    try:
+        idle0, total0 = idle_and_total()
+        time.sleep(interval)
+        idle1, total1 = idle_and_total()
+    except (OSError, ValueError, IndexError):
+        return budget
+    if total1 <= total0:
+        return budget
+    free = len(allowed) * (idle1 - idle0) / (total1 - total0)
+    return max(1, min(budget, int(free + 0.2)))
 
 
 def cpu_budget() -> int:

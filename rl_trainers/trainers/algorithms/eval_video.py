@@ -71,8 +71,8 @@ def check_video_config(cfg: DictConfig) -> None:
             raise ConfigError(
                 "logger.video_format",
                 fmt,
-                "gif or pt: mp4 videos need imageio with its ffmpeg plugin, which is not "
-                "installed (pip install imageio imageio-ffmpeg)",
+                "gif or pt: mp4 videos need imageio with its ffmpeg plugin (imageio-ffmpeg), "
+                'which is not installed: pip install "rl_trainers[video]"',
             )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import warnings
 from collections.abc import Sequence
 
@@ -89,8 +90,6 @@ def check_device(field: str, value: object) -> None:
 
 
 def _check_devices(cfg: DictConfig) -> None:
-    import torch
-
     for path, optional in (
         ("device", False),
         ("env.device", False),
@@ -101,7 +100,13 @@ def _check_devices(cfg: DictConfig) -> None:
         value = OmegaConf.select(cfg, path, default=missing)
         if value is missing or (value is None and optional):
             continue
+        if value == "cpu":  # always there: no need to load torch to tell
+            continue
         check_device(path, value)
+    if str(cfg.device) == "cpu":
+        return
+    import torch
+
     if torch.device(str(cfg.device)).type != "cpu":
         # an accelerator given here would be ignored: refuse it rather than train on CPU
         raise ConfigError(
@@ -115,6 +120,8 @@ def _check_devices(cfg: DictConfig) -> None:
 def check_checkpoint_backend() -> None:
     """Raise :class:`ConfigError` unless the environment variable ``CKPT_BACKEND`` names a
     checkpoint backend that can be used (checked before training, not at the first save)."""
+    if not os.environ.get("CKPT_BACKEND", "").strip():
+        return  # unset: torch files (and no need to load torch to tell)
     from rl_trainers.trainers.checkpoint import BACKENDS, get_backend
 
     try:
@@ -573,20 +580,35 @@ def _check_dqn(cfg: DictConfig) -> None:
         )
 
 
+#: Fewer gradient updates than this in a whole off-policy run is warned about (none: an error).
+FEW_UPDATES = 5
+
+
 def _check_learning_starts(cfg: DictConfig) -> None:
-    """SAC and DQN update once its replay buffer holds ``trainer.learning_starts`` transitions: a
-    value the buffer never reaches in the run would train nothing, silently."""
+    """SAC, DQN, TD3 and DDPG update once the collector's random warm-up
+    (``collector.init_random_frames``) is over and the replay buffer holds
+    ``trainer.learning_starts`` transitions: a run that ends before both would train nothing,
+    silently. A run with only a few updates is warned about."""
     starts, total = cfg.trainer.learning_starts, cfg.trainer.total_frames
     if starts < 0:
         raise ConfigError("trainer.learning_starts", starts, "0 or a positive number of frames")
+    random_frames = cfg.collector.get("init_random_frames", 0) or 0
+    collected = frames_to_collect(cfg)
+    suggestion = total // 4
     if starts >= total:
+        also = ""
+        if random_frames >= collected:
+            also = (
+                f" collector.init_random_frames={suggestion} (its random warm-up of "
+                f"{random_frames} frames outlasts the run too)"
+            )
         raise ConfigError(
             "trainer.learning_starts",
             starts,
             f"a number of frames below trainer.total_frames ({total}): updates wait until the "
             "replay buffer holds learning_starts transitions, so the run would end (almost) "
-            f"without training; lower it, e.g. trainer.learning_starts={total // 4}, or raise "
-            "trainer.total_frames",
+            f"without training; lower it, e.g. trainer.learning_starts={suggestion}{also}, or "
+            "raise trainer.total_frames",
         )
     size = cfg.replay_buffer.size
     if starts > size:
@@ -596,10 +618,60 @@ def _check_learning_starts(cfg: DictConfig) -> None:
             f"at most replay_buffer.size ({size}): the buffer never holds more transitions, "
             "so no update would be made",
         )
+    if random_frames >= collected:
+        raise ConfigError(
+            "collector.init_random_frames",
+            random_frames,
+            f"a number of frames below trainer.total_frames ({total}): no gradient update is "
+            "made during the random warm-up, so the run would end without training; lower it, "
+            f"e.g. collector.init_random_frames={min(starts, suggestion) or suggestion}, or "
+            "raise trainer.total_frames",
+        )
+    updates = gradient_updates(cfg)
+    fields = (
+        f"trainer.total_frames={total}, collector.frames_per_batch="
+        f"{cfg.collector.frames_per_batch}, collector.init_random_frames={random_frames}, "
+        f"trainer.learning_starts={starts}, trainer.utd_ratio={cfg.trainer.get('utd_ratio', 1.0)}"
+    )
+    if updates == 0:
+        raise ConfigError(
+            "trainer.total_frames",
+            total,
+            f"enough frames for a gradient update after the warm-up ({fields}): raise it, or "
+            "lower collector.init_random_frames and trainer.learning_starts",
+        )
+    if updates < FEW_UPDATES:
+        warnings.warn(
+            f"the run makes only {updates} gradient update{'s' if updates > 1 else ''} "
+            f"({fields}): raise trainer.total_frames, or lower collector.init_random_frames "
+            "and trainer.learning_starts",
+            ConfigWarning,
+            stacklevel=3,
+        )
+
+
+def gradient_updates(cfg: DictConfig) -> int:
+    """The gradient updates an off-policy run makes: ``utd_ratio * frames_per_batch`` (at
+    least one) after each batch collected once the random warm-up is over
+    (``collector.init_random_frames``) and the replay buffer holds
+    ``trainer.learning_starts`` transitions."""
+    frames = cfg.collector.frames_per_batch
+    batch = _batch_frames(cfg)  # every data-parallel rank's frames: what the trainer counts
+    per_batch = max(1, round(cfg.trainer.get("utd_ratio", 1.0) * frames))
+    random_frames = cfg.collector.get("init_random_frames", 0) or 0
+    starts = cfg.trainer.learning_starts
+    batches = frames_to_collect(cfg) // batch
+    # the first batch b (from 1) after which updates run: b * batch > random_frames and the
+    # buffer's b * frames transitions (it holds at least learning_starts) reach learning_starts
+    first = max(random_frames // batch + 1, -(-starts // frames), 1)
+    ready = max(0, batches - first + 1)
+    return ready * per_batch
 
 
 def _batch_frames(cfg: DictConfig) -> int:
     """The frames of one batch of every data-parallel rank."""
+    if "torch" not in sys.modules:  # no process group can be initialised yet: one rank
+        return cfg.collector.frames_per_batch
     from rl_trainers.trainers.distributed import get_world_size
 
     return cfg.collector.frames_per_batch * get_world_size()

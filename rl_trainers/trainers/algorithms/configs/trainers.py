@@ -84,7 +84,7 @@ class LoopConfig:
         "default", "default | reduce-overhead (CUDA graphs; device=cuda) | max-autotune"
     )
     num_threads: int = config_field(
-        0, "torch intra-op threads (0: 2 for nets wider than 128, else 1)"
+        0, "torch intra-op threads (0: 2 for nets wider than 128 if 2 cores are idle, else 1)"
     )
     keep_freed_memory: bool = config_field(
         True, "glibc malloc keeps freed memory for reuse (no page faults per update)"
