@@ -5,6 +5,17 @@ Builders live in ``rl_trainers.trainers.helpers`` and algorithm trainers in
 ``rl_trainers.trainers.algorithms`` (import them from there).
 """
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the names as static tools (type checkers, the API docs) see them
+    from rl_trainers.trainers.trainer import (
+        HOOK_POINTS,
+        HookPoint,
+        HookTimings,
+        Trainer,
+        TrainerHookBase,
+    )
+
 # Loaded on first use (``from rl_trainers.trainers import Trainer``), so that importing a
 # submodule (the CLI's ``rl_trainers.trainers.algorithms.app``: ``--help``, config errors)
 # does not load torch.
