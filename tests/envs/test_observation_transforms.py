@@ -3,6 +3,7 @@ FlattenObservation: values, specs against rollouts, inverses, batched envs."""
 
 import pytest
 import torch
+from rollout_checks import specs_hold
 from tensordict import TensorDict
 
 from rl_trainers.envs import (
@@ -22,23 +23,6 @@ from rl_trainers.envs import (
 )
 
 
-def _specs_hold(env, td):
-    """Every observation/reward entry of a rollout is in the env's spec (root and next)."""
-    batch = env.batch_size
-    for composite, where in (
-        (env.observation_spec, ((), ("next",))),
-        (env.full_reward_spec, (("next",),)),
-    ):
-        for key in composite.keys(True, True):
-            spec = composite[key]
-            for prefix in where:
-                value = td.get((*prefix, key))
-                # the rollout adds a time dim after the env's batch dims
-                value = value.movedim(len(batch), 0)
-                for step in value:
-                    assert spec.is_in(step), (key, prefix, spec, step.dtype, step.shape)
-
-
 def test_dtype_cast_automatic_keys_and_actions():
     env = TransformedEnv(GymEnv("Pendulum-v1"), DTypeCastTransform(torch.float32, torch.float64))
     t = env.transform
@@ -53,7 +37,7 @@ def test_dtype_cast_automatic_keys_and_actions():
     assert td["action"].dtype == torch.float64  # the policy side
     assert seen == [torch.float32] * 3  # what the base env received
     assert td["next", "reward"].dtype == torch.float64
-    _specs_hold(env, td)
+    specs_hold(env, td)
     check_env_specs(env)
 
 
@@ -73,7 +57,7 @@ def test_dtype_cast_explicit_keys_inverse_and_out_keys():
     assert env.action_spec.dtype == torch.float64
     td = env.rollout(3, policy=lambda td: td.set("action", torch.zeros(1, dtype=torch.float64)))
     assert torch.equal(td["obs64"], td["observation"].double())
-    _specs_hold(env, td)
+    specs_hold(env, td)
     # in_keys given, in_keys_inv not: no inverse (torchrl's rule)
     t = DTypeCastTransform(torch.float32, torch.float64, in_keys=["observation"])
     assert t.in_keys_inv == []
@@ -154,7 +138,7 @@ def test_pixel_transforms_specs(pixel_env):
         assert isinstance(spec[key], Bounded)
         assert spec[key].low.min() == 0 and spec[key].high.max() == 255
     td = pixel_env.rollout(2)
-    _specs_hold(pixel_env, td)
+    specs_hold(pixel_env, td)
     check_env_specs(pixel_env)
 
 
@@ -203,7 +187,7 @@ def test_flatten_observation_dims_and_batched_env():
     assert env.observation_spec["flat"].shape == (2, 3)
     td = env.rollout(3)
     assert td["flat"].shape == (2, 3, 3) and torch.equal(td["flat"], td["observation"])
-    _specs_hold(env, td)
+    specs_hold(env, td)
     # forward on a [B, T] batch: positive dims count after its batch dims
     data = TensorDict({"pixels": torch.randn(4, 5, 2, 3, 6)}, [4, 5])
     out = FlattenObservation(0, 1, allow_positive_dim=True)(data)

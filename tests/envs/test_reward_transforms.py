@@ -3,6 +3,7 @@ on real envs, specs against rollouts, resets, batched envs, offline data."""
 
 import pytest
 import torch
+from rollout_checks import specs_hold
 from tensordict import TensorDict
 
 from rl_trainers.data import LazyTensorStorage, TensorDictReplayBuffer
@@ -22,23 +23,6 @@ from rl_trainers.envs import (
     check_env_specs,
 )
 from rl_trainers.objectives.value.functional import reward2go
-
-
-def _specs_hold(env, td):
-    """Every observation/reward entry of a rollout is in the env's spec (root and next)."""
-    batch = env.batch_size
-    for composite, where in (
-        (env.observation_spec, ((), ("next",))),
-        (env.full_reward_spec, (("next",),)),
-    ):
-        for key in composite.keys(True, True):
-            spec = composite[key]
-            for prefix in where:
-                value = td.get((*prefix, key))
-                # the rollout adds a time dim after the env's batch dims
-                value = value.movedim(len(batch), 0)
-                for step in value:
-                    assert spec.is_in(step), (key, prefix, spec, step.dtype, step.shape)
 
 
 def _seeded(env, seed=0):
@@ -61,7 +45,7 @@ def test_reward_clipping_values_and_spec():
     assert isinstance(spec, Bounded) and (spec.low.item(), spec.high.item()) == (-0.5, 0.25)
     assert spec.shape == (1,) and spec.dtype == torch.float32
     assert env.transform.clamp_min == -0.5 and env.transform.clamp_max == 0.25
-    _specs_hold(env, td)
+    specs_hold(env, td)
 
 
 def test_reward_clipping_one_sided_out_key_batched():
@@ -75,7 +59,7 @@ def test_reward_clipping_one_sided_out_key_batched():
     assert spec.shape == (2, 1)
     assert (spec.low == -1).all() and torch.isinf(spec.high).all()
     assert env.full_reward_spec["reward"].shape == (2, 1)  # the raw reward is kept
-    _specs_hold(env, td)
+    specs_hold(env, td)
     check_env_specs(env)
 
 
@@ -96,7 +80,7 @@ def test_binarize_reward_values_spec_and_reward_sum():
     assert td["next", "episode_reward"].flatten().tolist() == [1.0, 2.0, 3.0, 4.0]
     spec = env.full_reward_spec["reward"]
     assert isinstance(spec, Binary) and spec.shape == (1,) and spec.dtype == torch.int8
-    _specs_hold(env, td)
+    specs_hold(env, td)
     check_env_specs(env)
     # negative rewards map to 0 (Pendulum's are all <= 0)
     pend = TransformedEnv(GymEnv("Pendulum-v1"), BinarizeReward(out_keys=["hit"]))
@@ -111,7 +95,7 @@ def test_binarize_reward_batched_and_shape_check():
     assert td["next", "reward"].shape == (2, 3, 1)
     assert td["next", "reward"].eq(1).all()
     assert env.full_reward_spec["reward"].shape == (2, 1)
-    _specs_hold(env, td)
+    specs_hold(env, td)
     t = BinarizeReward()
     out = t(TensorDict({"reward": torch.tensor([[0.5], [0.0], [-2.0]])}, [3]))
     assert out["reward"].flatten().tolist() == [1, 0, 0]
@@ -126,7 +110,7 @@ def test_target_return_reduce_and_constant():
     assert td["next", "target_return"].flatten().tolist() == [9.0, 8.0, 7.0, 6.0, 5.0]
     spec = env.observation_spec["target_return"]
     assert spec.shape == (1,) and spec.dtype == torch.float32
-    _specs_hold(env, td)
+    specs_hold(env, td)
     check_env_specs(env)
     const = TransformedEnv(GymEnv("CartPole-v1"), TargetReturn(3.0, mode="constant"))
     td = const.rollout(4)
@@ -155,7 +139,7 @@ def test_target_return_restarts_at_reset_and_per_sub_env():
     assert out["target_return"][1] == nxt["target_return"][1]
     td = benv.rollout(4)
     assert td["target_return"].shape == (2, 4, 1)
-    _specs_hold(benv, td)
+    specs_hold(benv, td)
 
 
 def test_target_return_arguments():
@@ -227,7 +211,7 @@ def test_traj_counter_as_torchrl_example():
     assert torch.equal(r["traj_count"], r["next", "traj_count"])
     spec = env.observation_spec["traj_count"]
     assert spec.dtype == torch.int64 and spec.shape == (1,)
-    _specs_hold(env, r)
+    specs_hold(env, r)
     check_env_specs(env)
 
 
