@@ -40,16 +40,13 @@ class PolicyGraph(torch.nn.Module):
         module = policy.module
         self.policy = module if isinstance(module, torch.nn.Module) else policy.actor
         self.key = policy.observation_key
-        norms = []
-        for norm in policy.normalizers:
-            s, q, c = norm.sum_0, norm.ssq_0, norm.count_0
-            mean = s / c.clamp_min(1e-8)
-            var = (q / c.clamp_min(1e-8) - mean * mean).clamp_min(norm.eps)
-            norms.append((mean, var.sqrt()))
-        for i, (mean, std) in enumerate(norms):
+        self.obs_clips = []
+        for i, norm in enumerate(policy.normalizers):
+            mean, std = norm.mean_std(0)
             self.register_buffer(f"obs_mean_{i}", mean.clone())
             self.register_buffer(f"obs_std_{i}", std.clone())
-        self.num_norms = len(norms)
+            self.obs_clips.append(norm.clip)
+        self.num_norms = len(self.obs_clips)
         spec, space = policy.action_spec, policy.action_space
         self.kind = (
             "onehot"
@@ -70,8 +67,12 @@ class PolicyGraph(torch.nn.Module):
         from rl_trainers.envs.utils import ExplorationType, set_exploration_type
 
         x = observation.to(torch.float32)
-        for i in range(self.num_norms):
-            x = (x - getattr(self, f"obs_mean_{i}")) / getattr(self, f"obs_std_{i}")
+        for i, clip in enumerate(self.obs_clips):
+            # in float64, as the training env normalised
+            x = (x.double() - getattr(self, f"obs_mean_{i}")) / getattr(self, f"obs_std_{i}")
+            if clip is not None:
+                x = x.clamp(-clip, clip)
+            x = x.float()
         td = TensorDict({self.key: x}, batch_size=x.shape[:1])
         with set_exploration_type(ExplorationType.DETERMINISTIC):
             td = self.policy(td)

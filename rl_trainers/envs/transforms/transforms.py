@@ -972,7 +972,14 @@ VECNORM_ON_HOST = True
 
 
 class VecNorm(RunningStatistics):
-    """Running observation normalisation with exponentially decayed statistics.
+    """Running observation normalisation: ``(x - mean) / std`` over the observations seen.
+
+    The statistics are running sums of ``x``, ``x * x`` and the count, in float64, each
+    multiplied by ``decay`` before an update: ``decay=1`` keeps the exact mean and variance
+    of every observation seen (Stable-Baselines3's ``VecNormalize``, what the app's
+    ``env.normalize_observations`` builds); ``decay < 1`` weighs recent observations more
+    (about the last ``1 / (1 - decay)`` of them). The normalised observation is float32,
+    clipped to ``[-clip, clip]`` when ``clip`` is set.
 
     Statistics are buffers (in ``state_dict``); ``freeze()`` stops updates and
     ``frozen_copy()`` returns a frozen copy for evaluation envs.
@@ -980,8 +987,9 @@ class VecNorm(RunningStatistics):
     Args:
         in_keys: observation keys (default ``["observation"]``).
         out_keys: output keys.
-        decay: decay of the running sums per update.
+        decay: decay of the running sums per update, in ``(0, 1]``.
         eps: floor of the variance.
+        clip: normalised observations are clipped to ``[-clip, clip]`` (None: not clipped).
     """
 
     def __init__(
@@ -990,12 +998,16 @@ class VecNorm(RunningStatistics):
         out_keys: Key | Sequence[Key] | None = None,
         decay: float = 0.9999,
         eps: float = 1e-4,
+        clip: float | None = None,
     ) -> None:
         super().__init__(_keys(in_keys, ["observation"]), out_keys)
         if not 0.0 < decay <= 1.0:
             raise ValueError(f"VecNorm: decay must be in (0, 1], got {decay}.")
+        if clip is not None and not clip > 0.0:
+            raise ValueError(f"VecNorm: clip must be positive or None, got {clip}.")
         self.decay = decay
         self.eps = eps
+        self.clip = clip
         self.frozen = False
         #: as a collector's hub (``merge_updates_``): each worker's latest decayed sums
         self._worker_sums: dict[int, dict[str, torch.Tensor]] = {}
@@ -1005,9 +1017,9 @@ class VecNorm(RunningStatistics):
             self.register_buffer(f"count_{i}", None)
 
     def _init_stats(self, i: int, shape: torch.Size) -> None:
-        setattr(self, f"sum_{i}", torch.zeros(shape))
-        setattr(self, f"ssq_{i}", torch.zeros(shape))
-        setattr(self, f"count_{i}", torch.zeros(()))
+        setattr(self, f"sum_{i}", torch.zeros(shape, dtype=torch.float64))
+        setattr(self, f"ssq_{i}", torch.zeros(shape, dtype=torch.float64))
+        setattr(self, f"count_{i}", torch.zeros((), dtype=torch.float64))
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):  # noqa: ANN001, ANN202
         for i in range(len(self.in_keys)):
@@ -1037,16 +1049,16 @@ class VecNorm(RunningStatistics):
 
     def _update_and_normalize(self, i: int, x: torch.Tensor, batch_dims: int) -> torch.Tensor:
         """Fold ``x`` (``[*batch, *shape]``) into the statistics of key ``i`` (unless
-        frozen) and return it normalised by them."""
-        x = x.float()
+        frozen) and return it normalised by them (float32)."""
         s, q, c = (getattr(self, f"{n}_{i}") for n in ("sum", "ssq", "count"))
         if s is None:
             self._init_stats(i, x.shape[batch_dims:])
             s, q, c = (getattr(self, f"{n}_{i}") for n in ("sum", "ssq", "count"))
         if x.device.type == "cpu" and s.device.type == "cpu" and VECNORM_ON_HOST:
-            # the same float32 maths in numpy, on views of the buffers: a few microseconds
+            # the same float64 maths in numpy, on views of the buffers: a few microseconds
             # per step where the tensor ops cost ~15x more in dispatch
             return torch.from_numpy(self._host_update_and_normalize(x.numpy(), s, q, c))
+        x = x.to(s.dtype)
         if not self.frozen:
             dims = tuple(range(x.ndim - s.ndim))
             d = self.decay
@@ -1055,24 +1067,30 @@ class VecNorm(RunningStatistics):
             c.mul_(d).add_(float(x.shape[: x.ndim - s.ndim].numel()))
         mean = s / c.clamp_min(1e-8)
         var = (q / c.clamp_min(1e-8) - mean * mean).clamp_min(self.eps)
-        return (x - mean) / var.sqrt()
+        out = (x - mean) / var.sqrt()
+        if self.clip is not None:
+            out = out.clamp(-self.clip, self.clip)
+        return out.float()
 
     def _host_update_and_normalize(self, x: np.ndarray, *buffers: torch.Tensor) -> np.ndarray:
         s, q, c = (b.numpy() for b in buffers)
+        x = x.astype(np.float64)
         if not self.frozen:
             axes = tuple(range(x.ndim - s.ndim))
-            d = np.float32(self.decay)
+            d = self.decay
             s *= d
             s += x.sum(axes) if axes else x
             q *= d
             q += (x * x).sum(axes) if axes else x * x
             c *= d
-            c += np.float32(np.prod(x.shape[: x.ndim - s.ndim]))
-        count = np.maximum(c, np.float32(1e-8))
+            c += float(np.prod(x.shape[: x.ndim - s.ndim]))
+        count = np.maximum(c, 1e-8)
         mean = s / count
-        var = np.maximum(q / count - mean * mean, np.float32(self.eps))
-        # torch's square root, which rounds some values differently from numpy's
-        return (x - mean) / torch.from_numpy(var).sqrt().numpy()
+        var = np.maximum(q / count - mean * mean, self.eps)
+        out = (x - mean) / np.sqrt(var)
+        if self.clip is not None:
+            out = np.clip(out, -self.clip, self.clip)
+        return out.astype(np.float32)
 
     def _rollout_observation_step(self, observation_key: Key, batch_dims: int) -> Any:
         if list(self.in_keys) != [observation_key] or list(self.out_keys) != [observation_key]:
@@ -1097,11 +1115,20 @@ class VecNorm(RunningStatistics):
         means = {name: torch.stack([s[name] for s in latest]).mean(0) for name in latest[0]}
         super().load_statistics_(means)  # not this class's: the workers' sums are kept
 
+    def mean_std(self, i: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        """The current mean and std of key ``i`` (float64), as the normalisation uses them."""
+        s, q, c = (getattr(self, f"{n}_{i}") for n in ("sum", "ssq", "count"))
+        mean = s / c.clamp_min(1e-8)
+        var = (q / c.clamp_min(1e-8) - mean * mean).clamp_min(self.eps)
+        return mean, var.sqrt()
+
     def to_observation_norm(self) -> ObservationNorm:
-        """An ObservationNorm with the current mean/std (first key)."""
-        mean = self.sum_0 / self.count_0
-        std = (self.ssq_0 / self.count_0 - mean * mean).clamp_min(self.eps).sqrt()
-        return ObservationNorm(loc=mean, scale=std, in_keys=self.in_keys[:1], standard_normal=True)
+        """An ObservationNorm with the current mean/std (first key, float32; ``clip`` is not
+        kept)."""
+        mean, std = self.mean_std(0)
+        return ObservationNorm(
+            loc=mean.float(), scale=std.float(), in_keys=self.in_keys[:1], standard_normal=True
+        )
 
 
 class DTypeCastTransform(Transform):

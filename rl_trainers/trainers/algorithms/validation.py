@@ -38,6 +38,12 @@ def check_reward_norm(gamma: float | None, clip: float) -> None:
         raise ConfigError("env.reward_norm_clip", clip, "a positive number, e.g. 10")
 
 
+def check_obs_norm(clip: float | None) -> None:
+    """Raise :class:`ConfigError` unless ``env.obs_norm_clip`` is None or positive."""
+    if clip is not None and not clip > 0.0:
+        raise ConfigError("env.obs_norm_clip", clip, "a positive number, e.g. 10, or null")
+
+
 def _positive(cfg: DictConfig, path: str) -> None:
     node, _, key = path.rpartition(".")
     value = cfg[node][key] if node else cfg[key]
@@ -357,6 +363,7 @@ def validate_config(cfg: DictConfig) -> None:
             "env.make_kwargs", make_kwargs, "a dict of gymnasium.make arguments, e.g. {g: 9.81}"
         )
     check_reward_norm(cfg.env.get("reward_norm_gamma"), cfg.env.get("reward_norm_clip", 10.0))
+    check_obs_norm(cfg.env.get("obs_norm_clip", 10.0))
     if "optimizer" in cfg:
         _check_optimizer_numbers(cfg)
         _check_betas(cfg)

@@ -21,7 +21,7 @@ from torch import nn
 
 from rl_trainers.modules.model_builders import ACTIVATIONS, activation_from_name
 from rl_trainers.trainers.algorithms.errors import ConfigError
-from rl_trainers.trainers.algorithms.validation import check_reward_norm
+from rl_trainers.trainers.algorithms.validation import check_obs_norm, check_reward_norm
 
 
 def activation_class(name: str) -> type[nn.Module]:
@@ -45,6 +45,7 @@ def make_env(
     vectorization: str = "sync",
     max_episode_steps: int | None = None,
     normalize_observations: bool = False,
+    obs_norm_clip: float | None = 10.0,
     normalize_rewards: bool = False,
     reward_norm_gamma: float | None = None,
     reward_norm_clip: float = 10.0,
@@ -72,7 +73,11 @@ def make_env(
         num_envs: sub-environments stepped together (batch size ``[num_envs]``).
         vectorization: ``sync`` (one process) or ``async`` (a process per sub-env).
         max_episode_steps: override the env's time limit.
-        normalize_observations: add a running observation normaliser (checkpointed).
+        normalize_observations: normalise observations by the running mean and std of all
+            observations seen (:class:`~rl_trainers.envs.VecNorm` with ``decay=1``, SB3
+            ``VecNormalize``'s ``norm_obs``; checkpointed).
+        obs_norm_clip: normalised observations are clipped to ``[-clip, clip]`` (None: not
+            clipped).
         normalize_rewards: divide training rewards by the running std of the discounted
             return (:class:`~rl_trainers.envs.RewardNorm`, SB3 ``VecNormalize``'s
             ``norm_reward``; checkpointed).
@@ -107,6 +112,7 @@ def make_env(
     if num_envs < 1:
         raise ConfigError("env.num_envs", num_envs, "a positive number of environments")
     check_reward_norm(reward_norm_gamma, reward_norm_clip)
+    check_obs_norm(obs_norm_clip)
     kwargs: dict[str, Any] = {
         **(make_kwargs or {}),
         "from_pixels": from_pixels,
@@ -153,7 +159,7 @@ def make_env(
     if from_pixels:
         chain += _pixel_transforms(image_size, grayscale, frame_stack)
     if normalize_observations:
-        chain.append(VecNorm(in_keys=["observation"]))
+        chain.append(VecNorm(in_keys=["observation"], decay=1.0, eps=1e-8, clip=obs_norm_clip))
     if normalize_rewards:
         gamma = 0.99 if reward_norm_gamma is None else reward_norm_gamma
         chain.append(RewardNorm(gamma=gamma, clip=reward_norm_clip))

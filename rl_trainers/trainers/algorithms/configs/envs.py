@@ -38,7 +38,13 @@ class GymEnvConfig:
     num_envs: int = config_field(8, "environments stepped together in one vector env")
     vectorization: str = config_field("sync", "sync (one process) or async (one process per env)")
     max_episode_steps: int | None = config_field(None, "override the env's time limit (None: keep)")
-    normalize_observations: bool = config_field(False, "running mean/std observation normaliser")
+    normalize_observations: bool = config_field(
+        False,
+        "normalise observations by the running mean/std of all seen (SB3 VecNormalize's norm_obs)",
+    )
+    obs_norm_clip: float | None = config_field(
+        10.0, "normalize_observations: clip normalised observations to [-clip, clip] (null: no)"
+    )
     normalize_rewards: bool = config_field(
         False,
         "divide training rewards by the running std of the discounted return "
