@@ -81,6 +81,11 @@ def _no_cuda_device(index: int) -> bool:
         ),
         (
             "ppo",
+            ["env.normalize_observations=true", "env.obs_norm_clip=-1"],
+            ["env.obs_norm_clip=-1", "a positive number"],
+        ),
+        (
+            "ppo",
             ["optimizer.betas=[0.9,0.999,0.5]"],
             ["optimizer.betas=[0.9, 0.999, 0.5]", "two numbers in [0, 1)"],
         ),

@@ -512,7 +512,9 @@ def test_array_rollout_with_normalisers_equals_step_by_step_loop(
 
     def make_env():
         base = GymEnv("Pendulum-v1", num_envs=num_envs, max_episode_steps=30)
-        env = TransformedEnv(base, Compose(RewardSum(), VecNorm(), RewardNorm(gamma=0.9)))
+        # the app's observation normaliser: exact statistics, clipped
+        vecnorm = VecNorm(decay=1.0, eps=1e-8, clip=2.0)
+        env = TransformedEnv(base, Compose(RewardSum(), vecnorm, RewardNorm(gamma=0.9)))
         envs.append(env)
         return env
 

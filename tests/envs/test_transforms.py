@@ -131,6 +131,37 @@ def test_vecnorm_matches_hand_computation():
     assert torch.allclose(out, (data - mean) / std, atol=1e-5)
 
 
+def test_vecnorm_without_decay_keeps_the_exact_statistics_of_every_observation():
+    """decay=1 (the app's normaliser): after many steps of observations far from zero the
+    mean and std are those of all observations seen (float64 sums, no drift), and the
+    normalised values are clipped to [-clip, clip]."""
+    gen = torch.Generator().manual_seed(0)
+    steps = [torch.randn(8, 3, generator=gen) * 0.1 + 100.0 for _ in range(2000)]
+    steps.append(torch.tensor([[100.0, 100.0, 1e5]]).expand(8, 3))  # an outlier
+    t = VecNorm(in_keys=["obs"], decay=1.0, eps=1e-8, clip=5.0)
+    for x in steps:
+        out = t(TensorDict({"obs": x}, [8]))["obs"]
+    seen = torch.cat(steps).double()
+    mean, std = t.mean_std()
+    assert mean.dtype == std.dtype == torch.float64
+    torch.testing.assert_close(mean, seen.mean(0), rtol=1e-12, atol=0)
+    torch.testing.assert_close(std, seen.std(0, unbiased=False), rtol=1e-6, atol=0)
+    assert out.dtype == torch.float32
+    assert out[:, 2].eq(5.0).all()  # the outlier is clipped
+    with pytest.raises(ValueError, match="clip must be positive"):
+        VecNorm(clip=0.0)
+
+
+def test_vecnorm_loads_float32_statistics():
+    """A state dict with float32 statistics (as saved before they became float64) loads."""
+    t = VecNorm(in_keys=["obs"], decay=1.0)
+    state = {"sum_0": torch.ones(2), "ssq_0": torch.full((2,), 5.0), "count_0": torch.tensor(1.0)}
+    t.load_state_dict(state)
+    assert t.sum_0.dtype == torch.float64
+    out = t.freeze()(TensorDict({"obs": torch.tensor([[3.0, 1.0]])}, [1]))["obs"]
+    assert torch.allclose(out, torch.tensor([[1.0, 0.0]]))
+
+
 def test_reward_sum_and_scaling_values():
     env = TransformedEnv(
         GymEnv("CartPole-v1"), Compose(RewardScaling(loc=0.5, scale=0.1), RewardSum())
@@ -232,7 +263,10 @@ def test_catframes_on_buffer_samples_matches_the_env():
 
 @pytest.mark.parametrize("shape", [(4, 17), (1, 3), (5,)], ids=["batch4", "batch1", "unbatched"])
 @pytest.mark.parametrize("frozen_after", [None, 20])
-def test_vecnorm_host_maths_equal_the_tensor_maths(shape, frozen_after, monkeypatch):
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"decay": 1.0, "eps": 1e-8, "clip": 1.5}], ids=["decayed", "exact_clipped"]
+)
+def test_vecnorm_host_maths_equal_the_tensor_maths(shape, frozen_after, kwargs, monkeypatch):
     """VecNorm computes on the host (numpy views of its buffers) for CPU tensors; the
     tensor ops it falls back to elsewhere give the same outputs and statistics, bit for bit."""
     import rl_trainers.envs.transforms.transforms as transforms_module
@@ -243,7 +277,7 @@ def test_vecnorm_host_maths_equal_the_tensor_maths(shape, frozen_after, monkeypa
     results = {}
     for host in (True, False):
         monkeypatch.setattr(transforms_module, "VECNORM_ON_HOST", host)
-        norm = VecNorm(in_keys=["observation"])
+        norm = VecNorm(in_keys=["observation"], **kwargs)
         outs = []
         for i, x in enumerate(steps):
             if i == frozen_after:
