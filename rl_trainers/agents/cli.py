@@ -227,13 +227,35 @@ def results_parser(prog: str = "rl-trainers results") -> argparse.ArgumentParser
     return p
 
 
+_rliable_warned: list[bool] = []
+
+
+def _warn_broken_rliable(err: Exception) -> None:
+    """Say once why the IQM column is missing when rliable is there but cannot import."""
+    if _rliable_warned:
+        return
+    _rliable_warned.append(True)
+    print(
+        f"Warning: rliable is installed but does not import ({type(err).__name__}: {err}); "
+        "the IQM column is left out. pip install 'rl_trainers[results]' installs versions "
+        "that work together.",
+        file=sys.stderr,
+    )
+
+
 def _iqm(values: list[float]) -> tuple[float, float, float] | None:
     """rliable's interquartile mean and its stratified-bootstrap 95% interval."""
+    import numpy as np
+
     try:
-        import numpy as np
         from rliable import library as rly
         from rliable import metrics
-    except Exception:  # noqa: BLE001 - not installed, or broken by its dependencies
+    except ModuleNotFoundError as err:
+        if err.name != "rliable":
+            _warn_broken_rliable(err)
+        return None
+    except Exception as err:  # noqa: BLE001 - installed, but broken by its dependencies
+        _warn_broken_rliable(err)
         return None
     scores = {"g": np.asarray(values, dtype=np.float64).reshape(-1, 1)}
     point, interval = rly.get_interval_estimates(

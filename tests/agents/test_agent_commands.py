@@ -181,10 +181,14 @@ def test_results_table_of_a_sweep(tmp_path):
     assert sorted(r["group"] for r in rows) == ["optimizer.lr=0.0003", "optimizer.lr=0.001"]
     for row in rows:
         assert row["seeds"] == "2"
+        # rliable's interquartile mean (the dev install has it) within its 95% interval
+        low, iqm, high = (float(row[k]) for k in ("iqm_low", "iqm", "iqm_high"))
+        assert low <= iqm <= high
         jobs = [json.loads(p.read_text()) for p in sweep.glob("*/summary.json")]
         assert row["frames"] == "256"
         assert len(jobs) == 4
     text = cli("rl_trainers.results", str(sweep))
     assert text.returncode == 0 and "±" in text.stdout
+    assert "IQM [95% CI]" in text.stdout and "Warning" not in text.stderr
     markdown = cli("rl_trainers.results", str(sweep), "--format", "markdown")
     assert markdown.stdout.startswith("| group")
