@@ -203,14 +203,15 @@ class GuardedLogger(Logger):
     def _call(self, what: str, backend_call: Callable[[Logger], Any], fallback_call=None) -> Any:
         """``backend_call(backend)`` while the backend works; after its failure (or if this
         call fails), ``fallback_call(fallback)`` if given."""
-        self._check_thread_error()
         if self.error is None:
+            self._check_thread_error()
             try:
-                return backend_call(self.backend)
+                if self.error is None:
+                    return backend_call(self.backend)
             except Exception as err:  # noqa: BLE001 - any backend failure is handled alike
                 self._fail(what, err)
-                if what in ("log_scalar", "log_metrics"):
-                    return None  # the value was replayed from the pending scalars
+            if what in ("log_scalar", "log_metrics"):
+                return None  # the fallback got this call's values with the pending ones
         if fallback_call is not None and self.fallback is not None:
             try:
                 return fallback_call(self.fallback)
