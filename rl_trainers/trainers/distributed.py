@@ -15,8 +15,10 @@ initialises ``torch.distributed`` and runs exactly as before.
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import os
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ from torch import nn
 __all__ = [
     "RANK_SEED_OFFSET",
     "DataParallel",
+    "RankLostError",
     "get_rank",
     "get_world_size",
     "init_distributed",
@@ -114,6 +117,44 @@ def rank_checkpoint_path(path: str | os.PathLike, rank: int | None = None) -> Pa
     path = Path(path)
     rank = get_rank() if rank is None else rank
     return path if rank == 0 else path.parent / f"rank{rank}" / path.name
+
+
+class RankLostError(RuntimeError):
+    """A collective failed because another rank is gone (killed, crashed, its machine lost):
+    this rank ends with one line instead of the backend's traceback."""
+
+
+#: What gloo and NCCL say when a peer's connection is gone or a collective timed out.
+_LOST_PEER = re.compile(
+    r"connection (closed|reset) by peer|broken pipe|timed out|timeout|socket closed"
+    r"|remote process exited|NCCL communicator was aborted",
+    re.IGNORECASE,
+)
+
+
+def _reporting_lost_ranks(method):
+    """Turn a collective's "peer gone" error into a :class:`RankLostError` of one line."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except RuntimeError as err:
+            text = str(err)
+            if isinstance(err, RankLostError) or not _LOST_PEER.search(text):
+                raise
+            # gloo: "[.../pair.cc:553] Connection closed by peer [127.0.0.1]:2472. This is
+            # typically caused by a remote worker crashing..."
+            reason = re.sub(r"^\[[^\]]*\]\s*", "", text.strip().splitlines()[0])
+            reason = reason.split(". ")[0].rstrip(".")
+            raise RankLostError(
+                f"rank {self.rank} of {self.world_size} lost another rank in a collective "
+                f"({method.__name__}: {reason}): that rank died or hung, and this one stops "
+                "too (torchrun names the rank that failed). Every rank's last checkpoint is "
+                "intact: continue with trainer.resume=true"
+            ) from None
+
+    return wrapper
 
 
 class DataParallel:
@@ -227,6 +268,21 @@ class DataParallel:
         box = [obj]
         _dist().broadcast_object_list(box, src=src)
         return box[0]
+
+
+for _name in (
+    "average_gradients",
+    "broadcast_",
+    "average_",
+    "mean",
+    "sum",
+    "sum_ints",
+    "min_max",
+    "gather_objects",
+    "broadcast_object",
+):
+    setattr(DataParallel, _name, _reporting_lost_ranks(getattr(DataParallel, _name)))
+del _name
 
 
 def parameters_digest(module: nn.Module) -> str:

@@ -905,6 +905,7 @@ class Trainer:
         self.finished_early = None
         self.stop_timed_out = False
         self._stop_request = self._stop_reason = None
+        self._logger_failure = None
         with self._signal_handlers():
             try:
                 self._train()
@@ -919,6 +920,12 @@ class Trainer:
             # set before the handlers are restored: a handler installed around train()
             # (the app's, data-parallel) sees the stop from the first moment it is back
             self.interrupted = self._stop_reason
+            failure = self._logger_failure or self._take_logger_failure()
+            if failure is not None:  # after the batch's checkpoint (or the final one)
+                self._logger_failure = None
+                if self.last_checkpoint is not None:
+                    failure.args = (f"{failure}; checkpoint: {self.last_checkpoint}",)
+                raise failure
 
     @contextlib.contextmanager
     def stop_on_signal(self) -> Iterator[Trainer]:
@@ -1205,8 +1212,19 @@ class Trainer:
             after // self.log_interval > before // self.log_interval
         )
 
+    def _take_logger_failure(self) -> BaseException | None:
+        """The error a logger asks the run to stop with (``GuardedLogger.pop_failure``, with
+        ``logger.on_error=raise``), once."""
+        pop = getattr(self.logger, "pop_failure", None)
+        return pop() if callable(pop) else None
+
     def _end_iteration(self, frames: int) -> bool:
         self.iteration += 1
+        failure = self._take_logger_failure()
+        if failure is not None:  # the logger's backend failed: stop after this batch, saved
+            self._logger_failure = failure
+            if self._stop_request is None:
+                self._stop_request = "logger error"
         stop = self._decide_stop()
         pbar = self._pbar
         if pbar is not None:

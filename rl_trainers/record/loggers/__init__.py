@@ -6,6 +6,7 @@ that needs them is created.
 
 from .common import Logger, flatten_hparams
 from .csv import CSVLogger
+from .guard import GuardedLogger, LoggerBackendError, guard_logger
 from .mlflow import MLFlowLogger
 from .tensorboard import TensorboardLogger
 from .utils import LOGGER_TYPES, generate_exp_name, get_logger
@@ -14,6 +15,9 @@ from .wandb import WandbLogger
 __all__ = [
     "Logger",
     "CSVLogger",
+    "GuardedLogger",
+    "LoggerBackendError",
+    "guard_logger",
     "TensorboardLogger",
     "WandbLogger",
     "MLFlowLogger",

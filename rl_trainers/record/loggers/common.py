@@ -345,6 +345,15 @@ class Logger(abc.ABC):
         """The largest step logged so far for any name (``None`` before any step)."""
         return max(self._last_steps.values(), default=None)
 
+    def output_dirs(self) -> list[str]:
+        """The local directories the backend is writing to now (none before it started).
+
+        :class:`~rl_trainers.record.loggers.guard.GuardedLogger` checks they are still
+        directories: a backend writing through open files into a directory that was removed
+        loses its records without an error.
+        """
+        return []
+
     def flush(self) -> None:
         """Writes buffered records to the backend (calls ``experiment.flush()`` if it exists)."""
         flush = getattr(self._experiment, "flush", None)  # a backend not created yet has nothing

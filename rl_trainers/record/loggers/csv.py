@@ -324,6 +324,10 @@ class CSVLogger(Logger):
             flush_secs=self._flush_secs,
         )
 
+    def output_dirs(self) -> list[str]:
+        """The experiment directory (``<log_dir>/<exp_name>``)."""
+        return [] if self._experiment is None else [self._experiment.log_dir]
+
     def log_scalar(self, name: str, value: float, step: int | None = None) -> None:
         """Appends ``step,value`` to ``scalars/<name>.csv`` (step = row index if ``None``)."""
         used = self.experiment.add_scalar(name, to_python_scalar(value), step)

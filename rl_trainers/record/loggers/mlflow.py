@@ -179,6 +179,19 @@ class MLFlowLogger(Logger):
             self.experiment.log_batch(self._run_id, tags=changed[start : start + _BATCH])
         self._run_params.update((p.key, p.value) for p in new)
 
+    def output_dirs(self) -> list[str]:
+        """A local store's directory: a ``file:`` store's root, an sqlite file's folder."""
+        uri = getattr(self, "tracking_uri", None)
+        if uri is None or not self._run_active:
+            return []
+        if uri.startswith("sqlite:///"):
+            return [str(Path(uri[len("sqlite:///") :]).parent)]
+        if uri.startswith("file:"):
+            from urllib.parse import unquote, urlsplit
+
+            return [unquote(urlsplit(uri).path)]
+        return []
+
     def log_scalar(self, name: str, value: float, step: int | None = None) -> None:
         """Logs a metric point (step 0 when ``None``)."""
         self.experiment.log_metric(

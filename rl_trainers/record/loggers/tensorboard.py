@@ -68,6 +68,10 @@ class TensorboardLogger(Logger):
         """The directory holding the event files."""
         return self.experiment.log_dir
 
+    def output_dirs(self) -> list[str]:
+        """The directory of the event files."""
+        return [] if self._experiment is None else [self._experiment.log_dir]
+
     def log_scalar(self, name: str, value: float, step: int | None = None) -> None:
         """Adds a scalar event."""
         self.experiment.add_scalar(name, to_python_scalar(value), global_step=step)

@@ -119,6 +119,12 @@ class WandbLogger(Logger):
         """The local directory of the run (``<save_dir>/wandb/offline-run-<time>-<id>`` offline)."""
         return str(Path(self.experiment.dir).parent)
 
+    def output_dirs(self) -> list[str]:
+        """The local directory of the started run (the W&B service writes its files)."""
+        if self._experiment is None:
+            return []
+        return [str(Path(self._experiment.dir).parent)]
+
     def log_scalar(self, name: str, value: float, step: int | None = None) -> None:
         """Logs ``{name: value}``; W&B ignores steps lower than one already logged."""
         self._log({name: to_python_scalar(value)}, step)

@@ -73,6 +73,8 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
         ("rl_trainers.collectors.collectors", ("NonFiniteBatchError", "EnvError")),
         ("rl_trainers.collectors.watchdog", ("EnvStepTimeout",)),
         ("rl_trainers.collectors.multi", ("CollectorWorkerError",)),
+        ("rl_trainers.record.loggers.guard", ("LoggerBackendError",)),
+        ("rl_trainers.trainers.distributed", ("RankLostError",)),
     ):
         if module in sys.modules:
             found.extend(getattr(sys.modules[module], name) for name in names)

@@ -215,10 +215,17 @@ def evaluate_episodes(
 
 
 def resolve_logger(cfg: DictConfig, output_dir: Path):
-    """Build the logger node with its relative directories placed under the run directory."""
+    """Build the logger node with its relative directories placed under the run directory,
+    guarded against a backend failing mid-run (``logger.on_error``; CSV fallback in
+    ``<run dir>/logs``)."""
+    from rl_trainers.record.loggers.guard import guard_logger
+
     check_wandb_login(cfg)
     check_tracking_server(cfg)
-    return build(cfg, "logger", **check_logger_dirs(cfg, output_dir))
+    node = OmegaConf.to_container(cfg.logger, resolve=True)
+    on_error = node.pop("on_error", "continue")  # the guard's setting, not the backend's
+    backend = build({"logger": node}, "logger", **check_logger_dirs(cfg, output_dir))
+    return guard_logger(backend, on_error, fallback_dir=output_dir / "logs")
 
 
 def check_tracking_server(cfg: DictConfig, timeout: float = 5.0) -> None:

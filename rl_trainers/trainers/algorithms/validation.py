@@ -335,6 +335,11 @@ def validate_config(cfg: DictConfig) -> None:
             max_steps,
             "a positive number of steps, or null to keep the env's time limit",
         )
+    from rl_trainers.trainers.algorithms.configs.logging import LOGGER_ON_ERROR
+
+    on_error = (cfg.get("logger") or {}).get("on_error", "continue")
+    if on_error not in LOGGER_ON_ERROR:
+        raise ConfigError("logger.on_error", on_error, "continue or raise")
     if cfg.trainer.log_interval <= 0:
         raise ConfigError(
             "trainer.log_interval", cfg.trainer.log_interval, "a positive number of frames"

@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 from .common import config_field
 
+#: The values of ``logger.on_error`` (see ``rl_trainers.record.loggers.guard``).
+LOGGER_ON_ERROR = ("continue", "raise")
+
 
 @dataclass
 class LoggerConfig:
@@ -13,6 +16,11 @@ class LoggerConfig:
 
     _target_: str = "rl_trainers.record.loggers.CSVLogger"
     exp_name: str = config_field("${algorithm}_${env.env_name}", "experiment name")
+    on_error: str = config_field(
+        "continue",
+        "if the backend fails mid-run: continue (one warning, metrics go to CSV in logs/) "
+        "or raise (stop with a checkpoint, exit status 2)",
+    )
 
 
 @dataclass
