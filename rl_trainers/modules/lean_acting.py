@@ -212,6 +212,12 @@ class GaussianActing:
         self.out_keys = [*self.param_keys, self.action_key]
         if self.log_prob_key is not None:
             self.out_keys.append(self.log_prob_key)
+        # without a joint sample-and-log-prob, the log-probability is the distribution's
+        # elementwise density summed over the action: computed once for the stacked batch
+        # (``batch_outputs``), the same values as step by step
+        self.batch_log_prob = self.log_prob_key is not None and not hasattr(
+            self.dist_class, "sample_and_log_prob"
+        )
 
     @classmethod
     def from_policy(cls, policy: Any, tensordict: TensorDictBase) -> GaussianActing | None:
@@ -244,11 +250,11 @@ class GaussianActing:
         if not isinstance(params, tuple):
             params = (params,)
         dist = self.dist_class(**dict(zip(self.param_names, params)), **self.dist_kwargs)
-        if self.log_prob_key is not None and hasattr(dist, "sample_and_log_prob"):
-            action, log_prob = dist.sample_and_log_prob()
+        # gradients are off (``from_policy``): the sampling without its no_grad context
+        if self.log_prob_key is not None and not self.batch_log_prob:
+            action, log_prob = dist.rsample_and_log_prob()
         else:
-            action = dist.sample()
-            log_prob = None if self.log_prob_key is None else dist.log_prob(action)
+            action, log_prob = dist.rsample(), None
         if self.action_dtype is not None and action.dtype != self.action_dtype:
             action = action.to(self.action_dtype)
         return (*params, action) if log_prob is None else (*params, action, log_prob)
@@ -260,7 +266,13 @@ class GaussianActing:
     def batch_outputs(self, records: list[tuple[torch.Tensor, ...]], time_dim: int):
         """The policy's entries for stacked steps, in the order it writes them."""
         columns = zip(*records)
-        return {key: torch.stack(column, time_dim) for key, column in zip(self.out_keys, columns)}
+        out = {key: torch.stack(column, time_dim) for key, column in zip(self.out_keys, columns)}
+        if self.batch_log_prob:
+            params = {name: out[key] for name, key in zip(self.param_names, self.param_keys)}
+            dist = self.dist_class(**params, **self.dist_kwargs)
+            action = out[self.action_key]
+            out[self.log_prob_key] = dist.log_prob(action)
+        return out
 
     def fits(self, spec: Any, action_shape: torch.Size) -> bool:
         """The sampled action has the spec's shape (the env converts it)."""
