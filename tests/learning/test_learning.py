@@ -101,8 +101,8 @@ def test_ppo_mujoco_preset_reaches_500_on_hopper_within_100k_frames(tmp_path):
     """The MuJoCo PPO preset (``experiment=ppo_halfcheetah env=hopper``: SB3's Gaussian
     policy, observation and reward normalisation, 2048-frame batches) learns to hop: a
     deterministic policy that does nothing scores ~150 on Hopper-v5, a random one ~15.
-    By hand, seeds 0 / 1 / 2 evaluated 223 / 214 / 231 at 20k frames, 465 / 720 / 580 at
-    61k and 760 / 1818 / - at 82k. One seed here (about a minute and a half on two cores)."""
+    By hand, seeds 0 / 1 / 2 evaluated 222 / 271 / 215 at 20k frames, 720 / 432 / 484 at
+    82k and 1206 / 687 / 663 at 102k. One seed here (about two minutes on two cores)."""
     mean, summary = train_to(
         "ppo", 102_400, 500, 20_480, tmp_path, "experiment=ppo_halfcheetah", "env=hopper", "seed=0"
     )
