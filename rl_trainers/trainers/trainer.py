@@ -1096,11 +1096,7 @@ class Trainer:
             shutdown()
 
     def _train_sync(self) -> None:
-        ops = self._ops
-        batch_process = ops["batch_process"]
-        pre_steps_log = ops["pre_steps_log"]
-        post_steps = ops["post_steps"]
-        post_steps_log = ops["post_steps_log"]
+        batch_process = self._ops["batch_process"]
         mask_key = ("collector", "mask")
         warm_up = self._random_frames()
         timings = self.timings if self._timing else None
@@ -1119,14 +1115,7 @@ class Trainer:
                 out = op(batch)
                 if isinstance(out, TensorDictBase):  # e.g. rb.extend returns indices
                     batch = out
-            self._count_frames(frames)
-            self._run_log_ops(pre_steps_log, batch)
-            if self.collected_frames > warm_up:
-                self.optim_steps(batch)
-            for op in post_steps:
-                op()
-            self._run_log_ops(post_steps_log, batch)
-            if self._end_iteration(frames):
+            if self._after_collection(batch, frames, warm_up):
                 break
             if timings is not None:
                 start = time.perf_counter()
@@ -1135,27 +1124,31 @@ class Trainer:
         from tensordict import TensorDict
 
         self.collector.start()
-        batch = TensorDict()
-        pre_steps_log = self._ops["pre_steps_log"]
-        post_steps = self._ops["post_steps"]
-        post_steps_log = self._ops["post_steps_log"]
+        batch = TensorDict()  # the updates sample the collector's buffer
         warm_up = self._random_frames()
         while True:
             frames = self._wait_async_frames()
             if frames == 0:  # a stop while waiting, or the collector ended: end as a batch does
                 self._decide_stop()
                 break
-            self._count_frames(frames)
-            self._run_log_ops(pre_steps_log, batch)
-            if self.collected_frames > warm_up:
-                self.optim_steps(batch)
-            for op in post_steps:
-                op()
-            self._run_log_ops(post_steps_log, batch)
-            if self._log_now:
-                self._log({"utd_ratio": self._optim_count / max(self.collected_frames, 1)})
-            if self._end_iteration(frames):
+            if self._after_collection(batch, frames, warm_up):
                 break
+
+    def _after_collection(self, batch: TensorDictBase, frames: int, warm_up: int) -> bool:
+        """What both loops do once a batch's ``frames`` are collected: count them, the
+        ``pre_steps_log`` ops, the optimisation steps (after the random warm-up),
+        ``post_steps`` and ``post_steps_log``, then the end of the iteration (logs,
+        checkpoint, stop). True when the run stops after this batch."""
+        self._count_frames(frames)
+        self._run_log_ops(self._ops["pre_steps_log"], batch)
+        if self.collected_frames > warm_up:
+            self.optim_steps(batch)
+        for op in self._ops["post_steps"]:
+            op()
+        self._run_log_ops(self._ops["post_steps_log"], batch)
+        if self.async_collection and self._log_now:
+            self._log({"utd_ratio": self._optim_count / max(self.collected_frames, 1)})
+        return self._end_iteration(frames)
 
     def _wait_async_frames(self) -> int:
         """Wait for frames the background collector wrote and the loop has not counted yet;
