@@ -58,6 +58,20 @@ def launch(algorithm: str, overrides: list[str], nproc: int = 2) -> subprocess.C
     return subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
 
 
+def start(algorithm: str, overrides: list[str], nproc: int = 2) -> subprocess.Popen:
+    """Start :func:`command` in its own session (its output piped), to signal or kill."""
+    args, env = command(algorithm, overrides, nproc)
+    return subprocess.Popen(
+        args,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
 def checked(done: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
     assert done.returncode == 0, done.stderr[-4000:]
     return done

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import time
 
 import pytest
@@ -22,7 +21,7 @@ from rl_trainers.trainers.algorithms.app import run
 from rl_trainers.trainers.algorithms.common import close_trainer
 from rl_trainers.trainers.checkpoint import CheckpointError, load_checkpoint
 
-from .conftest import PPO, REPO, SAC, checked, command, launch
+from .conftest import PPO, SAC, checked, launch, start
 
 
 def _assert_tree_equal(a, b, where=""):
@@ -262,16 +261,7 @@ def test_sigterm_to_torchrun_stops_every_rank_after_the_same_batch(tmp_path):
         "trainer.save_trainer_interval=256",
         f"hydra.run.dir={tmp_path}",
     ]
-    args, env = command("ppo", overrides)
-    proc = subprocess.Popen(
-        args,
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    proc = start("ppo", overrides)
     try:
         deadline = time.monotonic() + 120
         while not list((tmp_path / "checkpoints" / "rank1").glob("trainer_*.pt")):

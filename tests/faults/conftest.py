@@ -43,10 +43,11 @@ def spawn(args: list[str], cwd: Path, **env: str) -> subprocess.Popen:
     )
 
 
-def train(overrides: list[str], cwd: Path, timeout: float, **env: str):
-    """Run ``train.py`` to its end; returns ``(returncode, stderr, seconds)``."""
+def run_to_end(args: list[str], cwd: Path, timeout: float, **env: str):
+    """Run ``python args...`` (see :func:`spawn`) to its end, killed past ``timeout``;
+    returns ``(returncode, stderr, seconds)``."""
     start = time.monotonic()
-    proc = spawn([str(SCRIPT), *overrides], cwd, **env)
+    proc = spawn(args, cwd, **env)
     try:
         _, stderr = proc.communicate(timeout=timeout)
     finally:
@@ -54,6 +55,11 @@ def train(overrides: list[str], cwd: Path, timeout: float, **env: str):
             proc.kill()
             proc.communicate()
     return proc.returncode, stderr, time.monotonic() - start
+
+
+def train(overrides: list[str], cwd: Path, timeout: float, **env: str):
+    """Run ``train.py`` to its end; returns ``(returncode, stderr, seconds)``."""
+    return run_to_end([str(SCRIPT), *overrides], cwd, timeout, **env)
 
 
 def error_lines(stderr: str) -> list[str]:

@@ -18,7 +18,7 @@ import pytest
 
 from rl_trainers.trainers.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint
 
-from .conftest import SCRIPT, TINY, error_lines, spawn, train
+from .conftest import SCRIPT, TINY, error_lines, run_to_end, spawn, train
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -59,21 +59,11 @@ def _needs(package: str) -> None:
 def _run_with_fault(tmp_path, target: str, overrides: list[str], timeout: float = 180):
     """``train.py`` with ``overrides`` in ``tmp_path/run``; ``target`` (relative to the run
     directory) taken away after the second checkpoint. Returns (code, stderr, seconds, run)."""
-    import time
-
     out = tmp_path / "run"
     script = tmp_path / "take_dir_away.py"
     script.write_text(TAKE_DIR_AWAY)
     args = [str(script), str(out / target), str(SCRIPT), *overrides, f"hydra.run.dir={out}"]
-    start = time.monotonic()
-    proc = spawn(args, tmp_path)
-    try:
-        _, stderr = proc.communicate(timeout=timeout)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    return proc.returncode, stderr, time.monotonic() - start, out
+    return (*run_to_end(args, tmp_path, timeout), out)
 
 
 def _csv_steps(series) -> list[int]:

@@ -5,12 +5,12 @@ last checkpoint resumes. Two ranks, gloo on CPU, a tiny PPO budget."""
 from __future__ import annotations
 
 import re
-import subprocess
 import time
 
 import psutil
 import pytest
-from distributed.conftest import PPO, REPO, command
+from distributed.conftest import PPO, checked, launch
+from distributed.conftest import start as start_torchrun
 
 from rl_trainers.trainers.checkpoint import list_checkpoints
 
@@ -33,16 +33,7 @@ def test_a_rank_killed_mid_run_ends_the_other_and_torchrun_with_one_line(victim,
         "trainer.save_trainer_interval=128",
         f"hydra.run.dir={out}",
     ]
-    args, env = command("ppo", overrides)
-    proc = subprocess.Popen(
-        args,
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    proc = start_torchrun("ppo", overrides)
     try:
         deadline = time.monotonic() + 120
         while not (_saved(out, 0) and _saved(out, 1)):
@@ -81,8 +72,6 @@ def test_a_rank_killed_mid_run_ends_the_other_and_torchrun_with_one_line(victim,
         "trainer.resume=true",
         f"hydra.run.dir={out}",
     ]
-    args, env = command("ppo", resumed)
-    done = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = checked(launch("ppo", resumed))
     assert f"at frame {common}." in done.stderr
     assert _saved(out, 0)[-1] == _saved(out, 1)[-1] == common + 128
