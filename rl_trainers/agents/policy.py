@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import gymnasium
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -252,10 +253,12 @@ def make_env(run_dir: str | os.PathLike, render_mode: str | None = None, **make_
     cfg = run_config(run)
     env_cfg = cfg.env
     if env_cfg.get("from_pixels"):
-        raise RunError(
-            "make_env: runs trained from pixels (env.from_pixels=true) observe frames the "
-            "app's env preprocesses; evaluate them with `rl-trainers eval`"
-        )
+        if make_kwargs or render_mode not in (None, "rgb_array"):
+            raise RunError(
+                "make_env: a run trained from pixels renders its own frames "
+                "(render_mode='rgb_array'); other render modes and make_kwargs do not apply"
+            )
+        return PixelRunEnv(cfg)
     extra = env_cfg.get("make_kwargs")
     kwargs = dict(OmegaConf.to_container(extra, resolve=True) if extra is not None else {})
     if env_cfg.get("max_episode_steps") is not None:
@@ -267,6 +270,64 @@ def make_env(run_dir: str | os.PathLike, render_mode: str | None = None, **make_
         str(env_cfg.env_name), frame_skip=int(env_cfg.frame_skip), make_kwargs=kwargs
     )
     return factory()
+
+
+class PixelRunEnv(gymnasium.Env):
+    """A pixel run's env as it trained: the app's env (rendered frames resized, made grey
+    and stacked as the run's ``env`` node says), one sub-env, as a gymnasium env. Its
+    observations are the frames the policy reads (``"pixels"``, float32 ``[C, H, W]`` in
+    ``[0, 1]``), its actions those of the gymnasium env underneath (what
+    :meth:`TrainedPolicy.act` returns), its rewards raw. ``render()`` returns the last
+    full-size frame."""
+
+    metadata = {"render_modes": ["rgb_array"]}
+    render_mode = "rgb_array"
+
+    def __init__(self, cfg: DictConfig) -> None:
+        from gymnasium import spaces
+
+        self._env = build_run_env(cfg, num_envs=1)
+        spec = self._env.observation_spec["pixels"]
+        self.observation_space = spaces.Box(0.0, 1.0, tuple(spec.shape[1:]), np.float32)
+        self.action_space = self._env.base_env.single_action_space
+        self._td = None
+
+    def _encode(self, action: Any) -> torch.Tensor:
+        from rl_trainers.envs.specs import OneHot
+
+        spec = self._env.action_spec
+        if isinstance(spec, OneHot):
+            return spec.to_one_hot(torch.as_tensor(action).reshape(spec.shape[:-1]))
+        return spec.encode(np.asarray(action)).reshape(spec.shape)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        if seed is not None:
+            self._env.set_seed(seed)
+        self._td = self._env.reset()
+        return self._td.get("pixels")[0].numpy(), {}
+
+    def step(self, action: Any):
+        from rl_trainers.envs.utils import step_mdp
+
+        if self._td is None:
+            raise RuntimeError("PixelRunEnv.step before reset")
+        td = self._td.set("action", self._encode(action))
+        out = self._env.step(td)
+        nxt = out.get("next")
+        obs = nxt.get("pixels")[0].numpy()
+        reward = float(nxt.get("reward")[0])
+        terminated = bool(nxt.get("terminated")[0])
+        truncated = bool(nxt.get("truncated", torch.zeros(1, dtype=torch.bool))[0])
+        self._td = step_mdp(out)
+        return obs, reward, terminated, truncated, {}
+
+    def render(self):
+        frames = self._env.base_env.render()  # one per sub-env
+        return frames[0] if isinstance(frames, (list, tuple)) else frames
+
+    def close(self) -> None:
+        self._env.close()
 
 
 # ----------------------------------------------------------------------------- the policy

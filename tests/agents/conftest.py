@@ -25,6 +25,19 @@ RUNS = {
             "eval.interval=256",
         ],
     ),
+    "ppo_cartpole_pixels": (
+        "ppo",
+        [
+            "env.from_pixels=true",
+            "network=convnet",
+            "env.num_envs=2",
+            "trainer.total_frames=256",
+            "collector.frames_per_batch=128",
+            "trainer.num_epochs=1",
+            "trainer.minibatch_size=64",
+            "eval.episodes=2",
+        ],
+    ),
     "ppo_pendulum": (
         "ppo",
         [

@@ -35,6 +35,28 @@ def test_act_on_a_fresh_env(runs, name):
     assert not (runs[name].parent / "outputs").exists()
 
 
+@pytest.mark.parametrize("seed", [3, 11])
+def test_pixel_run_env_plays_as_the_evaluation_does(runs, seed):
+    """make_env of a pixel run: the frames the policy trained on (resized, grey, stacked)
+    as a gymnasium env; a deterministic episode there returns what evaluate() returns for
+    the same seed."""
+    run = runs["ppo_cartpole_pixels"]
+    policy = rl_trainers.load_policy(run)
+    env = rl_trainers.make_env(run)
+    assert env.observation_space.shape == (4, 84, 84)  # frame_stack 4 of grey 84x84
+    obs, _ = env.reset(seed=seed)
+    total, done = 0.0, False
+    while not done:
+        assert env.observation_space.contains(obs)
+        obs, reward, terminated, truncated, _ = env.step(policy.act(obs))
+        total, done = total + reward, terminated or truncated
+    assert [total] == rl_trainers.evaluate(policy, episodes=1, seed=seed).returns
+    assert env.render().ndim == 3  # the full-size frame
+    env.close()
+    with pytest.raises(RunError, match="renders its own frames"):
+        rl_trainers.make_env(run, render_mode="human")
+
+
 def test_discrete_action_is_an_int(runs):
     policy = rl_trainers.load_policy(runs["ppo_cartpole"])
     obs, _ = rl_trainers.make_env(runs["ppo_cartpole"]).reset(seed=0)
