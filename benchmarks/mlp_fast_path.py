@@ -84,10 +84,10 @@ def micro(repeats: int) -> None:
 def ppo_update(repeats: int) -> None:
     from hydra import compose, initialize_config_dir
 
-    import rl_trainers.trainers.algorithms.app as app
+    from rl_trainers.app import RECIPES_DIR
     from rl_trainers.trainers.algorithms import build_trainer
 
-    with initialize_config_dir(config_dir=app.CONFIG_DIR, version_base=None):
+    with initialize_config_dir(config_dir=RECIPES_DIR, version_base=None):
         cfg = compose(config_name="ppo_trainer", overrides=["trainer.progress_bar=false"])
     trainer = build_trainer(cfg, Path(tempfile.mkdtemp(prefix="mlp_fast_path_")))
     loss, optimizer = trainer.loss_module, trainer.optimizer
@@ -118,10 +118,10 @@ def sac_update_fn(overrides: list[str] | None = None):
     filled with 1000 frames as the trainer fills it."""
     from hydra import compose, initialize_config_dir
 
-    import rl_trainers.trainers.algorithms.app as app
+    from rl_trainers.app import RECIPES_DIR
     from rl_trainers.trainers.algorithms import build_trainer
 
-    with initialize_config_dir(config_dir=app.CONFIG_DIR, version_base=None):
+    with initialize_config_dir(config_dir=RECIPES_DIR, version_base=None):
         cfg = compose(
             config_name="sac_trainer", overrides=["trainer.progress_bar=false", *(overrides or [])]
         )

@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 from hydra import compose, initialize_config_dir
 
-import rl_trainers.trainers.algorithms.app as app
+from rl_trainers.app import RECIPES_DIR
 from rl_trainers.trainers.algorithms import build_trainer
 from rl_trainers.trainers.flat_params import FlatParameters
 from rl_trainers.trainers.optimizer_step import optimizer_step
@@ -39,7 +39,7 @@ from rl_trainers.trainers.trainer import clip_grad_norm_
 
 
 def build(frames: int):
-    with initialize_config_dir(config_dir=app.CONFIG_DIR, version_base=None):
+    with initialize_config_dir(config_dir=RECIPES_DIR, version_base=None):
         cfg = compose(
             config_name="ppo_trainer",
             overrides=["trainer.progress_bar=false", f"trainer.total_frames={frames}"],

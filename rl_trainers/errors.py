@@ -2,8 +2,7 @@
 
 :class:`ConfigError` names the field, the value and what is allowed. The library's builders
 (e.g. :mod:`rl_trainers.modules.model_builders`) raise it; the Hydra app
-(:mod:`rl_trainers.trainers.algorithms.errors`, which re-exports it) prints it as one
-``Error:`` line.
+(:mod:`rl_trainers.app.errors`) prints it as one ``Error:`` line.
 """
 
 from __future__ import annotations

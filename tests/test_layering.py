@@ -1,7 +1,7 @@
 """The import contracts of ``.importlinter`` hold (docs/architecture.md, "Layers"): the RL
-library packages never import the trainers or the app, the library's layers import only
-downwards, ``rl_trainers.plot`` imports no other package, and the Trainer loop never imports
-the algorithm trainers."""
+library packages never import the trainers or the app, the app sits on top of the agent
+commands and the trainers, the library's layers import only downwards, ``rl_trainers.plot``
+imports no other package, and the Trainer loop never imports the algorithm trainers."""
 
 from __future__ import annotations
 

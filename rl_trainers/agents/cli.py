@@ -1,5 +1,6 @@
-"""``rl-trainers <command>`` (and ``python -m rl_trainers.<command>``): eval, enjoy, export,
-results. A bad input is one ``Error: ...`` line on stderr and exit status 2."""
+"""The commands on trained runs: ``rl-trainers eval|enjoy|export|results`` (dispatched by
+:mod:`rl_trainers.app.cli`) and ``python -m rl_trainers.<command>``. A bad input is one
+``Error: ...`` line on stderr and exit status 2."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-
-COMMANDS = ("eval", "enjoy", "export", "results")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -373,22 +372,3 @@ def run_command(command: str, argv: Sequence[str] | None = None) -> int:
         return _fail(str(err).splitlines()[0] if str(err) else type(err).__name__)
     except KeyboardInterrupt:
         return 130
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """``rl-trainers <command> ...``."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
-        print(
-            "usage: rl-trainers {eval,enjoy,export,results} ...\n\n"
-            "  eval RUN_DIR [--episodes N] [--seed S] [--stochastic] [--checkpoint PATH]\n"
-            "  enjoy RUN_DIR [--video out.mp4] [--episodes N]\n"
-            "  export RUN_DIR OUT [--format exported|torchscript|onnx]\n"
-            "  results DIR... [--format text|csv|markdown]\n\n"
-            "rl-trainers <command> --help for each command's options."
-        )
-        raise SystemExit(0 if argv else 2)
-    command, rest = argv[0], argv[1:]
-    if command not in _MAINS:
-        raise SystemExit(_fail(f"unknown command {command!r}: one of {', '.join(COMMANDS)}"))
-    raise SystemExit(run_command(command, rest))

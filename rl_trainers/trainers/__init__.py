@@ -17,7 +17,8 @@ if TYPE_CHECKING:  # the names as static tools (type checkers, the API docs) see
     )
 
 # Loaded on first use (``from rl_trainers.trainers import Trainer``), so that importing a
-# submodule (the CLI's ``rl_trainers.trainers.algorithms.app``: ``--help``, config errors)
+# submodule (``rl_trainers.trainers.algorithms.configs``, which the app's ``--help`` and
+# config errors read)
 # does not load torch.
 _LAZY = {
     "CheckpointError": "rl_trainers.trainers.checkpoint",

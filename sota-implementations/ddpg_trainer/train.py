@@ -1,26 +1,6 @@
-"""Train DDPG with rl_trainers: `python sota-implementations/ddpg_trainer/train.py --help`."""
+"""Train DDPG with rl_trainers, as `rl-trainers ddpg` does: `python sota-implementations/ddpg_trainer/train.py --help`."""
 
-import sys
-
-import hydra
-
-from rl_trainers import _lazy_dynamo
-
-# before tensordict is imported: torch.compile's front end (~70 MiB) stays unloaded until
-# something compiles
-_lazy_dynamo.install()
-
-from rl_trainers.trainers.algorithms.app import run, translate_torchrl_overrides, user_errors  # noqa: E402
-from rl_trainers.trainers.algorithms.compose_errors import composition_errors  # noqa: E402
-
-
-@hydra.main(config_path="../../configs", config_name="ddpg_trainer", version_base=None)
-def main(cfg) -> float:
-    with user_errors():
-        return run(cfg)
-
+from rl_trainers.app.cli import train_main
 
 if __name__ == "__main__":
-    sys.argv = translate_torchrl_overrides(sys.argv)  # torchrl's override names
-    with composition_errors():  # unknown fields, options or presets: one line, exit 2
-        main()
+    train_main("ddpg")

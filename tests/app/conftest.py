@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from rl_trainers.trainers.algorithms.app import CONFIG_DIR
+from rl_trainers.app import RECIPES_DIR
 from rl_trainers.trainers.algorithms.configs import ENV_PRESET_ACTIONS
 
 REPO = Path(__file__).resolve().parents[2]
 
 #: Every option of the ``env`` group (one YAML file each), and those with discrete actions.
-ENV_OPTIONS = sorted(p.stem for p in (REPO / "configs" / "env").glob("*.yaml"))
+ENV_OPTIONS = sorted(p.stem for p in (Path(RECIPES_DIR) / "env").glob("*.yaml"))
 DISCRETE_ENV_OPTIONS = [e for e in ENV_OPTIONS if ENV_PRESET_ACTIONS.get(e) == "discrete"]
 
 #: Overrides that make a run a few hundred frames long.
@@ -111,7 +111,7 @@ PIXELS["td3"] = PIXELS["ddpg"] = PIXELS["sac"]
 
 def compose_config(algorithm: str, overrides: list[str] = ()):
     """The composed ``configs/<algorithm>_trainer.yaml`` with ``overrides``."""
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+    with initialize_config_dir(config_dir=RECIPES_DIR, version_base=None):
         return compose(config_name=f"{algorithm}_trainer", overrides=list(overrides))
 
 

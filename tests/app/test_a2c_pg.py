@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from rl_trainers.app.overrides import translate_torchrl_overrides
 from rl_trainers.trainers.algorithms import build_trainer
-from rl_trainers.trainers.algorithms.app import translate_torchrl_overrides
 from rl_trainers.trainers.algorithms.common import close_trainer
 from rl_trainers.trainers.algorithms.errors import ConfigError
 

@@ -297,12 +297,12 @@ def test_stop_message_repeats_the_runs_own_overrides(tmp_path, monkeypatch):
 
     from hydra.core.hydra_config import HydraConfig
 
-    from rl_trainers.trainers.algorithms.app import resume_command
+    from rl_trainers.app.resume import resume_command
 
-    from .conftest import CONFIG_DIR, compose, initialize_config_dir
+    from .conftest import RECIPES_DIR, compose, initialize_config_dir
 
     overrides = ["trainer.total_frames=2048", "network.policy.num_cells=[32,32]"]
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+    with initialize_config_dir(config_dir=RECIPES_DIR, version_base=None):
         cfg = compose(
             "ppo_trainer", overrides=[*overrides, "trainer.resume=true"], return_hydra_config=True
         )
@@ -328,7 +328,7 @@ def test_resume_from_is_relative_to_the_launch_directory_with_chdir(tmp_path, mo
 
     from rl_trainers.trainers.algorithms.common import resume_checkpoint
 
-    from .conftest import CONFIG_DIR, compose, initialize_config_dir
+    from .conftest import RECIPES_DIR, compose, initialize_config_dir
 
     launch, run_dir = tmp_path / "launch", tmp_path / "run"
     (launch / "old" / "checkpoints").mkdir(parents=True)
@@ -336,7 +336,7 @@ def test_resume_from_is_relative_to_the_launch_directory_with_chdir(tmp_path, mo
     ckpt = launch / "old" / "checkpoints" / "trainer_64.pt"
     ckpt.write_bytes(b"")
     monkeypatch.chdir(launch)
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+    with initialize_config_dir(config_dir=RECIPES_DIR, version_base=None):
         cfg = compose(
             "sac_trainer",
             overrides=["trainer.resume_from=old/checkpoints/trainer_64.pt"],

@@ -8,8 +8,8 @@ import shutil
 import pytest
 import torch
 
+from rl_trainers.app.run import run
 from rl_trainers.trainers.algorithms import build_trainer
-from rl_trainers.trainers.algorithms.app import run
 from rl_trainers.trainers.algorithms.errors import ConfigError
 
 

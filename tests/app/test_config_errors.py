@@ -382,7 +382,7 @@ def test_a_key_added_with_plus_stops_the_app_before_training(tmp_path):
 def test_a_new_run_in_a_used_run_directory_is_refused(tiny_config, tmp_path):
     """Re-running without trainer.resume into the same hydra.run.dir would append to the
     previous run's logs; it stops and says how to continue that run instead."""
-    from rl_trainers.trainers.algorithms.app import run
+    from rl_trainers.app.run import run
 
     run(tiny_config("ppo"), output_dir=tmp_path)
     scalars = tmp_path / "logs" / "ppo_CartPole-v1" / "scalars" / "loss_objective.csv"

@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-from rl_trainers.trainers.algorithms.app import run
+from rl_trainers.app.run import run
 from rl_trainers.trainers.algorithms.errors import ConfigError, ConfigWarning
 from rl_trainers.trainers.algorithms.validation import validate_config
 from rl_trainers.trainers.helpers.components import make_sac_loss

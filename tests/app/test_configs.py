@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import typing
+from pathlib import Path
 
 import pytest
 import torch
 from hydra.utils import get_object
 
+from rl_trainers.app import RECIPES_DIR
 from rl_trainers.trainers.algorithms import configs
 from rl_trainers.trainers.algorithms.configs import GROUP_OPTIONS, ROOT_SCHEMAS
 
@@ -154,9 +156,8 @@ def test_every_env_option_builds_without_sizes(env):
 
 
 def test_no_yaml_holds_a_size_or_bound():
-    from .conftest import REPO
 
-    for path in (REPO / "configs").rglob("*.yaml"):
+    for path in Path(RECIPES_DIR).rglob("*.yaml"):
         text = path.read_text()
         for word in ("in_features", "out_features", "action_dim", "obs_dim", "low:", "high:"):
             assert word not in text, f"{path} sets {word}"
@@ -235,8 +236,8 @@ def test_env_transforms_rejects_a_non_transform():
 
 def test_run_with_env_transforms_saves_and_resumes(tiny_config, tmp_path):
     """The transforms are part of the checkpoint's setup fingerprint (a plain, storable list)."""
+    from rl_trainers.app.run import run
     from rl_trainers.trainers.algorithms import build_trainer
-    from rl_trainers.trainers.algorithms.app import run
     from rl_trainers.trainers.checkpoint import CheckpointError
 
     step_counter = "env.transforms=[{_target_:rl_trainers.envs.StepCounter,max_steps:50}]"

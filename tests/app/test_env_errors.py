@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from rl_trainers.trainers.algorithms.app import run
+from rl_trainers.app.run import run
 from rl_trainers.trainers.algorithms.errors import ConfigError
 
 

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from rl_trainers.app.help_page import help_template
+from rl_trainers.app.run import run
 from rl_trainers.trainers.algorithms import build_trainer
-from rl_trainers.trainers.algorithms.app import help_template, run
 from rl_trainers.trainers.algorithms.common import close_trainer
 from rl_trainers.trainers.algorithms.configs import PPOTrainerConfig
 from rl_trainers.trainers.algorithms.errors import ConfigError

@@ -3,7 +3,7 @@ another option."""
 
 from __future__ import annotations
 
-from rl_trainers.trainers.algorithms.app import help_template
+from rl_trainers.app.help_page import help_template
 from rl_trainers.trainers.algorithms.configs import PPOTrainerConfig, SACTrainerConfig
 
 

@@ -16,12 +16,12 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from rl_trainers.app import RECIPES_DIR
 from rl_trainers.trainers.algorithms import PPOTrainer, SACTrainer, build_trainer
-from rl_trainers.trainers.algorithms.app import CONFIG_DIR
 from rl_trainers.trainers.algorithms.common import plain_config
 from rl_trainers.trainers.algorithms.configs import PPOLoopConfig, PPOTrainerConfig
 
-from .conftest import REPO, TINY
+from .conftest import TINY
 
 
 def _params(trainer) -> dict[str, torch.Tensor]:
@@ -71,7 +71,7 @@ def test_instantiate_builds_td3_and_ddpg_as_the_app_does(
 
 
 def test_instantiate_keyword_arguments_and_overrides_reach_the_trainer(tmp_path):
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+    with initialize_config_dir(config_dir=RECIPES_DIR, version_base=None):
         cfg = compose(
             "sac_trainer",
             [*TINY["sac"], "env=mountaincar_continuous", f"hydra.run.dir={tmp_path}/run"],
@@ -133,7 +133,7 @@ def test_a_resolved_config_and_its_plain_copy_still_instantiate(tiny_config, tmp
 
 def test_instantiate_resumes_the_checkpoint_of_its_run_directory(tmp_path):
     def composed(*overrides):
-        with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        with initialize_config_dir(config_dir=RECIPES_DIR, version_base=None):
             return compose(
                 "ppo_trainer",
                 [*TINY["ppo"], f"hydra.run.dir={tmp_path}", *overrides],
@@ -181,7 +181,7 @@ if __name__ == "__main__":
 def test_torchrls_hydra_main_script_trains_in_hydras_run_directory(
     algorithm, cls, frames, env, tmp_path
 ):
-    shutil.copytree(REPO / "configs", tmp_path / "myconfigs")
+    shutil.copytree(Path(RECIPES_DIR), tmp_path / "myconfigs")
     script = tmp_path / "my_train.py"
     script.write_text(textwrap.dedent(USER_SCRIPT.format(name=f"{algorithm}_trainer")))
     overrides = [*TINY[algorithm], f"env={env}", "trainer.num_threads=1", "hydra.run.dir=run"]

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rl_trainers.app import RECIPES_DIR
 from rl_trainers.trainers.algorithms.common import cpu_budget
 
-from .conftest import REPO, TINY
+from .conftest import TINY
 from .test_cli import train
 
 pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
@@ -21,7 +22,7 @@ pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
 pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
 
 #: Every Optuna recipe, run by :func:`test_hparams_search_recipe` (its prefix names the algorithm).
-HPARAMS_SEARCHES = sorted(p.stem for p in (REPO / "configs" / "hparams_search").glob("*.yaml"))
+HPARAMS_SEARCHES = sorted(p.stem for p in (Path(RECIPES_DIR) / "hparams_search").glob("*.yaml"))
 
 
 def _cores() -> int:
@@ -219,7 +220,7 @@ def test_slurm_example_config_makes_a_valid_sbatch_script(tmp_path, monkeypatch)
 
 
 def _search_space(preset: str) -> dict[str, str]:
-    recipe = yaml.safe_load((REPO / "configs" / "hparams_search" / f"{preset}.yaml").read_text())
+    recipe = yaml.safe_load((Path(RECIPES_DIR) / "hparams_search" / f"{preset}.yaml").read_text())
     return recipe["hydra"]["sweeper"]["params"]
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from rl_trainers.trainers.algorithms.app import run
+from rl_trainers.app import RECIPES_DIR
+from rl_trainers.app.run import run
 
 from .conftest import DISCRETE_ENV_OPTIONS, ENV_OPTIONS, PIXELS, REPO, TINY
 
@@ -18,7 +20,7 @@ DQN_ENVS = DISCRETE_ENV_OPTIONS
 A2C_ENVS = ENV_OPTIONS
 PG_ENVS = ENV_OPTIONS
 LOGGERS = ["csv", "tensorboard", "wandb", "mlflow"]
-EXPERIMENTS = sorted(p.stem for p in (REPO / "configs" / "experiment").glob("*.yaml"))
+EXPERIMENTS = sorted(p.stem for p in (Path(RECIPES_DIR) / "experiment").glob("*.yaml"))
 
 
 def _check_summary(out, frames: int) -> dict:

@@ -6,9 +6,9 @@ import pytest
 import torch
 from resume.conftest import csv_curves  # tests/ is on sys.path
 
+from rl_trainers.app.run import run
 from rl_trainers.envs import RewardNorm
 from rl_trainers.trainers.algorithms import build_trainer
-from rl_trainers.trainers.algorithms.app import run
 from rl_trainers.trainers.algorithms.common import close_trainer
 
 

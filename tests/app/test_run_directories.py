@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from rl_trainers.trainers.algorithms.app import run
+from rl_trainers.app.run import run
 from rl_trainers.trainers.algorithms.errors import ConfigError
 
 
@@ -18,11 +18,11 @@ def test_stop_message_of_a_sweep_job_continues_the_whole_sweep(tmp_path, monkeyp
 
     from hydra.core.hydra_config import HydraConfig
 
-    from rl_trainers.trainers.algorithms.app import resume_command
+    from rl_trainers.app.resume import resume_command
 
-    from .conftest import CONFIG_DIR, compose, initialize_config_dir
+    from .conftest import RECIPES_DIR, compose, initialize_config_dir
 
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+    with initialize_config_dir(config_dir=RECIPES_DIR, version_base=None):
         cfg = compose(
             "ppo_trainer",
             overrides=["seed=0", "hydra.mode=MULTIRUN", "hydra.sweep.dir=sweeps/a"],

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import json
 
-from rl_trainers.trainers.algorithms.app import _LineCopy
+from rl_trainers.app.run_log import _LineCopy
 
 from .conftest import TINY
 from .test_cli import train

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from rl_trainers.trainers.algorithms.app import run
+from rl_trainers.app.run import run
 from rl_trainers.trainers.algorithms.errors import ConfigError
 from rl_trainers.trainers.algorithms.validation import validate_config
 

@@ -8,9 +8,9 @@ import textwrap
 
 import pytest
 
+from rl_trainers.app.run import run
 from rl_trainers.envs.libs.gym import tuple_observation_keys
 from rl_trainers.envs.specs import Composite, Unbounded
-from rl_trainers.trainers.algorithms.app import run
 from rl_trainers.trainers.algorithms.errors import ConfigError
 from rl_trainers.trainers.helpers.components import make_env
 

@@ -7,8 +7,8 @@ import os
 import subprocess
 import sys
 
+from rl_trainers.app.run import passive_openmp_threads
 from rl_trainers.trainers.algorithms import common
-from rl_trainers.trainers.algorithms.app import passive_openmp_threads
 
 
 def test_two_threads_only_when_two_cores_are_idle(monkeypatch):

@@ -89,7 +89,7 @@ LATE_COPY = textwrap.dedent(
     """
     import os, signal, sys
     from app.conftest import compose_config
-    from rl_trainers.trainers.algorithms.app import run
+    from rl_trainers.app.run import run
     from rl_trainers.trainers.trainer import Trainer
 
     rank = int(os.environ["RANK"])

@@ -13,7 +13,7 @@ import json
 import pytest
 from app.conftest import compose_config
 
-from rl_trainers.trainers.algorithms.app import run
+from rl_trainers.app.run import run
 
 pytestmark = pytest.mark.slow
 

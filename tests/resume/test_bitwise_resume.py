@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rl_trainers.trainers.algorithms.app import run
+from rl_trainers.app.run import run
 
 from .conftest import assert_same_state, csv_curves, interrupted_run, tiny
 

@@ -15,8 +15,8 @@ import numpy as np
 import psutil
 import pytest
 
+from rl_trainers.app.run import run
 from rl_trainers.trainers.algorithms import build_trainer
-from rl_trainers.trainers.algorithms.app import run
 from rl_trainers.trainers.algorithms.errors import ConfigError
 from rl_trainers.trainers.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint
 
@@ -86,7 +86,7 @@ SLOW_SAVE = textwrap.dedent(
     """
     import sys, time, torch
     from app.conftest import TINY, compose_config
-    from rl_trainers.trainers.algorithms.app import run
+    from rl_trainers.app.run import run
 
     original, calls = torch.save, []
 

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from rl_trainers.trainers.algorithms.app import run
+from rl_trainers.app.run import run
 
 from .conftest import assert_same_state, compose_config, csv_curves, interrupted_run, tiny
 

@@ -53,9 +53,9 @@ _BUILD = """
 import sys, tempfile
 from pathlib import Path
 from hydra import compose, initialize_config_dir
-import rl_trainers.trainers.algorithms.app as app
+from rl_trainers.app import RECIPES_DIR
 from rl_trainers.trainers.algorithms import build_trainer
-with initialize_config_dir(config_dir=app.CONFIG_DIR, version_base=None):
+with initialize_config_dir(config_dir=RECIPES_DIR, version_base=None):
     cfg = compose(config_name="sac_trainer", overrides=sys.argv[1:])
 build_trainer(cfg, Path(tempfile.mkdtemp()))
 """

@@ -1,7 +1,8 @@
 """Algorithm trainers built on the shared :class:`~rl_trainers.trainers.Trainer` loop.
 
 ``build_trainer(cfg, output_dir)`` picks the trainer class named by ``cfg.algorithm`` from
-:data:`TRAINERS`; a new algorithm adds its class here and its root config in ``configs/``.
+:data:`TRAINERS`; a new algorithm adds its class here and its recipe in
+``rl_trainers/app/recipes/``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from omegaconf import DictConfig
 from rl_trainers.trainers.algorithms.errors import ConfigError
 
 # the trainer classes are loaded on first use (``TRAINERS``, ``build_trainer``, ``from
-# rl_trainers.trainers.algorithms import SACTrainer``): the CLI's ``app`` module, imported
+# rl_trainers.trainers.algorithms import SACTrainer``): the app, which imports this package
 # for ``--help`` and config errors, does not load torch
 _CLASSES = {
     "A2CTrainer": "a2c",

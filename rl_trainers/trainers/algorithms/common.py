@@ -549,7 +549,8 @@ def set_num_threads(requested: int, widest_layer: int) -> int:
     other, so when another job holds a core they stall (a default SAC run at 3 frames/s
     against 50 on one thread): the default takes one thread unless two cores are idle, and
     the app makes the threads of a default run wait passively (``OMP_WAIT_POLICY=PASSIVE``,
-    see ``passive_openmp_threads`` in :mod:`.app`), so a core taken later slows it down rather than
+    see ``passive_openmp_threads`` in :mod:`rl_trainers.app.run`), so a core taken later
+    slows it down rather than
     stalling it. The jobs of a parallel sweep get their share of the cores by themselves,
     see :func:`cpu_budget`.
     """

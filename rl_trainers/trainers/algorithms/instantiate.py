@@ -12,15 +12,18 @@ torchrl's documentation writes an algorithm's script as::
 
 The ``trainer`` node's ``_target_`` is :func:`trainer_from_config`, and its ``_config_``
 field (``${rl_trainers.root_config:}``) hands it the composed root config, so it builds the
-trainer the app's ``train.py`` builds (:func:`~rl_trainers.trainers.algorithms.build_trainer`:
-same validation, seeding, components and logger), in the same run directory. The
+trainer the app (``rl-trainers <algorithm>``) builds
+(:func:`~rl_trainers.trainers.algorithms.build_trainer`: same validation, seeding,
+components and logger), in the same run directory. The
 composition API works too::
 
-    with hydra.initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+    from rl_trainers.app import RECIPES_DIR
+
+    with hydra.initialize_config_dir(config_dir=RECIPES_DIR, version_base=None):
         cfg = hydra.compose("ppo_trainer", overrides=["env=pendulum"])
     trainer = hydra.utils.instantiate(cfg.trainer)  # outputs/ppo/Pendulum-v1/<date>_<time>/
 
-Unlike ``run`` (``train.py``), ``train()`` does not evaluate at the end nor write
+Unlike the app's ``run``, ``train()`` does not evaluate at the end nor write
 ``summary.json``: ``trainer.evaluate_final()`` gives the evaluation returns.
 """
 
@@ -55,8 +58,8 @@ def trainer_from_config(_config_: ComposedConfig | None = None, **loop: Any):
         ConfigError: a keyword argument is not a field of the loop, or the config is invalid.
     """
     from . import build_trainer
-    from .app import check_fresh_run_dir
     from .common import resume_checkpoint
+    from .run_dir import check_fresh_run_dir
 
     root = _config_.root if isinstance(_config_, ComposedConfig) else None
     if not isinstance(root, DictConfig) or "algorithm" not in root or "trainer" not in root:
@@ -81,7 +84,7 @@ def trainer_from_config(_config_: ComposedConfig | None = None, **loop: Any):
 
 def config_with_loop(root: DictConfig, loop: dict[str, Any]) -> DictConfig:
     """A copy of ``root`` (without a ``hydra`` node) whose ``trainer`` fields are ``loop``."""
-    from .compose_errors import suggest_field
+    from .field_names import suggest_field
 
     cfg = copy.deepcopy(root)
     cfg._set_parent(None)

@@ -231,7 +231,7 @@ def _check_activations(cfg: DictConfig) -> None:
 def check_unknown_keys(cfg: DictConfig, algorithm: str, prefix: str = "") -> None:
     """Raise :class:`ConfigError` for a key added with ``+`` (``+trainer.num_epoch=3``) that
     no field of its config node declares: nothing would read it, so it would be ignored."""
-    from .compose_errors import suggest_field, torchrl_field_hint
+    from .field_names import suggest_field, torchrl_field_hint
 
     node_type = OmegaConf.get_type(cfg)
     declared = (
@@ -263,8 +263,8 @@ def typed_config(cfg: DictConfig) -> DictConfig:
     the wrong type or an unknown key is refused here as it is on the app's own configs."""
     from omegaconf.errors import ConfigKeyError, OmegaConfBaseException, ValidationError
 
-    from .compose_errors import _expected, suggest_field
     from .configs import GROUP_OPTIONS, ROOT_SCHEMAS
+    from .field_names import expected_type, suggest_field
 
     if dataclasses.is_dataclass(OmegaConf.get_type(cfg)):
         return cfg
@@ -297,7 +297,7 @@ def typed_config(cfg: DictConfig) -> DictConfig:
     except (ValidationError, ConfigKeyError) as err:
         key = str(err.full_key)
         if isinstance(err, ValidationError):
-            allowed = _expected(err.object_type, str(err.key), str(err.msg))
+            allowed = expected_type(err.object_type, str(err.key), str(err.msg))
             raise ConfigError(key, err.value, allowed) from None
         meant = suggest_field(algorithm, key, err.object_type)
         hint = f"; did you mean {meant}?" if meant else ""

@@ -224,11 +224,28 @@ def instantiate_trainer(cfg: Any) -> Any:
 
 register_configs()
 
-# The primary YAMLs select the ``hydra/help`` option of their algorithm, which the app
-# module stores: a script that imports only this package (torchrl's
-# ``from ...configs import *``) composes them too. (If the app module is being imported,
-# it is the one importing this package, and stores the help options itself.)
-from .. import app as _app  # noqa: E402, F401
+
+def register_help_pages() -> None:
+    """Store a short ``hydra/help`` option per algorithm, which its primary YAML selects
+    (``override hydra/help: ppo_trainer``), so a script that imports only this package
+    (torchrl's ``from ...configs import *``) composes those YAMLs too; the app
+    (:mod:`rl_trainers.app.help_page`) replaces each with the full page."""
+    from hydra.core.config_store import ConfigStore
+
+    store = ConfigStore.instance()
+    for schema_name in ROOT_SCHEMAS:
+        algorithm = schema_name.removesuffix("_schema")
+        name = algorithm.removesuffix("_trainer")
+        node = {
+            "app_name": algorithm,
+            "header": "",
+            "footer": "",
+            "template": f"{algorithm}: rl-trainers {name} --help lists its groups and fields.",
+        }
+        store.store(group="hydra/help", name=algorithm, node=node)
+
+
+register_help_pages()
 
 __all__ = [
     "A2CLoopConfig",

@@ -3,8 +3,8 @@
 Hydra stops on an unknown field, a value of the wrong type, a group option that does not
 exist or another algorithm's ``experiment`` preset with a multi-line message and exit
 status 1 (``Key 'lrr' not in 'AdamConfig'``, ``To append to your config use +...``).
-``train.py`` runs ``main()`` inside :func:`composition_errors`, which rewrites those
-messages the way :func:`~rl_trainers.trainers.algorithms.app.user_errors` reports a
+The app (:func:`rl_trainers.app.train.main`) composes inside :func:`composition_errors`,
+which rewrites those messages the way :func:`~rl_trainers.app.errors.user_errors` reports a
 :class:`ConfigError`: the field, the value, what is allowed and the likely intended name::
 
     Error: optimizer.lrr is not a field: did you mean optimizer.lr? (--help lists every field)
@@ -24,17 +24,28 @@ import typing
 from collections.abc import Iterator
 from typing import Any
 
-from .configs import GROUP_OPTIONS, ROOT_SCHEMAS, TORCHRL_GROUP_OPTIONS
-from .errors import ConfigError, JobFailed, report_and_exit
+from rl_trainers.trainers.algorithms.configs import (
+    GROUP_OPTIONS,
+    ROOT_SCHEMAS,
+    TORCHRL_GROUP_OPTIONS,
+)
+from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.trainers.algorithms.field_names import (
+    expected_type,
+    field_paths,
+    schema_fields,
+    suggest_field,
+    torchrl_field_hint,
+)
+
+from . import RECIPES_DIR
+from .errors import JobFailed, report_and_exit
+from .launch import command_of, running_algorithm
 
 
 def algorithms() -> list[str]:
     """The algorithms with a primary config (``ppo``, ``sac``, ...)."""
     return [name.removesuffix("_trainer_schema") for name in ROOT_SCHEMAS]
-
-
-def _app(algorithm: str) -> str:
-    return f"python sota-implementations/{algorithm}_trainer/train.py"
 
 
 def _preset_algorithm(preset: str) -> str | None:
@@ -67,139 +78,9 @@ def check_experiment(
     raise ConfigError(
         group,
         preset,
-        f"a preset of {owner.upper()}: run it with {_app(owner)} {plus}{group}={preset} "
+        f"a preset of {owner.upper()}: run it with {command_of(owner)} {plus}{group}={preset} "
         f"({algorithm}_trainer's presets: {own})",
     )
-
-
-# ----------------------------------------------------------------------------- field names
-
-
-def _unwrap(tp: Any) -> Any:
-    """The dataclass inside ``Node | None``, else ``tp``."""
-    args = [a for a in typing.get_args(tp) if a is not type(None)]
-    return args[0] if len(args) == 1 and dataclasses.is_dataclass(args[0]) else tp
-
-
-def _fields(node: Any) -> dict[str, Any]:
-    """Public field name -> type of a config dataclass (empty for anything else)."""
-    if not (isinstance(node, type) and dataclasses.is_dataclass(node)):
-        return {}
-    hints = typing.get_type_hints(node)
-    return {
-        f.name: _unwrap(hints.get(f.name, f.type))
-        for f in dataclasses.fields(node)
-        if not f.name.startswith("_")
-    }
-
-
-def field_paths(algorithm: str) -> list[str]:
-    """Every dotted field of ``algorithm``'s root schema and of its group options."""
-    paths: set[str] = set()
-
-    def walk(node: Any, prefix: str) -> None:
-        for name, tp in _fields(node).items():
-            paths.add(prefix + name)
-            walk(tp, f"{prefix}{name}.")
-
-    walk(ROOT_SCHEMAS.get(f"{algorithm}_trainer_schema"), "")
-    for group, options in GROUP_OPTIONS.items():
-        for node in options.values():
-            walk(node, group.replace("/", ".") + ".")
-    return sorted(paths)
-
-
-#: Names other libraries (Stable-Baselines3, CleanRL, torchrl's recipes) give a field, and
-#: the field's name here; a misspelling of these finds its field by :func:`suggest_field`.
-FIELD_ALIASES: dict[str, str] = {
-    "learning_rate": "lr",
-    "batch_size": "minibatch_size",  # PPO's; off-policy trainers have replay_buffer.batch_size
-    "n_epochs": "num_epochs",
-    "update_epochs": "num_epochs",
-    "ent_coef": "entropy_coef",
-    "vf_coef": "critic_coef",
-    "clip_range": "clip_epsilon",
-    "clip_coef": "clip_epsilon",
-    "gae_lambda": "lmbda",
-    "lambda": "lmbda",
-    "max_grad_norm": "clip_norm",
-    "n_envs": "num_envs",
-    "total_timesteps": "total_frames",
-    "buffer_size": "size",
-    "env_id": "env_name",
-}
-
-
-def _alias(key: str) -> str | None:
-    """The field name :data:`FIELD_ALIASES` gives ``key`` (``learningRate``, ``learning-rate``
-    and ``learning_rate`` alike)."""
-    plain = key.replace("-", "").replace("_", "").lower()
-    for alias, name in FIELD_ALIASES.items():
-        if alias.replace("_", "") == plain:
-            return name
-    return None
-
-
-def suggest_field(algorithm: str, full_key: str, node: Any = None) -> str | None:
-    """The field a user most likely meant by ``full_key``: a field of that name elsewhere
-    (``collector.total_frames`` -> ``trainer.total_frames``, ``lr`` -> ``optimizer.lr``),
-    else the field another library's name stands for (:data:`FIELD_ALIASES`,
-    ``optimizer.learning_rate`` -> ``optimizer.lr``, ``batch_size`` -> PPO's
-    ``trainer.minibatch_size``), else a close name in the same node (``optimizer.lrr`` ->
-    ``optimizer.lr``), else a close dotted path anywhere."""
-    parent, _, key = full_key.rpartition(".")
-    prefix = f"{parent}." if parent else ""
-    paths = [] if full_key.startswith("hydra.") else field_paths(algorithm)
-
-    def named(name: str) -> str | None:
-        found = [p for p in paths if p.rpartition(".")[2] == name]
-        return min(found, key=len) if found else None
-
-    alias = _alias(key)
-    meant = named(key) or (named(alias) if alias else None)
-    if meant:
-        return meant
-    close = difflib.get_close_matches(key, list(_fields(node)), n=1, cutoff=0.6)
-    if close:
-        return prefix + close[0]
-    # not a node holding full_key ("trainer" for "trainer.foo"): that is where it already is
-    others = [p for p in paths if not full_key.startswith(f"{p}.")]
-    close = difflib.get_close_matches(full_key, others, n=1, cutoff=0.75)
-    return close[0] if close else None
-
-
-#: Fields of torchrl's trainer configs (its ``Trainer`` arguments) that have no field of the
-#: same meaning to be renamed to (``TORCHRL_OVERRIDES`` in ``app.py``): what to set instead,
-#: by algorithm (``"*"``: any).
-TORCHRL_FIELDS: dict[str, dict[str, str]] = {
-    "trainer.optim_steps_per_batch": {
-        "ppo": "PPO's optimisation steps per batch are trainer.num_epochs passes of "
-        "collector.frames_per_batch / trainer.minibatch_size minibatches",
-        "a2c": "A2C takes one gradient step per collected batch",
-        "pg": "PG takes one gradient step per collected batch",
-        "*": "set trainer.utd_ratio, the gradient updates per collected frame "
-        "(optim_steps_per_batch / collector.frames_per_batch)",
-    },
-    "trainer.save_trainer_file": {
-        "*": "checkpoints go to <run dir>/checkpoints/ (choose the run directory with "
-        "hydra.run.dir=...; docs/resume.md)",
-    },
-}
-
-
-def torchrl_field_hint(full_key: str, algorithm: str) -> str | None:
-    hints = TORCHRL_FIELDS.get(full_key)
-    if hints is None:
-        return None
-    return f"torchrl's {full_key} has no counterpart here: {hints.get(algorithm, hints['*'])}"
-
-
-def _expected(node: Any, key: str, message: str) -> str:
-    """``expected <type>`` from the node's type hints, else OmegaConf's own first line."""
-    from .app import _type_name
-
-    tp = _fields(node).get(key)
-    return f"expected {_type_name(tp)}" if tp is not None else message.splitlines()[0]
 
 
 # ----------------------------------------------------------------------------- translation
@@ -245,9 +126,9 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
     if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and cause.full_key:
         parent, _, key = cause.full_key.rpartition(".")
         node_type = cause.object_type
-        if not _fields(node_type):  # an untyped node (a saved config): the schema's
+        if not schema_fields(node_type):  # an untyped node (a saved config): the schema's
             node_type = _schema_node(algorithm, parent) or node_type
-        if parent in field_paths(algorithm) and not _fields(node_type):
+        if parent in field_paths(algorithm) and not schema_fields(node_type):
             return (  # a free-form dict field such as env.make_kwargs: new keys need a '+'
                 f"{parent} has no key {key!r}: add it with +{cause.full_key}=<value> "
                 f"or set the whole dict, {parent}={{{key}: <value>}}"
@@ -267,9 +148,9 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
             )
         if owners:
             hint = f" of {algorithm.upper()} (it is {'/'.join(owners).upper()}'s)"
-        return f"{cause.full_key} is not a field{hint} ({_app(algorithm)} --help lists every field)"
+        return f"{cause.full_key} is not a field{hint} ({command_of(algorithm)} --help lists every field)"
     if isinstance(cause, ValidationError) and cause.full_key:
-        allowed = _expected(cause.object_type, str(cause.key), str(cause.msg))
+        allowed = expected_type(cause.object_type, str(cause.key), str(cause.msg))
         allowed += " (it cannot be null)" if cause.value is None else ""
         return str(ConfigError(cause.full_key, cause.value, allowed))
     return None
@@ -279,12 +160,12 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
 def composition_errors(in_launcher_worker: bool = False) -> Iterator[None]:
     """Report Hydra's composition mistakes as one ``Error:`` line and exit status 2.
 
-    Wraps Hydra's config loader while the block runs (``train.py`` runs ``main()`` in it),
+    Wraps Hydra's config loader while the block runs (the app runs Hydra's ``main`` in it),
     so every composition is covered: a run, each job of a sweep, ``--cfg`` and ``--help``.
 
     ``in_launcher_worker``: the block wraps a launcher's worker process (joblib), which
     composes its jobs' configs itself. A mistake there raises :class:`JobFailed` with the
-    ``Error:`` line, which the launcher hands to ``train.py``'s process, which prints it
+    ``Error:`` line, which the launcher hands to the app's process, which prints it
     once; printing it in the worker printed it once per parallel job.
     """
 
@@ -302,8 +183,8 @@ def composition_errors(in_launcher_worker: bool = False) -> Iterator[None]:
 
     def load_configuration(self, config_name, overrides, *args, **kwargs):
         algorithm = (config_name or "").removesuffix("_trainer")
-        if algorithm not in algorithms():  # a run's saved config: the script's algorithm
-            algorithm = _script_algorithm()
+        if algorithm not in algorithms():  # a run's saved config: the app's algorithm
+            algorithm = running_algorithm() or ""
         if algorithm not in algorithms() or os.environ.get("HYDRA_FULL_ERROR") == "1":
             return original(self, config_name, overrides, *args, **kwargs)
         try:
@@ -368,7 +249,7 @@ def _options_with_field(full_key: str) -> list[str]:
         if not full_key.startswith(prefix):
             continue
         for option, node in options.items():
-            if full_key[len(prefix) :] in _fields(node):
+            if full_key[len(prefix) :] in schema_fields(node):
                 found.append(f"{group}={option.removesuffix('_schema')}")
     return found
 
@@ -377,32 +258,22 @@ def _torchrl_only(group: str, option: str) -> bool:
     """Whether ``group/option`` is one of torchrl's schema nodes with no rl_trainers YAML."""
     from pathlib import Path
 
-    from .app import CONFIG_DIR
-
     if option.endswith("_torchrl"):  # torchrl's node behind an option name both use
         return True
     torchrl = option in TORCHRL_GROUP_OPTIONS.get(group, {})
-    return torchrl and not (Path(CONFIG_DIR) / group / f"{option}.yaml").exists()
-
-
-def _script_algorithm() -> str:
-    """The algorithm of the running ``sota-implementations/<algorithm>_trainer/train.py``."""
-    import sys
-    from pathlib import Path
-
-    return Path(sys.argv[0]).resolve().parent.name.removesuffix("_trainer")
+    return torchrl and not (Path(RECIPES_DIR) / group / f"{option}.yaml").exists()
 
 
 def _schema_node(algorithm: str, path: str) -> Any:
     """The schema's dataclass of the node at dotted ``path`` (None if there is none)."""
     node: Any = ROOT_SCHEMAS.get(f"{algorithm}_trainer_schema")
     for name in path.split(".") if path else []:
-        node = _fields(node).get(name)
+        node = schema_fields(node).get(name)
     return node if dataclasses.is_dataclass(node) else None
 
 
 def _presets(group: str = "experiment") -> list[str]:
-    from .app import group_options
+    from .help_page import group_options
 
     return sorted({p for a in algorithms() for p in group_options(a).get(group, [])})
 

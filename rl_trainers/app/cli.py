@@ -1,0 +1,82 @@
+"""The ``rl-trainers`` command (also ``python -m rl_trainers``)::
+
+    rl-trainers ppo env=pendulum trainer.total_frames=50000   # train: any algorithm's app
+    rl-trainers ppo --help                                    # its groups and fields
+    rl-trainers eval RUN_DIR                                  # the commands on a trained run
+
+``rl-trainers <algorithm> ...`` is ``python sota-implementations/<algorithm>_trainer/train.py
+...``: the same recipes, overrides, ``--help``, ``--cfg job``, sweeps (``-m``) and errors.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import RECIPES_DIR
+
+#: The commands on a trained run or on run directories (:mod:`rl_trainers.agents.cli`).
+AGENT_COMMANDS = ("eval", "enjoy", "export", "results")
+
+
+def algorithms() -> list[str]:
+    """The algorithms with a recipe (``<algorithm>_trainer.yaml``): ``a2c``, ``ddpg``..."""
+    return sorted(p.stem.removesuffix("_trainer") for p in Path(RECIPES_DIR).glob("*_trainer.yaml"))
+
+
+def usage(prog: str = "rl-trainers") -> str:
+    """The page ``rl-trainers --help`` prints."""
+    return "\n".join(
+        [
+            f"usage: {prog} <command> ...",
+            "",
+            "Train (Hydra overrides, --help, --cfg job, -m for a sweep):",
+            f"  {{{','.join(algorithms())}}} [group=option] [field=value]",
+            f"      e.g. {prog} ppo env=pendulum trainer.total_frames=50000",
+            "",
+            "Use a trained run:",
+            "  eval RUN_DIR [--episodes N] [--seed S] [--stochastic] [--checkpoint PATH]",
+            "  enjoy RUN_DIR [--video out.mp4] [--episodes N]",
+            "  export RUN_DIR OUT [--format exported|torchscript|onnx]",
+            "  results DIR... [--format text|csv|markdown]",
+            "",
+            f"{prog} <command> --help for each command's options.",
+        ]
+    )
+
+
+def train_main(
+    algorithm: str, argv: Sequence[str] | None = None, program: Sequence[str] = ()
+) -> None:
+    """Run ``algorithm``'s Hydra app (:func:`rl_trainers.app.train.main`) on ``argv``.
+
+    ``torch._dynamo`` stays unloaded until something compiles
+    (:func:`rl_trainers._lazy_dynamo.install`, before tensordict is imported), which keeps
+    ``--help``, ``--cfg job`` and config errors quick.
+    """
+    from rl_trainers import _lazy_dynamo
+
+    _lazy_dynamo.install()
+    from .train import main
+
+    main(algorithm, argv, program)
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "rl-trainers") -> None:
+    """``rl-trainers <command> ...``: an algorithm's app, or a command on trained runs."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage(prog))
+        raise SystemExit(0 if argv else 2)
+    command, rest = argv[0], argv[1:]
+    if command in AGENT_COMMANDS:
+        from rl_trainers.agents.cli import run_command
+
+        raise SystemExit(run_command(command, rest))
+    if command in algorithms():
+        train_main(command, rest, prog.split())
+        return
+    commands = ", ".join([*algorithms(), *AGENT_COMMANDS])
+    print(f"Error: unknown command {command!r}: one of {commands}", file=sys.stderr)
+    raise SystemExit(2)

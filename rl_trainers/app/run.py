@@ -1,0 +1,183 @@
+"""One run of the app: validate the config, build the algorithm trainer (seeding first),
+train, evaluate, and write ``summary.json`` next to the resolved config in Hydra's run
+directory.
+
+Under ``torchrun --nproc_per_node=N`` (``WORLD_SIZE > 1``) :func:`run` first initialises
+``torch.distributed`` and trains data-parallel (docs/distributed.md): every rank uses rank 0's
+run directory; only rank 0 logs, evaluates, prints and writes ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from rl_trainers.trainers.algorithms.run_dir import check_fresh_run_dir
+
+from .resume import load_resume_checkpoint, resume_command
+from .rundir import output_dir_of_run, shared_run_dir
+from .signals import Phase, late_forwarded_signal_ignored, stop_signals_outside_training
+
+# PyOpenGL, which MuJoCo's renderers import, logs its library probing at INFO: Hydra's
+# console handler would print it in every MuJoCo run
+logging.getLogger("OpenGL").setLevel(logging.WARNING)
+# alembic (imported by Optuna's storages) logs each of its plugins at INFO when the Optuna
+# sweeper starts: a screenful of "setup plugin" lines before the first trial
+logging.getLogger("alembic").setLevel(logging.WARNING)
+# torchsnapshot (CKPT_BACKEND=torchsnapshot) logs a table of its scheduler's stages at INFO:
+# about 15 lines at every checkpoint save
+logging.getLogger("torchsnapshot").setLevel(logging.WARNING)
+
+
+def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
+    """Build the trainer the config describes, train it, evaluate it, write ``summary.json``.
+
+    Returns the mean evaluation return (what a Hydra sweeper optimises).
+    """
+    from rl_trainers.trainers.algorithms import build_trainer
+
+    start = time.perf_counter()
+    passive_openmp_threads(cfg.trainer.get("num_threads", 0))
+    phase = Phase()
+    with stop_signals_outside_training(phase):
+        distributed = _init_distributed(str(cfg.get("device") or "cpu"))
+        out = Path(output_dir) if output_dir is not None else output_dir_of_run()
+        if distributed:
+            out = shared_run_dir(out)
+        check_fresh_run_dir(cfg, out)
+        trainer = build_trainer(cfg, out)
+        phase.trainer = trainer
+        from rl_trainers.trainers.algorithms.common import close_trainer
+
+        with late_forwarded_signal_ignored(trainer):
+            try:
+                return _train_and_summarise(cfg, trainer, out, start, phase)
+            finally:
+                close_trainer(trainer)
+
+
+def passive_openmp_threads(num_threads: int | None) -> None:
+    """Make OpenMP's threads sleep, rather than spin, while they wait (``OMP_WAIT_POLICY=
+    PASSIVE``) in a run with the default thread count (``trainer.num_threads=0``), unless
+    the environment sets the policy: spinning threads stall when another process takes a
+    core. OpenMP reads the variable when torch loads, which ``run`` does after this."""
+    if not num_threads and "torch" not in sys.modules:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def _init_distributed(device: str) -> bool:
+    """``init_distributed`` (torchrun's data parallelism), without loading torch when
+    nothing asks for several processes: a config error then prints without that wait."""
+    try:
+        several = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    except ValueError:
+        several = False
+    if not several and "torch" not in sys.modules:
+        return False  # no process group can have been initialised
+    from rl_trainers.trainers.distributed import init_distributed
+
+    return init_distributed(device)
+
+
+def _train_and_summarise(
+    cfg: DictConfig, trainer, out: Path, start: float, phase: Phase | None = None
+) -> float:
+    import torch
+
+    from rl_trainers.trainers.algorithms.common import resume_checkpoint
+
+    lead = trainer.rank == 0  # data-parallel: only rank 0 prints, evaluates and summarises
+    ckpt = resume_checkpoint(cfg, out)
+    if ckpt is not None:
+        ckpt = load_resume_checkpoint(cfg, trainer, ckpt, out)
+        if lead:
+            print(f"Resumed from {ckpt} at frame {trainer.collected_frames}.", file=sys.stderr)
+            if trainer.collected_frames >= trainer.total_frames:
+                print(
+                    f"Nothing left to train: the checkpoint holds {trainer.collected_frames} "
+                    f"frames, trainer.total_frames={trainer.total_frames}; only the final "
+                    "evaluation runs (raise trainer.total_frames to train further).",
+                    file=sys.stderr,
+                )
+    # fps is this session's throughput: frames collected by this process (not those of the
+    # sessions before a resume) over this process's building, loading and training time
+    first_frame = int(trainer.collected_frames)
+    trainer.train()
+    if trainer.world_size > 1:
+        check_ranks_in_sync(trainer)
+    if trainer.interrupted is not None:
+        where = trainer.last_checkpoint or "(no checkpoint: saving is disabled)"
+        dropped = ""
+        if trainer.stop_timed_out:
+            dropped = (
+                f" (the batch in progress did not end within trainer.stop_grace_s="
+                f"{trainer.stop_grace_s:g} s and was dropped)"
+            )
+        if lead:
+            print(
+                f"Stopped by {trainer.interrupted} at frame {trainer.collected_frames}"
+                f"{dropped}; checkpoint: {where}. Continue with: {resume_command(out)}",
+                file=sys.stderr,
+            )
+        code = getattr(signal.Signals, trainer.interrupted, None)
+        raise SystemExit(128 + int(code) if code is not None else 1)
+    wall_time = time.perf_counter() - start
+    session_frames = int(trainer.collected_frames) - first_frame
+    if not lead:
+        return float("nan")
+    if trainer.finished_early is not None:
+        print(
+            f"Training ended at frame {trainer.collected_frames}: {trainer.finished_early}.",
+            file=sys.stderr,
+        )
+    if phase is not None:
+        phase.name = "the final evaluation (training is complete)"
+    returns = trainer.evaluate_final()
+    summary = {
+        "algorithm": cfg.algorithm,
+        "env": cfg.env.env_name,
+        "seed": cfg.seed,
+        "frames": int(trainer.collected_frames),
+        "session_frames": session_frames,
+        "resumed_from_frame": first_frame,
+        "wall_time_s": round(wall_time, 3),
+        "fps": round(session_frames / max(wall_time, 1e-9), 1),
+        "num_threads": torch.get_num_threads(),
+        "eval_return_mean": float(sum(returns) / len(returns)),
+        "eval_return_std": float(_std(returns)),
+        "eval_episodes": len(returns),
+        "finished_early": trainer.finished_early,
+        "output_dir": str(out),
+    }
+    if trainer.world_size > 1:  # data-parallel: frames and fps count every rank's frames
+        summary["world_size"] = trainer.world_size
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(json.dumps(summary, indent=2))
+    return summary["eval_return_mean"]
+
+
+def check_ranks_in_sync(trainer) -> None:
+    """Data-parallel: raise if the ranks' loss modules (parameters and buffers) differ; rank
+    0 prints the common SHA-256 to stderr (``parameters sha256 <hex> on all N ranks``)."""
+    from rl_trainers.trainers.distributed import parameters_digest
+
+    digests = trainer._data_parallel.gather_objects(parameters_digest(trainer.loss_module))
+    if len(set(digests)) != 1:
+        raise RuntimeError(
+            "data-parallel ranks ended with different parameters: "
+            + ", ".join(f"rank {r}: {d[:12]}" for r, d in enumerate(digests))
+        )
+    if trainer.rank == 0:
+        print(f"parameters sha256 {digests[0]} on all {len(digests)} ranks", file=sys.stderr)
+
+
+def _std(values: list[float]) -> float:
+    mean = sum(values) / len(values)
+    return (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
