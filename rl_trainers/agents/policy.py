@@ -471,8 +471,8 @@ def load_policy(
     Raises:
         RunError: not a run, no checkpoint, a checkpoint of another run.
     """
-    from rl_trainers.envs.libs.gym import _action_converter
     from rl_trainers.algorithms import TRAINERS
+    from rl_trainers.envs.libs.gym import _action_converter
 
     run, given = find_run(run_dir_or_checkpoint)
     cfg = run_config(run)

@@ -14,7 +14,7 @@ def test_ppo_trainer_built_by_hand_on_an_env_without_reward_sum_trains():
     from rl_trainers.envs import GymEnv
     from rl_trainers.modules import make_actor, make_value
     from rl_trainers.objectives import ClipPPOLoss, ValueEstimators
-    from rl_trainers.trainers.algorithms import PPOTrainer
+    from rl_trainers.algorithms import PPOTrainer
 
     torch.manual_seed(0)
     env = GymEnv("CartPole-v1")

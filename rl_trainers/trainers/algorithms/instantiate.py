@@ -58,6 +58,7 @@ def trainer_from_config(_config_: ComposedConfig | None = None, **loop: Any):
         ConfigError: a keyword argument is not a field of the loop, or the config is invalid.
     """
     from rl_trainers.algorithms import build_trainer
+
     from .common import resume_checkpoint
     from .run_dir import check_fresh_run_dir
 
