@@ -62,9 +62,10 @@ def test_rl_trainers_form_passes_through_torchrls_class_unchanged():
     from rl_trainers.trainers.algorithms import PPOTrainer
 
     form = dict(frames_per_batch=32, num_epochs=2, minibatch_size=16)
-    trainers = [cls(**_ppo_parts(), **form) for cls in (product.PPOTrainer, PPOTrainer)]
-    for trainer in trainers:
-        trainer.train()
+    trainers = []
+    for cls in (product.PPOTrainer, PPOTrainer):  # each seeded, built, then trained
+        trainers.append(cls(**_ppo_parts(), **form))
+        trainers[-1].train()
     mine, theirs = (t.loss_module.state_dict() for t in trainers)
     assert isinstance(trainers[1], product.PPOTrainer)
     assert trainers[0]._optim_count == trainers[1]._optim_count == 2 * 2 * 2
