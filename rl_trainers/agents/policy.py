@@ -174,7 +174,7 @@ def _check_belongs(cfg: DictConfig, state: dict[str, Any], path: Path) -> None:
 def _env_cfg(cfg: DictConfig) -> DictConfig:
     """``cfg`` with TD3's/DDPG's OU ``InitTracker`` added as their trainer adds it."""
     if str(cfg.algorithm) in ("td3", "ddpg"):
-        from rl_trainers.trainers.algorithms.td3 import add_ou_init_tracker
+        from rl_trainers.algorithms.td3 import add_ou_init_tracker
 
         add_ou_init_tracker(cfg)
     return cfg
@@ -471,8 +471,8 @@ def load_policy(
     Raises:
         RunError: not a run, no checkpoint, a checkpoint of another run.
     """
+    from rl_trainers.algorithms import TRAINERS
     from rl_trainers.envs.libs.gym import _action_converter
-    from rl_trainers.trainers.algorithms import TRAINERS
 
     run, given = find_run(run_dir_or_checkpoint)
     cfg = run_config(run)

@@ -41,7 +41,7 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
 
     Returns the mean evaluation return (what a Hydra sweeper optimises).
     """
-    from rl_trainers.trainers.algorithms import build_trainer
+    from rl_trainers.algorithms import build_trainer
 
     start = time.perf_counter()
     passive_openmp_threads(cfg.trainer.get("num_threads", 0))

@@ -16,8 +16,8 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from rl_trainers.algorithms import PPOTrainer, SACTrainer, build_trainer
 from rl_trainers.app import RECIPES_DIR
-from rl_trainers.trainers.algorithms import PPOTrainer, SACTrainer, build_trainer
 from rl_trainers.trainers.algorithms.common import plain_config
 from rl_trainers.trainers.algorithms.configs import PPOLoopConfig, PPOTrainerConfig
 

@@ -154,7 +154,7 @@ def test_pixels_and_the_convnet_encoder_go_together(overrides, words):
 
 
 def test_a_pixel_replay_buffer_that_cannot_fit_in_ram_is_refused():
-    from rl_trainers.trainers.algorithms.sac import check_buffer_fits_memory
+    from rl_trainers.algorithms.sac import check_buffer_fits_memory
 
     cfg = compose_config("sac", PIXELS)
     env = instantiate(cfg.env)

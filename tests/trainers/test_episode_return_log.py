@@ -10,11 +10,11 @@ def test_ppo_trainer_built_by_hand_on_an_env_without_reward_sum_trains():
     # a porter's env has no RewardSum: the episode-return log is skipped with a warning
     import torch
 
+    from rl_trainers.algorithms import PPOTrainer
     from rl_trainers.collectors import SyncDataCollector
     from rl_trainers.envs import GymEnv
     from rl_trainers.modules import make_actor, make_value
     from rl_trainers.objectives import ClipPPOLoss, ValueEstimators
-    from rl_trainers.trainers.algorithms import PPOTrainer
 
     torch.manual_seed(0)
     env = GymEnv("CartPole-v1")

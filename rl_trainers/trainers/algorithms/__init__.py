@@ -1,92 +1,50 @@
-"""Algorithm trainers built on the shared :class:`~rl_trainers.trainers.Trainer` loop.
+"""torchrl's path of the algorithm trainers (``torchrl.trainers.algorithms``).
 
-``build_trainer(cfg, output_dir)`` picks the trainer class named by ``cfg.algorithm`` from
-:data:`TRAINERS`; a new algorithm adds its class here and its recipe in
-``rl_trainers/app/recipes/``.
+The trainer names here are torchrl's constructor form
+(:mod:`rl_trainers.compat.torchrl.trainers`, which takes rl_trainers' form too), loaded on
+first use so that the app, which imports this package's config modules, does not load
+torch. rl_trainers' own trainers are in :mod:`rl_trainers.algorithms`, with
+``build_trainer`` and ``TRAINERS`` (re-exported here). The modules of this package hold the
+machinery the trainers share (``base``, ``common``, ``validation``, ``configs``...).
 """
 
 from __future__ import annotations
 
-import sys
-import warnings
-from pathlib import Path
-
-from omegaconf import DictConfig
-
+from rl_trainers.algorithms import build_trainer
 from rl_trainers.trainers.algorithms.errors import ConfigError
 
-# the trainer classes are loaded on first use (``TRAINERS``, ``build_trainer``, ``from
-# rl_trainers.trainers.algorithms import SACTrainer``): the app, which imports this package
-# for ``--help`` and config errors, does not load torch
-_CLASSES = {
-    "A2CTrainer": "a2c",
-    "DDPGTrainer": "ddpg",
-    "DQNTrainer": "dqn",
-    "OnPolicyTrainer": "on_policy",
-    "PGTrainer": "pg",
-    "ReinforceTrainer": "pg",
-    "PPOTrainer": "ppo",
-    "SACTrainer": "sac",
-    "TD3Trainer": "td3",
-}
-#: algorithm name (``cfg.algorithm``) -> trainer class name (see :data:`TRAINERS`).
-_TRAINER_NAMES = {
-    "ppo": "PPOTrainer",
-    "sac": "SACTrainer",
-    "dqn": "DQNTrainer",
-    "td3": "TD3Trainer",
-    "ddpg": "DDPGTrainer",
-    "a2c": "A2CTrainer",
-    "pg": "PGTrainer",
-}
+#: torchrl's names of the algorithm trainers, each in torchrl's constructor form
+TORCHRL_TRAINER_NAMES = (
+    "A2CTrainer",
+    "DDPGTrainer",
+    "DQNTrainer",
+    "OnPolicyTrainer",
+    "PGTrainer",
+    "PPOTrainer",
+    "ReinforceTrainer",
+    "SACTrainer",
+    "TD3Trainer",
+)
 
 
 def __getattr__(name: str):
-    import importlib
+    if name in TORCHRL_TRAINER_NAMES:
+        from rl_trainers.compat.torchrl import trainers
 
-    if name == "TRAINERS":
-        value = {algo: __getattr__(cls) for algo, cls in _TRAINER_NAMES.items()}
-    elif name in _CLASSES:
-        module = importlib.import_module(f"{__name__}.{_CLASSES[name]}")
-        value = getattr(module, name)
+        value = getattr(trainers, name)
+    elif name == "TRAINERS":
+        from rl_trainers import algorithms
+
+        value = algorithms.TRAINERS
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
     return value
 
 
-def build_trainer(cfg: DictConfig, output_dir: Path):
-    """The algorithm trainer ``cfg`` describes, with every component built and seeded."""
-    from rl_trainers.trainers.algorithms.validation import typed_config, validate_config
-
-    rank = 0  # without torch loaded no process group is initialised (a config error is quick)
-    if "torch" in sys.modules:
-        from rl_trainers.trainers.distributed import get_rank
-
-        rank = get_rank()
-    cfg = typed_config(cfg)
-    with warnings.catch_warnings():
-        if rank != 0:  # data-parallel: every rank validates, rank 0 warns once
-            warnings.simplefilter("ignore")
-        validate_config(cfg)
-    try:
-        trainer_class = __getattr__(_TRAINER_NAMES[cfg.algorithm])
-    except KeyError:
-        raise ConfigError("algorithm", cfg.algorithm, f"one of {sorted(_TRAINER_NAMES)}") from None
-    return trainer_class.from_config(cfg, Path(output_dir))
-
-
 __all__ = [
     "TRAINERS",
-    "A2CTrainer",
-    "OnPolicyTrainer",
-    "PGTrainer",
     "ConfigError",
-    "DDPGTrainer",
-    "DQNTrainer",
-    "PPOTrainer",
-    "ReinforceTrainer",
-    "SACTrainer",
-    "TD3Trainer",
     "build_trainer",
+    *TORCHRL_TRAINER_NAMES,
 ]

@@ -57,7 +57,8 @@ def trainer_from_config(_config_: ComposedConfig | None = None, **loop: Any):
         ValueError: the node is not part of an algorithm's composed config.
         ConfigError: a keyword argument is not a field of the loop, or the config is invalid.
     """
-    from . import build_trainer
+    from rl_trainers.algorithms import build_trainer
+
     from .common import resume_checkpoint
     from .run_dir import check_fresh_run_dir
 

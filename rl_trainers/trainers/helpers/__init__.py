@@ -1,19 +1,11 @@
-"""Builders (``torchrl.trainers.helpers`` names): each makes one component from its settings."""
+"""Builders (``torchrl.trainers.helpers`` names): each makes one component from its settings.
 
-from rl_trainers.trainers.helpers.builders import (
-    correct_for_frame_skip,
-    get_stats_random_rollout,
-    make_collector_offpolicy,
-    make_collector_onpolicy,
-    make_dqn_loss,
-    make_replay_buffer,  # both the Hydra form and torchrl's (device, cfg) form
-    make_target_updater,
-    make_trainer,
-    parallel_env_constructor,
-    sync_async_collector,
-    sync_sync_collector,
-    transformed_env_constructor,
-)
+The Hydra nodes' builders (:mod:`.components`) are rl_trainers' own. torchrl's call forms
+(``make_trainer``, ``make_collector_onpolicy``, ``transformed_env_constructor``...: a plain
+config object, torchrl's field names) are in :mod:`rl_trainers.compat.torchrl.helpers`,
+loaded from here on first use; ``make_replay_buffer`` here takes both forms.
+"""
+
 from rl_trainers.trainers.helpers.components import (
     activation_class,
     make_a2c_loss,
@@ -29,29 +21,45 @@ from rl_trainers.trainers.helpers.components import (
 )
 from rl_trainers.trainers.helpers.malloc import keep_freed_memory
 
-__all__ = [
-    "activation_class",
+#: torchrl's builders, in torchrl's call form (:mod:`rl_trainers.compat.torchrl.helpers`)
+TORCHRL_HELPER_NAMES = (
     "correct_for_frame_skip",
     "get_stats_random_rollout",
     "make_collector_offpolicy",
     "make_collector_onpolicy",
     "make_dqn_loss",
+    "make_replay_buffer",
     "make_target_updater",
     "make_trainer",
     "parallel_env_constructor",
     "sync_async_collector",
     "sync_sync_collector",
     "transformed_env_constructor",
+)
+
+
+def __getattr__(name: str):
+    if name not in TORCHRL_HELPER_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from rl_trainers.compat.torchrl import helpers
+
+    value = getattr(helpers, name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    *TORCHRL_HELPER_NAMES,
+    "activation_class",
     "keep_freed_memory",
-    "make_ddpg_loss",
     "make_a2c_loss",
+    "make_ddpg_loss",
     "make_dqn_loss_module",
-    "make_td3_loss",
     "make_env",
     "make_lr_scheduler",
     "make_ppo_loss",
     "make_reinforce_loss",
-    "make_replay_buffer",
     "make_sac_loss",
+    "make_td3_loss",
     "seed_everything",
 ]

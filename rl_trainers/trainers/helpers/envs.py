@@ -1,7 +1,9 @@
-"""torchrl's module path ``torchrl.trainers.helpers.envs`` (the builders live in
-:mod:`rl_trainers.trainers.helpers.builders`)."""
+"""torchrl's path ``torchrl.trainers.helpers.envs``: an alias, no logic.
 
-from rl_trainers.trainers.helpers.builders import (
+The builders, in torchrl's call form, are in :mod:`rl_trainers.compat.torchrl.helpers`.
+"""
+
+from rl_trainers.compat.torchrl.helpers import (
     correct_for_frame_skip,
     get_stats_random_rollout,
     parallel_env_constructor,

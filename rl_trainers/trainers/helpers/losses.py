@@ -1,7 +1,9 @@
-"""torchrl's module path ``torchrl.trainers.helpers.losses`` (the builders live in
-:mod:`rl_trainers.trainers.helpers.builders`)."""
+"""torchrl's path ``torchrl.trainers.helpers.losses``: an alias, no logic.
 
-from rl_trainers.trainers.helpers.builders import (
+The builders, in torchrl's call form, are in :mod:`rl_trainers.compat.torchrl.helpers`.
+"""
+
+from rl_trainers.compat.torchrl.helpers import (
     make_dqn_loss,
     make_target_updater,
 )

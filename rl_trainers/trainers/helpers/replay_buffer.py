@@ -1,7 +1,9 @@
-"""torchrl's module path ``torchrl.trainers.helpers.replay_buffer`` (the builders live in
-:mod:`rl_trainers.trainers.helpers.builders`)."""
+"""torchrl's path ``torchrl.trainers.helpers.replay_buffer``: an alias, no logic.
 
-from rl_trainers.trainers.helpers.builders import (
+The builders, in torchrl's call form, are in :mod:`rl_trainers.compat.torchrl.helpers`.
+"""
+
+from rl_trainers.compat.torchrl.helpers import (
     make_replay_buffer,
 )
 

@@ -14,7 +14,7 @@ from .common import config_field
 class ReplayBufferConfig:
     """A TensorDict replay buffer: its storage, sampler and writer."""
 
-    _target_: str = "rl_trainers.trainers.helpers.make_replay_buffer"
+    _target_: str = "rl_trainers.trainers.helpers.components.make_replay_buffer"
     size: int = config_field(1_000_000, "capacity in transitions")
     batch_size: int = config_field(256, "transitions per optimisation step")
     storage: str = config_field("lazy_tensor", "lazy_tensor (RAM) | lazy_memmap (disk) | list")

@@ -1,4 +1,5 @@
-"""torchrl-style builders driven by a Namespace / dict / OmegaConf config."""
+"""torchrl's ``make_*`` helper forms (``rl_trainers.trainers.helpers``), driven by a
+Namespace, a dict or an OmegaConf config."""
 
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ with these helpers runs after changing the import prefix. Fields a builder needs
 config lacks raise a ``KeyError`` naming the field; optional fields fall back to torchrl's
 defaults (listed in each docstring).
 
-The Hydra application does not use these: it builds from config nodes through
+torchrl's paths (``rl_trainers.trainers.helpers``, ``...helpers.collectors``...) re-export
+them. The Hydra application does not use these: it builds from config nodes through
 ``rl_trainers.trainers.helpers.components``. ``make_replay_buffer`` serves both call forms.
 """
 

@@ -16,22 +16,11 @@ from omegaconf import DictConfig
 
 from rl_trainers.trainers.algorithms.base import AlgorithmTrainer
 from rl_trainers.trainers.algorithms.errors import ConfigError
-from rl_trainers.trainers.algorithms.torchrl_args import (
-    TorchrlOffPolicy,
-    reject_torchrl_only,
-    uses_torchrl_arguments,
-)
 from rl_trainers.trainers.hooks import ReplayBufferTrainer, TargetNetUpdaterHook
 
 
 class OffPolicyTrainer(AlgorithmTrainer):
     """An :class:`AlgorithmTrainer` updating from a replay buffer after a warm-up.
-
-    Built with rl_trainers' arguments (below) or with torchrl's (``optim_steps_per_batch``,
-    ``replay_buffer``, ``batch_size``, ``target_net_updater``, DQN's ``greedy_module``, the
-    logging flags and keys...; see :class:`~.torchrl_args.TorchrlOffPolicy`):
-    ``optim_steps_per_batch`` selects torchrl's form, ``optim_steps_per_batch`` updates after
-    every batch, and torchrl's logging.
 
     Keyword Args:
         collector: yields batches of transitions.
@@ -49,21 +38,7 @@ class OffPolicyTrainer(AlgorithmTrainer):
         **kwargs: the :class:`AlgorithmTrainer` arguments (lr_scheduler, eval_env, logger...).
     """
 
-    #: torchrl's form: the default ``episode_reward_key`` of ``r_total`` and its reduction
-    torchrl_episode_reward: tuple[str, str] = ("reward_sum", "max")
-    #: torchrl's form: the default of ``log_actions`` (torchrl's DQNTrainer logs no actions)
-    torchrl_log_actions: bool = True
-
-    def __init__(self, **kwargs: Any) -> None:
-        if uses_torchrl_arguments(kwargs):
-            torchrl = TorchrlOffPolicy(self, kwargs)
-            self._build(**torchrl.arguments)
-            torchrl.install(self)
-        else:
-            reject_torchrl_only(type(self).__name__, kwargs, on_policy=False)
-            self._build(**kwargs)
-
-    def _build(
+    def __init__(
         self,
         *,
         collector,
@@ -78,14 +53,12 @@ class OffPolicyTrainer(AlgorithmTrainer):
         sample_size: int | None = None,
         **kwargs: Any,
     ) -> None:
-        """rl_trainers' form (the arguments of the class doc); subclasses add theirs."""
         if utd_ratio <= 0:
             raise ConfigError(
                 "trainer.utd_ratio", utd_ratio, "a positive number of updates per frame"
             )
         self.updates_per_batch = max(1, round(utd_ratio * frames_per_batch))
-        AlgorithmTrainer.__init__(
-            self,
+        super().__init__(
             collector=collector,
             total_frames=total_frames,
             loss_module=loss_module,

@@ -1,11 +1,12 @@
-"""torchrl's constructor arguments for the algorithm trainers built by hand.
+"""torchrl's constructor arguments of the algorithm trainers, translated to rl_trainers'.
 
 A torchrl script builds ``PPOTrainer(collector=..., total_frames=..., frame_skip=1,
 optim_steps_per_batch=..., loss_module=..., optimizer=..., replay_buffer=..., gamma=...)``;
 rl_trainers' own form is ``PPOTrainer(..., frames_per_batch=..., num_epochs=...,
 minibatch_size=...)``. ``optim_steps_per_batch`` (which torchrl requires and rl_trainers'
-algorithm trainers never take) selects torchrl's form; one translation per family turns
-torchrl's arguments into what the trainer needs and the hooks torchrl registers:
+algorithm trainers never take) selects torchrl's form in the classes of
+:mod:`rl_trainers.compat.torchrl.trainers`; one translation per family turns torchrl's
+arguments into what the trainer needs and the hooks torchrl registers:
 
 * :class:`TorchrlOnPolicy` (PPO, A2C, REINFORCE/PG): per batch, ``num_epochs`` passes of
   ``optim_steps_per_batch`` steps. Before each pass (``pre_epoch``) the advantages are
