@@ -1,8 +1,13 @@
 """torchrl's path ``torchrl.trainers.algorithms.on_policy``: an alias, no logic.
 
-The trainer in torchrl's constructor form, from :mod:`rl_trainers.compat.torchrl.trainers`.
+Generated from :data:`rl_trainers.compat.torchrl.aliases.ALIASES`; the names are those of
+:mod:`rl_trainers.compat.torchrl.trainers`.
 """
 
-from rl_trainers.compat.torchrl.trainers import OnPolicyTrainer
+from rl_trainers.compat.torchrl.trainers import (
+    OnPolicyTrainer,
+)
 
-__all__ = ["OnPolicyTrainer"]
+__all__ = [
+    "OnPolicyTrainer",
+]

@@ -1,8 +1,15 @@
 """torchrl's path ``torchrl.trainers.algorithms.pg``: an alias, no logic.
 
-The trainer in torchrl's constructor form, from :mod:`rl_trainers.compat.torchrl.trainers`.
+Generated from :data:`rl_trainers.compat.torchrl.aliases.ALIASES`; the names are those of
+:mod:`rl_trainers.compat.torchrl.trainers`.
 """
 
-from rl_trainers.compat.torchrl.trainers import PGTrainer, ReinforceTrainer
+from rl_trainers.compat.torchrl.trainers import (
+    PGTrainer,
+    ReinforceTrainer,
+)
 
-__all__ = ["PGTrainer", "ReinforceTrainer"]
+__all__ = [
+    "PGTrainer",
+    "ReinforceTrainer",
+]

@@ -1,6 +1,7 @@
 """torchrl's path ``torchrl.trainers.helpers.envs``: an alias, no logic.
 
-The builders, in torchrl's call form, are in :mod:`rl_trainers.compat.torchrl.helpers`.
+Generated from :data:`rl_trainers.compat.torchrl.aliases.ALIASES`; the names are those of
+:mod:`rl_trainers.compat.torchrl.helpers`.
 """
 
 from rl_trainers.compat.torchrl.helpers import (

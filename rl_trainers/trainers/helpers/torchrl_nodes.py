@@ -1,6 +1,7 @@
-"""The ``_target_`` path of torchrl's config nodes' builders: an alias, no logic.
+"""the ``_target_`` path of torchrl's config nodes' builders: an alias, no logic.
 
-The builders are in :mod:`rl_trainers.compat.torchrl.config_nodes`.
+Generated from :data:`rl_trainers.compat.torchrl.aliases.ALIASES`; the names are those of
+:mod:`rl_trainers.compat.torchrl.config_nodes`.
 """
 
 from rl_trainers.compat.torchrl.config_nodes import (

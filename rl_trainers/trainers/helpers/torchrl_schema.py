@@ -1,6 +1,7 @@
-"""The ``_target_`` path of torchrl's config nodes' builders: an alias, no logic.
+"""the ``_target_`` path of torchrl's config nodes' builders: an alias, no logic.
 
-The builders are in :mod:`rl_trainers.compat.torchrl.schema_builders`.
+Generated from :data:`rl_trainers.compat.torchrl.aliases.ALIASES`; the names are those of
+:mod:`rl_trainers.compat.torchrl.schema_builders`.
 """
 
 from rl_trainers.compat.torchrl.schema_builders import (

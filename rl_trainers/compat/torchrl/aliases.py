@@ -1,0 +1,169 @@
+"""The table of torchrl's module paths that are alias modules here, and their generator.
+
+A torchrl script ports by changing the import prefix (``torchrl.`` -> ``rl_trainers.``), so
+torchrl's module paths exist in the package as alias modules with no logic: each re-exports
+names from this adapter. :data:`ALIASES` is the one place they are written down; the files
+are generated from it::
+
+    python -m rl_trainers.compat.torchrl.aliases          # check the files match the table
+    python -m rl_trainers.compat.torchrl.aliases --write  # (re)write them
+
+``tests/torchrl_parity/test_alias_modules.py`` fails when a file and the table differ.
+The packages' own ``__init__`` modules (``rl_trainers.trainers.algorithms``,
+``rl_trainers.trainers.helpers``), which load their names lazily, are written by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+_TRAINERS = "rl_trainers.compat.torchrl.trainers"
+_HELPERS = "rl_trainers.compat.torchrl.helpers"
+
+
+class Alias(NamedTuple):
+    """One alias module: where it is, what it stands for, and the names it re-exports."""
+
+    module: str  # the alias module (torchrl's path with the prefix changed)
+    source: str  # the adapter module the names come from
+    names: tuple[str, ...]
+    path: str  # torchrl's path it stands for, or the config node paths it serves
+
+
+#: Every generated alias module, in the order of the files.
+ALIASES: tuple[Alias, ...] = (
+    *(
+        Alias(
+            f"rl_trainers.trainers.algorithms.{name}",
+            _TRAINERS,
+            names,
+            f"torchrl's path ``torchrl.trainers.algorithms.{name}``",
+        )
+        for name, names in (
+            ("a2c", ("A2CTrainer",)),
+            ("ddpg", ("DDPGTrainer",)),
+            ("dqn", ("DQNTrainer",)),
+            ("on_policy", ("OnPolicyTrainer",)),
+            ("pg", ("PGTrainer", "ReinforceTrainer")),
+            ("ppo", ("PPOTrainer",)),
+            ("reinforce", ("ReinforceTrainer",)),
+            ("sac", ("SACTrainer",)),
+            ("td3", ("TD3Trainer",)),
+        )
+    ),
+    *(
+        Alias(
+            f"rl_trainers.trainers.helpers.{name}",
+            _HELPERS,
+            names,
+            f"torchrl's path ``torchrl.trainers.helpers.{name}``",
+        )
+        for name, names in (
+            (
+                "collectors",
+                (
+                    "make_collector_offpolicy",
+                    "make_collector_onpolicy",
+                    "sync_async_collector",
+                    "sync_sync_collector",
+                ),
+            ),
+            (
+                "envs",
+                (
+                    "correct_for_frame_skip",
+                    "get_stats_random_rollout",
+                    "parallel_env_constructor",
+                    "transformed_env_constructor",
+                ),
+            ),
+            ("losses", ("make_dqn_loss", "make_target_updater")),
+            ("replay_buffer", ("make_replay_buffer",)),
+            ("trainers", ("make_trainer",)),
+        )
+    ),
+    Alias(
+        "rl_trainers.trainers.helpers.torchrl_nodes",
+        "rl_trainers.compat.torchrl.config_nodes",
+        ("make_batched_env", "make_compose", "make_transformed_env"),
+        "the ``_target_`` path of torchrl's config nodes' builders",
+    ),
+    Alias(
+        "rl_trainers.trainers.helpers.torchrl_schema",
+        "rl_trainers.compat.torchrl.schema_builders",
+        (
+            "build_multi_async_collector",
+            "build_multi_sync_collector",
+            "build_ppo_loss",
+            "build_ppo_trainer",
+            "build_replay_buffer",
+            "build_round_robin_writer",
+            "build_sac_loss",
+            "build_sac_trainer",
+            "build_sync_collector",
+            "build_tanh_normal_model",
+            "build_value_model",
+        ),
+        "the ``_target_`` path of torchrl's config nodes' builders",
+    ),
+)
+
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+
+
+def file_of(alias: Alias) -> Path:
+    """The alias module's file in the package."""
+    return _PACKAGE_ROOT.joinpath(*alias.module.split(".")[1:]).with_suffix(".py")
+
+
+def source_text(alias: Alias) -> str:
+    """The alias module's text, as generated from the table."""
+    names = "".join(f"    {name},\n" for name in alias.names)
+    listed = "".join(f'    "{name}",\n' for name in alias.names)
+    return (
+        f'"""{alias.path}: an alias, no logic.\n\n'
+        f"Generated from :data:`rl_trainers.compat.torchrl.aliases.ALIASES`; the names are "
+        f"those of\n:mod:`{alias.source}`.\n"
+        '"""\n\n'
+        f"from {alias.source} import (\n{names})\n\n"
+        f"__all__ = [\n{listed}]\n"
+    )
+
+
+def stale() -> list[Path]:
+    """The alias files whose text differs from the table's (or that are missing)."""
+    return [
+        file_of(a)
+        for a in ALIASES
+        if not file_of(a).is_file() or file_of(a).read_text() != source_text(a)
+    ]
+
+
+def write() -> list[Path]:
+    """(Re)write every stale alias file; returns those written."""
+    written = stale()
+    by_file = {file_of(a): a for a in ALIASES}
+    for path in written:
+        path.write_text(source_text(by_file[path]))
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="torchrl's alias modules, from their table.")
+    parser.add_argument("--write", action="store_true", help="rewrite the stale files")
+    args = parser.parse_args(argv)
+    if args.write:
+        for path in write():
+            print(f"wrote {path}")
+        return 0
+    paths = stale()
+    for path in paths:
+        print(f"stale: {path}", file=sys.stderr)
+    return 1 if paths else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
