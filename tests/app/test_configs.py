@@ -18,6 +18,9 @@ from rl_trainers.trainers.algorithms.configs import GROUP_OPTIONS, ROOT_SCHEMAS
 from .conftest import ENV_OPTIONS, compose_config
 
 #: Arguments a builder passes at run time (objects a config cannot hold).
+#: Fields the app reads and removes before instantiating the node's target: the logger
+#: backend guard's setting (``logger.on_error``, read by ``resolve_logger``).
+READ_BY_THE_APP = {"on_error"}
 RUNTIME_ARGS = {
     "params",
     "optimizer",
@@ -115,7 +118,7 @@ def test_node_fields_match_target_signature(node):
     params = inspect.signature(target).parameters
     accepted, takes_kwargs = _accepted_keywords(target)
     fields = {f.name for f in dataclasses.fields(node) if not f.name.startswith("_")}
-    unknown = fields - accepted
+    unknown = fields - accepted - READ_BY_THE_APP
     assert takes_kwargs or not unknown, (
         f"{node.__name__} fields not accepted by {node._target_}: {unknown}"
     )
