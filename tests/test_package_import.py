@@ -53,3 +53,22 @@ def test_the_app_opt_in_is_what_changes_them(fresh_python):
     assert after["meta_path"] != before["meta_path"]
     assert after["optimizer"] != before["optimizer"]
     assert "torch._dynamo" not in result["loaded"]
+
+
+ENTRY_MODULES = [
+    "rl_trainers.algorithms",
+    "rl_trainers.trainers.algorithms",
+    "rl_trainers.trainers",
+    "rl_trainers.trainers.helpers",
+    "rl_trainers.compat.torchrl.trainers",
+    "rl_trainers.agents",
+    "rl_trainers.app",
+    "rl_trainers.app.run",
+]
+
+
+def test_each_entry_module_imports_first_in_a_fresh_interpreter(fresh_python):
+    """Whichever of the packages a user imports first works (no import cycle that only a
+    particular order of imports hides)."""
+    for module in ENTRY_MODULES:
+        assert fresh_python(f"import {module}\nprint('ok')") == "ok", module

@@ -112,8 +112,6 @@ def export_policy(policy: TrainedPolicy, out: str | os.PathLike, format: str = "
     """Write ``policy`` to ``out`` as a standalone file of ``format`` (:data:`FORMATS`)."""
     if format not in FORMATS:
         raise RunError(f"--format {format}: one of {', '.join(FORMATS)}")
-    if policy.observation_key != "observation":
-        raise RunError("export: runs trained from pixels cannot be exported yet")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if format == "onnx":

@@ -56,6 +56,7 @@ def test_eval_writes_eval_json_and_reproduces_summary(runs):
         ("td3_pendulum", "exported"),
         ("dqn_cartpole", "torchscript"),
         ("ppo_pendulum", "onnx"),
+        ("ppo_cartpole_pixels", "exported"),
     ],
 )
 def test_export_round_trip_without_the_package(runs, name, fmt, tmp_path):

@@ -10,7 +10,6 @@ machinery the trainers share (``base``, ``common``, ``validation``, ``configs``.
 
 from __future__ import annotations
 
-from rl_trainers.algorithms import build_trainer
 from rl_trainers.trainers.algorithms.errors import ConfigError
 
 #: torchrl's names of the algorithm trainers, each in torchrl's constructor form
@@ -32,10 +31,12 @@ def __getattr__(name: str):
         from rl_trainers.compat.torchrl import trainers
 
         value = getattr(trainers, name)
-    elif name == "TRAINERS":
+    elif name in ("TRAINERS", "build_trainer"):
+        # rl_trainers.algorithms imports this package's modules: loaded on first use, so
+        # that either package can be imported first
         from rl_trainers import algorithms
 
-        value = algorithms.TRAINERS
+        value = getattr(algorithms, name)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
