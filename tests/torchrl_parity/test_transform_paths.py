@@ -2,6 +2,7 @@
 usage snippet for them."""
 
 import torch
+from envs.rollout_checks import specs_hold as _specs_hold  # tests/ is on sys.path
 
 from rl_trainers.envs import (
     Compose,
@@ -25,23 +26,6 @@ NEW = [
     "Reward2GoTransform",
     "TrajCounter",
 ]
-
-
-def _specs_hold(env, td):
-    """Every observation/reward entry of a rollout is in the env's spec (root and next)."""
-    batch = env.batch_size
-    for composite, where in (
-        (env.observation_spec, ((), ("next",))),
-        (env.full_reward_spec, (("next",),)),
-    ):
-        for key in composite.keys(True, True):
-            spec = composite[key]
-            for prefix in where:
-                value = td.get((*prefix, key))
-                # the rollout adds a time dim after the env's batch dims
-                value = value.movedim(len(batch), 0)
-                for step in value:
-                    assert spec.is_in(step), (key, prefix, spec, step.dtype, step.shape)
 
 
 def _seeded(env, seed=0):

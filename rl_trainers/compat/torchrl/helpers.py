@@ -20,22 +20,10 @@ from typing import Any
 
 import torch
 
-from rl_trainers.trainers.helpers import components
+from rl_trainers.trainers.helpers import TORCHRL_HELPER_NAMES, components
 
-__all__ = [
-    "correct_for_frame_skip",
-    "get_stats_random_rollout",
-    "make_collector_offpolicy",
-    "make_collector_onpolicy",
-    "make_dqn_loss",
-    "make_replay_buffer",
-    "make_target_updater",
-    "make_trainer",
-    "parallel_env_constructor",
-    "sync_async_collector",
-    "sync_sync_collector",
-    "transformed_env_constructor",
-]
+#: torchrl's helper names, as its path (``rl_trainers.trainers.helpers``) declares them
+__all__ = list(TORCHRL_HELPER_NAMES)
 
 _MISSING = object()
 

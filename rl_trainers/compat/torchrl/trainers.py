@@ -22,19 +22,11 @@ from rl_trainers.compat.torchrl.trainer_arguments import (
     reject_torchrl_only,
     uses_torchrl_arguments,
 )
+from rl_trainers.trainers.algorithms import TORCHRL_TRAINER_NAMES
 from rl_trainers.trainers.algorithms.base import AlgorithmTrainer
 
-__all__ = [
-    "A2CTrainer",
-    "DDPGTrainer",
-    "DQNTrainer",
-    "OnPolicyTrainer",
-    "PGTrainer",
-    "PPOTrainer",
-    "ReinforceTrainer",
-    "SACTrainer",
-    "TD3Trainer",
-]
+#: torchrl's trainer names, as its path (``rl_trainers.trainers.algorithms``) declares them
+__all__ = list(TORCHRL_TRAINER_NAMES)
 
 
 class TorchrlOnPolicyForm:
