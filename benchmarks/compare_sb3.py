@@ -35,10 +35,17 @@ Threads: SB3 runs with torch's default intra-op thread count (all cores) unless
 for nets up to 128 wide, i.e. PPO here; 2 threads otherwise, i.e. SAC here) unless
 ``--threads`` is given. Both are printed.
 
+SBX (Stable-Baselines3 in JAX, ``pip install "rl_trainers[bench-jax]"``) runs as a third side
+when it is installed (``--sbx auto``, the default; ``--sbx off`` skips it), A B C alternating,
+with the same settings as SB3's side (SBX's PPO asked for SB3's orthogonal initialisation).
+At ``--sb3-threads 1`` it runs XLA's CPU backend on one thread (``XLA_FLAGS``); otherwise with
+XLA's default.
+
 Peak memory is each subprocess's maximum resident set size (``wait4`` rusage).
 
 The last line is ``ratio ppo_cartpole=<x> sac_pendulum=<y> ppo_halfcheetah=<z> ...`` (median
-rl_trainers wall time over median SB3 wall time, for every task run).
+rl_trainers wall time over median SB3 wall time, for every task run); with SBX, the line
+before it is ``ratio_to_sbx ...``, the same against SBX.
 """
 
 from __future__ import annotations
@@ -79,10 +86,10 @@ EVAL_EPISODES = 20
 
 
 # ------------------------------------------------------------------ subprocess helpers
-def _run(cmd: list[str], timeout: float) -> tuple[int, str, float]:
+def _run(cmd: list[str], timeout: float, env: dict | None = None) -> tuple[int, str, float]:
     """Run ``cmd``; returns (exit status, combined output, max RSS in MiB)."""
     with tempfile.TemporaryFile(mode="w+") as log:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -124,29 +131,40 @@ def run_rl_trainers(task: str, seed: int, threads: int, timeout: float) -> dict:
     }
 
 
-def run_sb3(task: str, seed: int, threads: int, timeout: float) -> dict:
+def run_sb3(task: str, seed: int, threads: int, timeout: float, library: str = "sb3") -> dict:
+    """One SB3 (``library="sb3"``) or SBX (``"sbx"``) run of ``task`` in a subprocess."""
     cmd = [sys.executable, __file__, "--sb3-worker", task, "--seed", str(seed)]
-    cmd += ["--sb3-threads", str(threads)]
-    code, out, rss = _run(cmd, timeout)
+    cmd += ["--sb3-threads", str(threads), "--library", library]
+    env = None
+    if library == "sbx" and threads == 1:  # XLA's CPU backend on one thread
+        flags = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+        env = dict(os.environ, XLA_FLAGS=flags)
+    code, out, rss = _run(cmd, timeout, env)
     lines = [ln for ln in out.splitlines() if ln.startswith("SB3_RESULT ")]
     if code != 0 or not lines:
-        raise RuntimeError(f"SB3 {task} failed ({code}):\n{out[-3000:]}")
+        raise RuntimeError(f"{library} {task} failed ({code}):\n{out[-3000:]}")
     result = json.loads(lines[-1].removeprefix("SB3_RESULT "))
     result["max_rss_mb"] = rss
     return result
 
 
 # ------------------------------------------------------------------ the SB3 side (worker)
-def sb3_worker(task: str, seed: int, threads: int) -> None:
+def sb3_worker(task: str, seed: int, threads: int, library: str = "sb3") -> None:
+    """Train and evaluate ``task`` with SB3 or SBX (same settings), print ``SB3_RESULT {...}``."""
     import gymnasium as gym
     import torch
-    from stable_baselines3 import PPO, SAC
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.vec_env import VecNormalize
 
     if threads > 0:
         torch.set_num_threads(threads)
+    if library == "sbx":
+        from sbx import PPO, SAC
+    else:
+        from stable_baselines3 import PPO, SAC
+    # SB3's PPO initialises its layers orthogonally; SBX's only when asked
+    ortho = {"ortho_init": True} if library == "sbx" else {}
 
     def linear(start: float):
         return lambda progress_remaining: progress_remaining * start
@@ -164,6 +182,7 @@ def sb3_worker(task: str, seed: int, threads: int) -> None:
             ent_coef=0.0,
             learning_rate=linear(1e-3),
             clip_range=linear(0.2),
+            policy_kwargs=ortho or None,
             seed=seed,
             device="cpu",
             verbose=0,
@@ -202,7 +221,7 @@ def sb3_worker(task: str, seed: int, threads: int) -> None:
             ent_coef=0.0,
             learning_rate=linear(3e-4),
             clip_range=0.2,
-            policy_kwargs={"net_arch": {"pi": [64, 64], "vf": [64, 64]}},
+            policy_kwargs={"net_arch": {"pi": [64, 64], "vf": [64, 64]}, **ortho},
             seed=seed,
             device="cpu",
             verbose=0,
@@ -213,7 +232,7 @@ def sb3_worker(task: str, seed: int, threads: int) -> None:
         sys.path.insert(0, str(Path(__file__).parent))
         from sb3_mujoco import make_model
 
-        model = make_model(task.split("_")[0], gym.make("HalfCheetah-v5"), seed)
+        model = make_model(task.split("_")[0], gym.make("HalfCheetah-v5"), seed, library)
         eval_env = gym.make("HalfCheetah-v5")
     else:
         raise ValueError(f"unknown task {task!r}; choose from {sorted(TASKS)}")
@@ -245,6 +264,13 @@ def _median(runs: list[dict], key: str) -> float:
     return statistics.median(r[key] for r in runs)
 
 
+def sbx_installed() -> bool:
+    """Whether SBX (``pip install "rl_trainers[bench-jax]"``) can run here."""
+    import importlib.util
+
+    return importlib.util.find_spec("sbx") is not None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int, default=3, help="alternating A/B pairs per task")
@@ -255,12 +281,19 @@ def main() -> None:
     )
     parser.add_argument("--threads", type=int, default=0, help="rl_trainers threads (0: auto)")
     parser.add_argument("--sb3-threads", type=int, default=0, help="SB3 threads (0: torch default)")
+    parser.add_argument(
+        "--sbx",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="run SBX as a third side on its tasks (auto: when sbx is installed)",
+    )
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per run")
     parser.add_argument("--sb3-worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--library", default="sb3", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sb3_worker:
-        sb3_worker(args.sb3_worker, args.seed, args.sb3_threads)
+        sb3_worker(args.sb3_worker, args.seed, args.sb3_threads, args.library)
         return
 
     import torch
@@ -269,39 +302,48 @@ def main() -> None:
     unknown = [t for t in tasks if t not in TASKS]
     if unknown:
         parser.error(f"unknown tasks {unknown}; choose from {sorted(TASKS)}")
+    with_sbx = args.sbx == "on" or (args.sbx == "auto" and sbx_installed())
+    if args.sbx == "on" and not sbx_installed():
+        parser.error('--sbx on needs SBX: pip install "rl_trainers[bench-jax]"')
     rl_threads = args.threads if args.threads > 0 else "auto (1 for PPO 64x64, 2 for SAC 256x256)"
     sb3_threads = args.sb3_threads if args.sb3_threads > 0 else torch.get_num_threads()
     print(f"machine: {os.cpu_count()} logical CPUs, torch {torch.__version__}")
     print(f"threads: rl_trainers={rl_threads}  SB3={sb3_threads} (torch default when 0 is given)")
+    if with_sbx:
+        sbx_threads = "1 (XLA_FLAGS)" if args.sb3_threads == 1 else "XLA default"
+        print(f"SBX: a third side, threads {sbx_threads}")
+    sides = [("rl_trainers", None), ("SB3", "sb3")] + ([("SBX", "sbx")] if with_sbx else [])
     ratios: dict[str, float] = {}
+    sbx_ratios: dict[str, float] = {}
     for task in tasks:
-        ours: list[dict] = []
-        theirs: list[dict] = []
+        runs: dict[str, list[dict]] = {name: [] for name, _ in sides}
         for i in range(args.pairs):
-            a = run_rl_trainers(task, i, args.threads, args.timeout)
-            ours.append(a)
-            print(
-                f"[{task} pair {i}] rl_trainers {a['wall_time_s']:.1f}s return {a['eval_return']:.1f}"
-                f" rss {a['max_rss_mb']:.0f}MiB",
-                flush=True,
-            )
-            b = run_sb3(task, i, args.sb3_threads, args.timeout)
-            theirs.append(b)
-            print(
-                f"[{task} pair {i}] SB3         {b['wall_time_s']:.1f}s return {b['eval_return']:.1f}"
-                f" rss {b['max_rss_mb']:.0f}MiB",
-                flush=True,
-            )
-        t_a, t_b = _median(ours, "wall_time_s"), _median(theirs, "wall_time_s")
-        ratios[task] = t_a / t_b
-        print(f"== {task} (medians of {args.pairs} alternating pairs)")
+            for name, library in sides:
+                if library is None:
+                    result = run_rl_trainers(task, i, args.threads, args.timeout)
+                else:
+                    result = run_sb3(task, i, args.sb3_threads, args.timeout, library)
+                runs[name].append(result)
+                print(
+                    f"[{task} pair {i}] {name:12} {result['wall_time_s']:.1f}s "
+                    f"return {result['eval_return']:.1f} rss {result['max_rss_mb']:.0f}MiB",
+                    flush=True,
+                )
+        t_ours = _median(runs["rl_trainers"], "wall_time_s")
+        ratios[task] = t_ours / _median(runs["SB3"], "wall_time_s")
+        print(f"== {task} (medians of {args.pairs} alternating runs per side)")
         print(f"   {'':12} {'wall s':>8} {'eval return':>12} {'max RSS MiB':>12}")
-        for name, runs in (("rl_trainers", ours), ("SB3", theirs)):
+        for name, side_runs in runs.items():
             print(
-                f"   {name:12} {_median(runs, 'wall_time_s'):8.1f} "
-                f"{_median(runs, 'eval_return'):12.1f} {_median(runs, 'max_rss_mb'):12.0f}"
+                f"   {name:12} {_median(side_runs, 'wall_time_s'):8.1f} "
+                f"{_median(side_runs, 'eval_return'):12.1f} {_median(side_runs, 'max_rss_mb'):12.0f}"
             )
         print(f"   ratio rl_trainers/SB3 = {ratios[task]:.3f}", flush=True)
+        if with_sbx:
+            sbx_ratios[task] = t_ours / _median(runs["SBX"], "wall_time_s")
+            print(f"   ratio rl_trainers/SBX = {sbx_ratios[task]:.3f}", flush=True)
+    if sbx_ratios:
+        print("ratio_to_sbx " + " ".join(f"{t}={r:.3f}" for t, r in sbx_ratios.items()))
     print("ratio " + " ".join(f"{t}={r:.3f}" for t, r in ratios.items()))
 
 

@@ -24,24 +24,48 @@ import time
 from pathlib import Path
 
 
-def make_model(algo: str, env, seed: int):
-    """SB3's SAC or TD3 on ``env`` with the presets' settings (see the module docstring)."""
+def make_model(algo: str, env, seed: int, library: str = "sb3"):
+    """SB3's (or SBX's, ``library="sbx"``) SAC or TD3 on ``env`` with the presets' settings
+    (see the module docstring); every setting is given, so both libraries run the same."""
     import numpy as np
-    from stable_baselines3 import SAC, TD3
     from stable_baselines3.common.noise import NormalActionNoise
 
+    if library == "sbx":
+        from sbx import SAC, TD3
+    else:
+        from stable_baselines3 import SAC, TD3
+    common = {
+        "buffer_size": 1_000_000,
+        "learning_starts": 10_000,
+        "batch_size": 256,
+        "tau": 0.005,
+        "gamma": 0.99,
+        "train_freq": 1,
+        "gradient_steps": 1,
+        "seed": seed,
+        "device": "cpu",
+    }
     if algo == "sac":
-        return SAC("MlpPolicy", env, learning_starts=10_000, seed=seed, device="cpu")
+        return SAC(
+            "MlpPolicy",
+            env,
+            learning_rate=3e-4,
+            ent_coef="auto",
+            policy_kwargs={"net_arch": [256, 256]},
+            **common,
+        )
     n_actions = env.action_space.shape[0]
     noise = NormalActionNoise(np.zeros(n_actions), 0.1 * np.ones(n_actions))
     return TD3(
         "MlpPolicy",
         env,
-        learning_starts=10_000,
+        learning_rate=1e-3,
         action_noise=noise,
+        policy_delay=2,
+        target_policy_noise=0.2,
+        target_noise_clip=0.5,
         policy_kwargs={"net_arch": [400, 300]},
-        seed=seed,
-        device="cpu",
+        **common,
     )
 
 
