@@ -23,7 +23,11 @@ from typing import Any
 from omegaconf import DictConfig
 from tensordict import TensorDictBase
 
-from rl_trainers.algorithms.off_policy import OffPolicyTrainer, check_buffer_fits_memory
+from rl_trainers.algorithms.off_policy import (
+    OffPolicyTrainer,
+    build_replay_buffer,
+    check_buffer_fits_memory,
+)
 from rl_trainers.trainers.algorithms.base import build_model, finish_build, prepare_run
 from rl_trainers.trainers.algorithms.common import build
 from rl_trainers.trainers.algorithms.errors import ConfigError
@@ -112,7 +116,7 @@ class DQNTrainer(OffPolicyTrainer):
             # evaluations too: greedy under their deterministic interaction type (the
             # module does nothing then), epsilon-greedy with eval.deterministic=false
             eval_policy=policy,
-            replay_buffer=build(cfg, "replay_buffer"),
+            replay_buffer=build_replay_buffer(cfg),
             target_updater=IntervalTargetUpdate(
                 loss, interval=loop.target_update_interval, tau=loop.tau
             ),

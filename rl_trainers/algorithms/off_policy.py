@@ -15,6 +15,7 @@ import torch
 from omegaconf import DictConfig
 
 from rl_trainers.trainers.algorithms.base import AlgorithmTrainer
+from rl_trainers.trainers.algorithms.common import build, module_device
 from rl_trainers.trainers.algorithms.errors import ConfigError
 from rl_trainers.trainers.hooks import ReplayBufferTrainer, TargetNetUpdaterHook
 
@@ -69,7 +70,14 @@ class OffPolicyTrainer(AlgorithmTrainer):
         )
         self.learning_starts = learning_starts
         self.replay_buffer = replay_buffer
-        ReplayBufferTrainer(replay_buffer, sample_size, flatten_tensordicts=True).register(self)
+        # samples go where the loss runs (a no-op on the CPU, or for a buffer stored there)
+        device = module_device(loss_module)
+        ReplayBufferTrainer(
+            replay_buffer,
+            sample_size,
+            device=None if device.type == "cpu" else device,
+            flatten_tensordicts=True,
+        ).register(self)
         self.register_op("pre_optim_steps", self._start_learning)
         if target_updater is not None:
             TargetNetUpdaterHook(target_updater).register(self)
@@ -78,6 +86,13 @@ class OffPolicyTrainer(AlgorithmTrainer):
         """No updates until the buffer holds ``learning_starts`` transitions."""
         ready = len(self.replay_buffer) >= self.learning_starts
         self.optim_steps_per_batch = self.updates_per_batch if ready else 0
+
+
+def build_replay_buffer(cfg: DictConfig):
+    """The ``replay_buffer`` node; a ``lazy_tensor`` storage lives on ``replay_buffer.device``
+    (null: the root ``device``, where the loss samples it)."""
+    device = cfg.replay_buffer.get("device") or cfg.device
+    return build(cfg, "replay_buffer", device=str(device))
 
 
 def check_buffer_fits_memory(cfg: DictConfig, env) -> None:

@@ -13,7 +13,11 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from rl_trainers.algorithms.off_policy import OffPolicyTrainer, check_buffer_fits_memory
+from rl_trainers.algorithms.off_policy import (
+    OffPolicyTrainer,
+    build_replay_buffer,
+    check_buffer_fits_memory,
+)
 from rl_trainers.trainers.algorithms.base import (
     build_actor_critic,
     finish_build,
@@ -62,7 +66,7 @@ class SACTrainer(OffPolicyTrainer):
             output_dir,
             envs,
             loss,
-            replay_buffer=build(cfg, "replay_buffer"),
+            replay_buffer=build_replay_buffer(cfg),
             target_updater=SoftUpdate(loss, tau=cfg.trainer.tau),
             utd_ratio=cfg.trainer.utd_ratio,
             learning_starts=cfg.trainer.learning_starts,

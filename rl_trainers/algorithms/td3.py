@@ -34,7 +34,11 @@ import torch
 from omegaconf import DictConfig, open_dict
 from tensordict import TensorDict, TensorDictBase
 
-from rl_trainers.algorithms.off_policy import OffPolicyTrainer, check_buffer_fits_memory
+from rl_trainers.algorithms.off_policy import (
+    OffPolicyTrainer,
+    build_replay_buffer,
+    check_buffer_fits_memory,
+)
 from rl_trainers.trainers.algorithms.base import (
     build_model,
     finish_build,
@@ -256,7 +260,7 @@ def build_deterministic_trainer(cls, cfg: DictConfig, output_dir: Path, name: st
         loss,
         policy=policy,  # the collector explores with noise; evaluations use the actor alone
         param_groups={"critic": critic_params, "actor": actor_params},
-        replay_buffer=build(cfg, "replay_buffer"),
+        replay_buffer=build_replay_buffer(cfg),
         target_updater=SoftUpdate(loss, tau=loop.tau),
         policy_delay=loop.get("policy_delay", 1),
         exploration=policy.explorer,

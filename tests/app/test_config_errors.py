@@ -330,18 +330,31 @@ def test_unknown_backend_is_a_checkpoint_error(tmp_path, monkeypatch):
         save_checkpoint({"x": 1}, tmp_path / "c.pt")
 
 
-def test_an_accelerator_device_is_refused_not_ignored(monkeypatch):
-    """The trainers do not move their networks to an accelerator: a GPU user asking for one
-    is told so instead of training on the CPU unknowingly."""
+def test_an_accelerator_device_is_accepted_with_the_in_process_collector(monkeypatch):
+    """``device=cuda:0`` trains there (the policy acts where its networks live); a collector
+    device apart from it, or worker-process collectors, are refused with what to set."""
     from omegaconf import OmegaConf
 
     from rl_trainers.trainers.algorithms import validation
     from rl_trainers.trainers.algorithms.errors import ConfigError
 
     monkeypatch.setattr(validation, "check_device", lambda field, value: None)  # "available"
-    cfg = OmegaConf.create({"device": "cuda:0", "env": {"device": "cpu"}, "collector": {}})
-    with pytest.raises(ConfigError, match=r"device='cuda:0'.*run on the CPU in this version"):
-        validation._check_devices(cfg)
+
+    def cfg(**collector):
+        return OmegaConf.create(
+            {"device": "cuda:0", "env": {"device": "cpu"}, "collector": collector}
+        )
+
+    validation._check_devices(cfg())
+    validation._check_devices(cfg(device="cuda"))  # cuda is cuda:0
+    with pytest.raises(ConfigError, match=r"collector.device='cpu'.*acts where its networks"):
+        validation._check_devices(cfg(device="cpu"))
+    multi = "rl_trainers.collectors.MultiSyncDataCollector"
+    with pytest.raises(ConfigError, match=r"device='cuda:0'.*use collector=sync"):
+        validation._check_devices(cfg(_target_=multi))
+    on_cpu = {"device": "cpu", "env": {"device": "cpu"}, "collector": {"device": "cuda"}}
+    with pytest.raises(ConfigError, match=r"collector.device='cuda'.*device=cpu"):
+        validation._check_devices(OmegaConf.create(on_cpu))
     validation._check_devices(OmegaConf.create({"device": "cpu", "env": {"device": "cpu"}}))
 
 

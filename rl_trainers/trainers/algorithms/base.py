@@ -516,6 +516,10 @@ def finish_build(
             optimizer over ``loss.parameters()``.
         **algorithm_kwargs: the algorithm's own constructor arguments.
     """
+    if str(cfg.device) != "cpu":  # networks, losses and their optimisers on the accelerator
+        for module in (loss, policy, eval_policy):
+            if isinstance(module, torch.nn.Module):
+                module.to(cfg.device)
     if cfg.trainer.compile:
         compile_loss(loss, cfg.trainer.compile_mode, cfg.device)
     frames_per_batch = cfg.collector.frames_per_batch

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import time
@@ -102,7 +103,14 @@ def build_collector(cfg: DictConfig, env, policy):
         collector.set_seed(rank_seed(cfg.seed))
         env.close()
         return collector
-    return build(cfg, "collector", create_env_fn=env, policy=policy, total_frames=total)
+    # on an accelerator the policy acts where its networks live, and batches arrive where
+    # the loss runs (stacked on the CPU, moved once per batch rather than once per step)
+    on_device = {}
+    if str(cfg.device) != "cpu" and cfg.collector.get("device") is None:
+        on_device["device"] = str(cfg.device)
+    return build(
+        cfg, "collector", create_env_fn=env, policy=policy, total_frames=total, **on_device
+    )
 
 
 class LogEpisodeReturn(TrainerHookBase):
@@ -174,6 +182,9 @@ def evaluate_episodes(
     """
     num_envs = env.batch_size.numel() if len(env.batch_size) else 1
     per_env = -(-episodes // num_envs)
+    device = module_device(policy)
+    if device.type != "cpu":  # the env's CPU TensorDicts go to the policy and back
+        policy = _acting_on(policy, device)
     mode = ExplorationType.DETERMINISTIC if deterministic else ExplorationType.RANDOM
     returns: list[list[float]] = [[] for _ in range(num_envs)]
     steps: list[list[int]] = [[] for _ in range(num_envs)]
@@ -212,6 +223,23 @@ def evaluate_episodes(
     if lengths is not None:
         lengths[:] = [n for env_steps in steps for n in env_steps[:per_env]][:episodes]
     return flat[:episodes]
+
+
+def module_device(module: Any) -> torch.device:
+    """Where ``module``'s parameters (else buffers) live; cpu for anything without any."""
+    if isinstance(module, torch.nn.Module):
+        for tensor in itertools.chain(module.parameters(), module.buffers()):
+            return tensor.device
+    return torch.device("cpu")
+
+
+def _acting_on(policy, device: torch.device):
+    """``policy`` called with a TensorDict moved to ``device``, its output moved back."""
+
+    def act(td: TensorDictBase) -> TensorDictBase:
+        return policy(td.to(device)).to(td.device)
+
+    return act
 
 
 def resolve_logger(cfg: DictConfig, output_dir: Path):

@@ -95,6 +95,16 @@ def check_device(field: str, value: object) -> None:
         )
 
 
+def same_device(a: object, b: object) -> bool:
+    """Whether two device names are one device (``cuda`` is ``cuda:0``)."""
+    if str(a) == str(b):
+        return True
+    import torch
+
+    a, b = torch.device(str(a)), torch.device(str(b))
+    return a.type == b.type and (a.index or 0) == (b.index or 0)
+
+
 def _check_devices(cfg: DictConfig) -> None:
     for path, optional in (
         ("device", False),
@@ -109,17 +119,25 @@ def _check_devices(cfg: DictConfig) -> None:
         if value == "cpu":  # always there: no need to load torch to tell
             continue
         check_device(path, value)
+    acting = OmegaConf.select(cfg, "collector.device", default=None)
+    if acting is not None and not same_device(acting, cfg.device):
+        # the collector's policy is the loss module's actor: it acts where it lives
+        raise ConfigError(
+            "collector.device",
+            acting,
+            f"the policy acts where its networks live (device={cfg.device}): leave "
+            "collector.device unset (null) or give it the same device",
+        )
     if str(cfg.device) == "cpu":
         return
-    import torch
-
-    if torch.device(str(cfg.device)).type != "cpu":
-        # an accelerator given here would be ignored: refuse it rather than train on CPU
+    target = str(OmegaConf.select(cfg, "collector._target_", default="") or "")
+    if target.rsplit(".", 1)[-1] in ("MultiSyncDataCollector", "MultiaSyncDataCollector"):
         raise ConfigError(
             "device",
             cfg.device,
-            "the algorithm trainers run on the CPU in this version (device=cpu); their "
-            "networks, losses and buffers are not moved to an accelerator",
+            "multi-process collectors act on the CPU in their worker processes; with an "
+            "accelerator use collector=sync (its envs step in this process, the policy "
+            f"acts on {cfg.device})",
         )
 
 

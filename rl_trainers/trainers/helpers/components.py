@@ -282,6 +282,7 @@ def make_replay_buffer(
     alpha: float = 0.6,
     beta: float = 0.4,
     scratch_dir: str | None = None,
+    device: str | None = None,
 ):
     """A ``TensorDictReplayBuffer`` with the named storage, sampler and writer.
 
@@ -295,6 +296,8 @@ def make_replay_buffer(
         alpha: priority exponent.
         beta: importance-weight exponent.
         scratch_dir: directory of a ``lazy_memmap`` storage.
+        device: where a ``lazy_tensor`` storage keeps the transitions (None: cpu); the
+            other storages keep them in host memory.
     """
     from rl_trainers.data import (
         LazyMemmapStorage,
@@ -312,7 +315,7 @@ def make_replay_buffer(
     if batch_size < 1:
         raise ConfigError("replay_buffer.batch_size", batch_size, "a positive batch size")
     storages = {
-        "lazy_tensor": lambda: LazyTensorStorage(size),
+        "lazy_tensor": lambda: LazyTensorStorage(size, device=device or "cpu"),
         "lazy_memmap": lambda: LazyMemmapStorage(size, scratch_dir=scratch_dir),
         "list": lambda: ListStorage(size),
     }

@@ -25,6 +25,9 @@ class ReplayBufferConfig:
     alpha: float = config_field(0.6, "priority exponent (prioritized only)")
     beta: float = config_field(0.4, "importance-weight exponent (prioritized only)")
     scratch_dir: str | None = config_field(None, "directory of a lazy_memmap storage")
+    device: str | None = config_field(
+        None, "where a lazy_tensor storage keeps the transitions (null: the root device)"
+    )
 
 
 # ------------------------------------------------------------------ torchrl's buffer nodes

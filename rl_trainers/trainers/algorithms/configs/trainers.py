@@ -123,7 +123,10 @@ class PPOTrainerConfig:
 
     algorithm: str = config_field("ppo", "algorithm trainer to build")
     seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
-    device: str = config_field("cpu", "device of networks and losses (only cpu for now)")
+    device: str = config_field(
+        "cpu",
+        "device of networks, losses and updates: cpu, cuda, cuda:<i>, mps (envs step on the CPU)",
+    )
     env: GymEnvConfig = config_field(GymEnvConfig(), "training environment")
     network: ActorCriticNetworkConfig = config_field(
         ActorCriticNetworkConfig(), "hidden layers and encoder (group network)"
@@ -147,7 +150,10 @@ class SACTrainerConfig:
 
     algorithm: str = config_field("sac", "algorithm trainer to build")
     seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
-    device: str = config_field("cpu", "device of networks and losses (only cpu for now)")
+    device: str = config_field(
+        "cpu",
+        "device of networks, losses and updates: cpu, cuda, cuda:<i>, mps (envs step on the CPU)",
+    )
     env: GymEnvConfig = config_field(
         GymEnvConfig(env_name="Pendulum-v1", num_envs=1), "training environment"
     )
@@ -209,7 +215,10 @@ class DQNTrainerConfig:
 
     algorithm: str = config_field("dqn", "algorithm trainer to build")
     seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
-    device: str = config_field("cpu", "device of networks and losses (only cpu for now)")
+    device: str = config_field(
+        "cpu",
+        "device of networks, losses and updates: cpu, cuda, cuda:<i>, mps (envs step on the CPU)",
+    )
     env: GymEnvConfig = config_field(
         GymEnvConfig(env_name="CartPole-v1", num_envs=1), "training environment (discrete actions)"
     )
@@ -291,7 +300,10 @@ class TD3TrainerConfig:
 
     algorithm: str = config_field("td3", "algorithm trainer to build")
     seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
-    device: str = config_field("cpu", "device of networks and losses (only cpu for now)")
+    device: str = config_field(
+        "cpu",
+        "device of networks, losses and updates: cpu, cuda, cuda:<i>, mps (envs step on the CPU)",
+    )
     env: GymEnvConfig = config_field(
         GymEnvConfig(env_name="Pendulum-v1", num_envs=1),
         "training environment (continuous actions)",
