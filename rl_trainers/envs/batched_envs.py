@@ -84,7 +84,33 @@ def _new_batched(cls: type, args: tuple, kwargs: dict[str, Any]) -> Any:
     return env
 
 
-class SerialEnv(GymWrapper):
+class _BatchedEnv(GymWrapper):
+    """What SerialEnv and ParallelEnv share: construction from torchrl's arguments (a factory
+    returning a TransformedEnv gives the transforms on the batch, see the module docstring)
+    and the per-worker factories."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if not args and not kwargs:  # unpickling
+            return object.__new__(cls)
+        return _new_batched(cls, args, kwargs)
+
+    def _worker_factories(
+        self,
+        num_workers: int,
+        create_env_fn: Callable[..., Any],
+        create_env_kwargs: dict[str, Any] | None,
+        categorical_action_encoding: bool | None,
+    ) -> tuple[list[Callable[[], gym.Env]], bool, bool]:
+        """Sets ``num_workers``; returns (one gym factory per worker, categorical action
+        encoding, pixels only)."""
+        self.num_workers = _check_workers(num_workers)
+        factory, cat, pixels_only = _factory_and_options(create_env_fn, create_env_kwargs)
+        if categorical_action_encoding is not None:
+            cat = categorical_action_encoding
+        return _per_worker(factory, self.num_workers), cat, pixels_only
+
+
+class SerialEnv(_BatchedEnv):
     """``num_workers`` copies of an env stepped in this process (gymnasium SyncVectorEnv).
 
     Args:
@@ -96,11 +122,6 @@ class SerialEnv(GymWrapper):
         pin_memory: accepted for torchrl compatibility (CPU tensors are not pinned).
     """
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        if not args and not kwargs:  # unpickling
-            return object.__new__(cls)
-        return _new_batched(cls, args, kwargs)
-
     def __init__(
         self,
         num_workers: int,
@@ -110,18 +131,14 @@ class SerialEnv(GymWrapper):
         device: Any = "cpu",
         pin_memory: bool = False,
     ) -> None:
-        n = _check_workers(num_workers)
-        factory, cat, pixels_only = _factory_and_options(create_env_fn, create_env_kwargs)
-        if categorical_action_encoding is not None:
-            cat = categorical_action_encoding
-        env = gym.vector.SyncVectorEnv(
-            _per_worker(factory, n), copy=False, autoreset_mode=_SAME_STEP
+        factories, cat, pixels_only = self._worker_factories(
+            num_workers, create_env_fn, create_env_kwargs, categorical_action_encoding
         )
-        self.num_workers = n
+        env = gym.vector.SyncVectorEnv(factories, copy=False, autoreset_mode=_SAME_STEP)
         self._init_from(env, cat, device, pixels_only)
 
 
-class ParallelEnv(GymWrapper):
+class ParallelEnv(_BatchedEnv):
     """``num_workers`` copies of an env in worker processes (gymnasium AsyncVectorEnv).
 
     Errors raised in a worker are re-raised here; ``close()`` shuts the workers down.
@@ -139,11 +156,6 @@ class ParallelEnv(GymWrapper):
         pin_memory: accepted for torchrl compatibility (CPU tensors are not pinned).
     """
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        if not args and not kwargs:  # unpickling
-            return object.__new__(cls)
-        return _new_batched(cls, args, kwargs)
-
     def __init__(
         self,
         num_workers: int,
@@ -156,13 +168,11 @@ class ParallelEnv(GymWrapper):
         serial_for_single: bool = False,
         pin_memory: bool = False,
     ) -> None:
-        n = _check_workers(num_workers)
-        factory, cat, pixels_only = _factory_and_options(create_env_fn, create_env_kwargs)
-        if categorical_action_encoding is not None:
-            cat = categorical_action_encoding
-        # checkpoints read the workers' env state
-        factories = [StateAccessFactory(f) for f in _per_worker(factory, n)]
-        self.num_workers = n
+        factories, cat, pixels_only = self._worker_factories(
+            num_workers, create_env_fn, create_env_kwargs, categorical_action_encoding
+        )
+        factories = [StateAccessFactory(f) for f in factories]  # checkpoints read env state
+        n = self.num_workers
         self._vector_args = (factories, n, serial_for_single, shared_memory, mp_start_method)
         self._owner_pid = os.getpid()
         self._init_from(self._make_vector_env(), cat, device, pixels_only)
