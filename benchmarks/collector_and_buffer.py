@@ -20,6 +20,7 @@ import gymnasium as gym
 import torch
 from tensordict import TensorDict
 
+from rl_trainers import fast_paths
 from rl_trainers.collectors import SyncDataCollector
 from rl_trainers.data import (
     LazyTensorStorage,
@@ -67,7 +68,6 @@ def collector_fps(frames: int, frames_per_batch: int) -> float:
 def actor_collector_fps(frames: int, frames_per_batch: int, lean: bool) -> float:
     from tensordict.nn import TensorDictModule
 
-    import rl_trainers.modules.lean_acting as lean_acting
     from rl_trainers.modules import MLP, ProbabilisticActor
     from rl_trainers.modules.distributions import OneHotCategorical
 
@@ -80,7 +80,7 @@ def actor_collector_fps(frames: int, frames_per_batch: int, lean: bool) -> float
         distribution_class=OneHotCategorical,
         return_log_prob=True,
     )
-    lean_acting.LEAN_ACTING = lean
+    fast_paths.LEAN_ACTING = lean
     try:
         collector = SyncDataCollector(
             env, actor, frames_per_batch=frames_per_batch, total_frames=frames + frames_per_batch
@@ -92,7 +92,7 @@ def actor_collector_fps(frames: int, frames_per_batch: int, lean: bool) -> float
         elapsed = time.perf_counter() - start
         collector.shutdown()
     finally:
-        lean_acting.LEAN_ACTING = True
+        fast_paths.LEAN_ACTING = True
     return n / elapsed
 
 

@@ -35,6 +35,7 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.nn import InteractionType, TensorDictModule, interaction_type
 
+from rl_trainers import fast_paths
 from rl_trainers.modules.actors import ProbabilisticActor
 from rl_trainers.modules.distributions import (
     Categorical,
@@ -44,10 +45,7 @@ from rl_trainers.modules.distributions import (
 )
 from rl_trainers.modules.models import MLP, _mlp_forward, fused_mlp_parts, has_hooks
 
-__all__ = ["CategoricalActing", "GaussianActing", "LEAN_ACTING", "lean_acting"]
-
-#: Set to False to act through the policy's own forward on every step (benchmarks compare).
-LEAN_ACTING = True
+__all__ = ["CategoricalActing", "GaussianActing", "lean_acting"]
 
 
 def _sampling_input(
@@ -101,7 +99,7 @@ class CategoricalActing:
         the ``logits`` of a ``Categorical`` or ``OneHotCategorical`` without extra
         arguments, sampling (``InteractionType.RANDOM``) without gradients on a 2-D input.
         """
-        if not LEAN_ACTING or type(policy) is not ProbabilisticActor or policy.safe:
+        if not fast_paths.LEAN_ACTING or type(policy) is not ProbabilisticActor or policy.safe:
             return None
         module = policy.module
         if type(module) is not TensorDictModule or len(module.in_keys) != 1:
@@ -228,7 +226,7 @@ class GaussianActing:
         ``loc`` and ``scale`` of an ``IndependentNormal`` or ``TanhNormal``, sampling
         (``InteractionType.RANDOM``) without gradients on a 2-D input.
         """
-        if not LEAN_ACTING or type(policy) is not ProbabilisticActor or policy.safe:
+        if not fast_paths.LEAN_ACTING or type(policy) is not ProbabilisticActor or policy.safe:
             return None
         if policy.distribution_class not in (IndependentNormal, TanhNormal):
             return None

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import types
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 from torch import nn
 from torch.nn.modules import module as _module_mod
 
+from rl_trainers import fast_paths
 from rl_trainers.modules import gemm
 from rl_trainers.modules.noisy import NoisyLazyLinear, NoisyLinear
 
@@ -39,27 +40,17 @@ class _NumpyTanh(torch.autograd.Function):
         return torch.ops.aten.tanh_backward(grad, y)
 
 
-#: Set to False to compute ``FastTanh`` with ``torch.tanh`` (see :func:`torch_kernels`).
-NUMPY_TANH = True
-
-
-@contextlib.contextmanager
-def torch_kernels() -> Iterator[None]:
+def torch_kernels() -> contextlib.AbstractContextManager[None]:
     """Inside the block, networks run layer by layer on torch's own kernels (no numpy
-    ``tanh``, no fused MLP): the ops an exported graph (``torch.export``, TorchScript) of
-    the same network runs, so its outputs agree bit for bit."""
-    global FUSE_MLP, NUMPY_TANH
-    before = FUSE_MLP, NUMPY_TANH
-    FUSE_MLP = NUMPY_TANH = False
-    try:
-        yield
-    finally:
-        FUSE_MLP, NUMPY_TANH = before
+    ``tanh``, no fused MLP, :mod:`rl_trainers.fast_paths`): the ops an exported graph
+    (``torch.export``, TorchScript) of the same network runs, so its outputs agree bit for
+    bit."""
+    return fast_paths.plain("FUSE_MLP", "NUMPY_TANH")
 
 
 def _numpy_ok(x: torch.Tensor) -> bool:
     return (
-        NUMPY_TANH
+        fast_paths.NUMPY_TANH
         and x.device.type == "cpu"
         and x.dim() > 0
         and x.dtype in _NUMPY_DTYPES
@@ -101,8 +92,6 @@ class FastTanh(nn.Tanh):
 # products run near the core's peak) and gain only the saved overhead.
 # --------------------------------------------------------------------------------------------
 
-#: Set to False to run every MLP layer by layer (benchmarks compare both paths with it).
-FUSE_MLP = True
 _ACT_NONE, _ACT_TANH, _ACT_RELU = 0, 1, 2
 _ACT_CODES = {nn.Tanh: _ACT_TANH, FastTanh: _ACT_TANH, nn.ReLU: _ACT_RELU}
 _GLOBAL_HOOKS = (
@@ -345,7 +334,7 @@ def fused_mlp_parts(mlp: nn.Sequential, x: torch.Tensor) -> tuple | None:
     :func:`_mlp_forward` and :func:`mlp_backward`. None when ``mlp`` or ``x`` cannot take the
     fused path (see :meth:`MLP.forward`).
     """
-    if not (FUSE_MLP and _fusable_input(x)):
+    if not (fast_paths.FUSE_MLP and _fusable_input(x)):
         return None
     plan = _plan_for(mlp)
     if plan is None:
@@ -509,7 +498,7 @@ class MLP(nn.Sequential):
         Plain CPU float32/float64 MLPs (``nn.Linear`` layers with tanh/ReLU activations, no
         module hooks, outside ``torch.compile``/``vmap``/autocast/tracing) run as one fused
         autograd node with the same results and gradients (see :func:`_fused_mlp`); anything
-        else runs layer by layer. ``models.FUSE_MLP = False`` turns the fused path off.
+        else runs layer by layer. ``rl_trainers.fast_paths.FUSE_MLP = False`` turns the fused path off.
         A bool or integer input (the one-hot observation of a ``Discrete`` space, a
         ``MultiBinary`` one) is cast to the default float dtype first.
         """

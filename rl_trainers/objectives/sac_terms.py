@@ -26,8 +26,8 @@ the other's parameters' ``.grad`` at None, and changing a parameter in place bet
 forward and the backward raises. :class:`~rl_trainers.objectives.SACLoss` takes this path
 when the networks have these shapes (:func:`fused_sac_actor`) and falls back to the op-by-op
 graph otherwise; the two agree to float rounding and draw the same noise
-(tests/objectives/test_sac_terms.py). ``ONE_NODE = False`` (or ``models.FUSE_MLP = False``,
-which also runs the networks layer by layer) turns it off.
+(tests/objectives/test_sac_terms.py). ``rl_trainers.fast_paths.SAC_ONE_NODE = False`` (or
+``FUSE_MLP = False``, which also runs the networks layer by layer) turns it off.
 """
 
 from __future__ import annotations
@@ -56,9 +56,6 @@ __all__ = [
     "sac_forward",
 ]
 
-#: Set to False to compute SAC's losses op by op around the fused MLP and critic-ensemble
-#: nodes (``benchmarks/mlp_fast_path.py`` times both).
-ONE_NODE = True
 _SOFTPLUS_THRESHOLD = 20.0  # F.softplus's default
 
 

@@ -4,6 +4,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
+from rl_trainers import fast_paths
 from rl_trainers.envs import (
     CatFrames,
     Compose,
@@ -269,14 +270,13 @@ def test_catframes_on_buffer_samples_matches_the_env():
 def test_vecnorm_host_maths_equal_the_tensor_maths(shape, frozen_after, kwargs, monkeypatch):
     """VecNorm computes on the host (numpy views of its buffers) for CPU tensors; the
     tensor ops it falls back to elsewhere give the same outputs and statistics, bit for bit."""
-    import rl_trainers.envs.transforms.transforms as transforms_module
     from rl_trainers.envs import VecNorm
 
     gen = torch.Generator().manual_seed(0)
     steps = [torch.randn(*shape, generator=gen) * 3 + 1 for _ in range(60)]
     results = {}
     for host in (True, False):
-        monkeypatch.setattr(transforms_module, "VECNORM_ON_HOST", host)
+        monkeypatch.setattr(fast_paths, "VECNORM_ON_HOST", host)
         norm = VecNorm(in_keys=["observation"], **kwargs)
         outs = []
         for i, x in enumerate(steps):

@@ -8,6 +8,7 @@ from tensordict import TensorDict
 from tensordict.nn import TensorDictModule, TensorDictSequential
 from torch import nn
 
+from rl_trainers import fast_paths
 from rl_trainers.envs.specs import Bounded, Composite, OneHot, Unbounded
 from rl_trainers.modules import (
     MLP,
@@ -112,17 +113,12 @@ def test_sac_reads_and_writes_the_renamed_action():
 
 def test_sac_renamed_action_matches_the_op_by_op_path():
     """The default keys take SAC's one-node path; a renamed key gives the same numbers."""
-    from rl_trainers.objectives import sac_terms
-
     actor = _stochastic_actor()
     plain, renamed = _continuous_pair(lambda q: SACLoss(actor, q, gamma=0.9))
     batch = _batch(torch.rand(B, 1) * 4 - 2)
     fast = _run(plain, batch.clone())
-    sac_terms.ONE_NODE = False
-    try:
+    with fast_paths.plain("SAC_ONE_NODE"):
         slow = _run(renamed, _renamed(batch))
-    finally:
-        sac_terms.ONE_NODE = True
     _assert_same(fast, slow, ["loss_actor", "loss_qvalue"])
 
 

@@ -23,6 +23,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
+from rl_trainers import fast_paths
 from rl_trainers.envs.common import EnvBase, complete_done_flags
 from rl_trainers.envs.specs import Bounded, Composite, TensorSpec, Unbounded
 from rl_trainers.envs.utils import fast_set, step_mdp
@@ -967,10 +968,6 @@ def running_statistics(env: Any) -> list[RunningStatistics]:
     return [t for t in transforms if isinstance(t, RunningStatistics)]
 
 
-#: VecNorm on CPU tensors computes in numpy (the same float32 operations); False: in torch.
-VECNORM_ON_HOST = True
-
-
 class VecNorm(RunningStatistics):
     """Running observation normalisation: ``(x - mean) / std`` over the observations seen.
 
@@ -1054,7 +1051,7 @@ class VecNorm(RunningStatistics):
         if s is None:
             self._init_stats(i, x.shape[batch_dims:])
             s, q, c = (getattr(self, f"{n}_{i}") for n in ("sum", "ssq", "count"))
-        if x.device.type == "cpu" and s.device.type == "cpu" and VECNORM_ON_HOST:
+        if x.device.type == "cpu" and s.device.type == "cpu" and fast_paths.VECNORM_ON_HOST:
             # the same float64 maths in numpy, on views of the buffers: a few microseconds
             # per step where the tensor ops cost ~15x more in dispatch
             return torch.from_numpy(self._host_update_and_normalize(x.numpy(), s, q, c))
