@@ -75,7 +75,7 @@ def run_config(run_dir: Path) -> DictConfig:
 
 def _read_checkpoint(path: Path) -> dict[str, Any]:
     """The checkpoint's plain data, memory-mapped (its replay buffer is never read in)."""
-    from rl_trainers.trainers import checkpoint as ckpt
+    from rl_trainers.core import checkpoint as ckpt
 
     if path.is_dir():  # CKPT_BACKEND=torchsnapshot: a directory
         with _backend("torchsnapshot"):
@@ -114,7 +114,7 @@ class _backend:  # noqa: N801 - a context manager
 def choose_checkpoint(run_dir: Path, which: str, checkpoint: str | os.PathLike | None) -> Path:
     """The file to load: ``checkpoint`` if given, else the run's latest checkpoint
     (``which="latest"``) or its ``best_policy.pt`` (``which="best"``)."""
-    from rl_trainers.trainers.checkpoint import CheckpointError, latest_checkpoint
+    from rl_trainers.core.checkpoint import CheckpointError, latest_checkpoint
 
     if checkpoint is not None:
         path = Path(checkpoint).expanduser()
@@ -428,7 +428,7 @@ class plain_gemm:  # noqa: N801 - a context manager
 
 
 def _module_state(state: dict[str, Any], name: str):
-    from rl_trainers.trainers.checkpoint import decode
+    from rl_trainers.core.checkpoint import decode
 
     modules = state.get("modules") or {}
     return decode(modules[name]) if name in modules else None
@@ -437,7 +437,7 @@ def _module_state(state: dict[str, Any], name: str):
 def _env_state(state: dict[str, Any]) -> dict[str, Any] | None:
     """The observation statistics a checkpoint holds: the training env's (from the
     collector), else the evaluation env's; a best-policy file's evaluation env's."""
-    from rl_trainers.trainers.checkpoint import decode
+    from rl_trainers.core.checkpoint import decode
 
     if state.get("kind") == "best_policy":
         return decode(state.get("env"))

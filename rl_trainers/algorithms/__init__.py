@@ -61,7 +61,7 @@ def build_trainer(cfg: DictConfig, output_dir: Path):
 
     rank = 0  # without torch loaded no process group is initialised (a config error is quick)
     if "torch" in sys.modules:
-        from rl_trainers.trainers.distributed import get_rank
+        from rl_trainers.core.distributed import get_rank
 
         rank = get_rank()
     cfg = typed_config(cfg)

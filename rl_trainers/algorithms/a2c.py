@@ -22,7 +22,7 @@ __all__ = ["A2CTrainer"]
 
 
 class A2CTrainer(OnPolicyTrainer):
-    """A2C on the shared :class:`~rl_trainers.trainers.Trainer` loop: one optimisation step
+    """A2C on the shared :class:`~rl_trainers.core.Trainer` loop: one optimisation step
     on each whole collected batch.
 
     Args:

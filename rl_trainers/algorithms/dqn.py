@@ -32,7 +32,7 @@ __all__ = ["DQNTrainer"]
 
 
 class DQNTrainer(OffPolicyTrainer):
-    """DQN on the shared :class:`~rl_trainers.trainers.Trainer` loop.
+    """DQN on the shared :class:`~rl_trainers.core.Trainer` loop.
 
     Keyword Args:
         exploration: the collector policy's :class:`~rl_trainers.modules.EGreedyModule`;

@@ -35,7 +35,7 @@ __all__ = ["PGTrainer", "returns_to_go"]
 
 
 class PGTrainer(OnPolicyTrainer):
-    """REINFORCE on the shared :class:`~rl_trainers.trainers.Trainer` loop: one optimisation
+    """REINFORCE on the shared :class:`~rl_trainers.core.Trainer` loop: one optimisation
     step on each whole collected batch.
 
     Args:

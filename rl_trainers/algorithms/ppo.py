@@ -27,7 +27,7 @@ __all__ = ["EpochMinibatches", "PPOTrainer"]
 
 
 class PPOTrainer(OnPolicyTrainer):
-    """PPO on the shared :class:`~rl_trainers.trainers.Trainer` loop.
+    """PPO on the shared :class:`~rl_trainers.core.Trainer` loop.
 
     Keyword Args:
         collector: yields ``[num_envs, T]`` batches with ``sample_log_prob``.

@@ -26,7 +26,7 @@ __all__ = ["SACTrainer", "check_buffer_fits_memory"]
 
 
 class SACTrainer(OffPolicyTrainer):
-    """SAC on the shared :class:`~rl_trainers.trainers.Trainer` loop.
+    """SAC on the shared :class:`~rl_trainers.core.Trainer` loop.
 
     Keyword Args:
         collector: yields batches of transitions (random actions for its warm-up frames).

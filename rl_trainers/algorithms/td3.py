@@ -35,6 +35,7 @@ from omegaconf import DictConfig, open_dict
 from tensordict import TensorDict, TensorDictBase
 
 from rl_trainers.algorithms.off_policy import OffPolicyTrainer, check_buffer_fits_memory
+from rl_trainers.core.loop import OptimizerHook, TrainerHookBase
 from rl_trainers.trainers.algorithms.base import (
     build_model,
     finish_build,
@@ -42,7 +43,6 @@ from rl_trainers.trainers.algorithms.base import (
     require_continuous_actions,
 )
 from rl_trainers.trainers.algorithms.common import build
-from rl_trainers.trainers.trainer import OptimizerHook, TrainerHookBase
 
 __all__ = ["DelayedPolicyUpdate", "TD3Trainer", "build_deterministic_trainer"]
 
@@ -148,7 +148,7 @@ class DelayedPolicyUpdate(TrainerHookBase):
 
 
 class TD3Trainer(OffPolicyTrainer):
-    """TD3 on the shared :class:`~rl_trainers.trainers.Trainer` loop.
+    """TD3 on the shared :class:`~rl_trainers.core.Trainer` loop.
 
     Keyword Args:
         optimizers: ``{"critic": ..., "actor": ...}`` (see :func:`finish_build`'s

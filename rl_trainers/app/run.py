@@ -81,7 +81,7 @@ def _init_distributed(device: str) -> bool:
         several = False
     if not several and "torch" not in sys.modules:
         return False  # no process group can have been initialised
-    from rl_trainers.trainers.distributed import init_distributed
+    from rl_trainers.core.distributed import init_distributed
 
     return init_distributed(device)
 
@@ -166,7 +166,7 @@ def _train_and_summarise(
 def check_ranks_in_sync(trainer) -> None:
     """Data-parallel: raise if the ranks' loss modules (parameters and buffers) differ; rank
     0 prints the common SHA-256 to stderr (``parameters sha256 <hex> on all N ranks``)."""
-    from rl_trainers.trainers.distributed import parameters_digest
+    from rl_trainers.core.distributed import parameters_digest
 
     digests = trainer._data_parallel.gather_objects(parameters_digest(trainer.loss_module))
     if len(set(digests)) != 1:

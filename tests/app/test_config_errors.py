@@ -10,13 +10,13 @@ import textwrap
 import pytest
 import torch
 
-from rl_trainers.trainers.algorithms.errors import ConfigError
-from rl_trainers.trainers.checkpoint import (
+from rl_trainers.core.checkpoint import (
     CheckpointError,
     latest_checkpoint,
     load_checkpoint,
     save_checkpoint,
 )
+from rl_trainers.trainers.algorithms.errors import ConfigError
 
 from .conftest import TINY
 from .test_cli import train

@@ -240,8 +240,8 @@ def test_env_transforms_rejects_a_non_transform():
 def test_run_with_env_transforms_saves_and_resumes(tiny_config, tmp_path):
     """The transforms are part of the checkpoint's setup fingerprint (a plain, storable list)."""
     from rl_trainers.app.run import run
+    from rl_trainers.core.checkpoint import CheckpointError
     from rl_trainers.trainers.algorithms import build_trainer
-    from rl_trainers.trainers.checkpoint import CheckpointError
 
     step_counter = "env.transforms=[{_target_:rl_trainers.envs.StepCounter,max_steps:50}]"
     run(tiny_config("ppo", [step_counter]), output_dir=tmp_path)

@@ -18,7 +18,7 @@ def test_a_logger_that_is_not_a_logger_is_refused_when_the_trainer_is_built():
     not at the first log."""
     import torch
 
-    from rl_trainers.trainers import Trainer
+    from rl_trainers.core import Trainer
 
     loss = torch.nn.Linear(2, 1)
     with pytest.raises(TypeError, match=r"logger must be a Logger .* got 'csv'.*get_logger"):

@@ -84,7 +84,7 @@ def test_logged_training_returns_are_raw_while_training_sees_normalised_rewards(
 
 
 def test_resume_across_the_switch_names_it(tiny_config, tmp_path):
-    from rl_trainers.trainers.checkpoint import CheckpointError
+    from rl_trainers.core.checkpoint import CheckpointError
 
     plain = build_trainer(tiny_config("ppo"), tmp_path / "a")
     try:

@@ -696,7 +696,7 @@ def make_trainer(
     logger: Any = None,
     cfg: Any = None,
 ) -> Any:
-    """A :class:`~rl_trainers.trainers.Trainer` wired as torchrl's ``make_trainer`` wires it.
+    """A :class:`~rl_trainers.core.Trainer` wired as torchrl's ``make_trainer`` wires it.
 
     Optimizer ``cfg.optimizer`` (adam/sgd/adamax) with ``lr``/``weight_decay``, optional
     cosine ``lr_scheduler`` (stepped after each optimisation step); hooks: ``SelectKeys``
@@ -708,7 +708,8 @@ def make_trainer(
     reward and frame count logging. With a ``logger``, ``cfg`` is logged as the run's
     hyper-parameters (``logger.log_hparams``), as torchrl does.
     """
-    from rl_trainers.trainers import (
+    from rl_trainers.core import Trainer
+    from rl_trainers.hooks import (
         BatchSubSampler,
         CountFramesLog,
         LogReward,
@@ -716,7 +717,6 @@ def make_trainer(
         ReplayBufferTrainer,
         RewardNormalizer,
         SelectKeys,
-        Trainer,
         UpdateWeights,
     )
 

@@ -33,7 +33,7 @@ class TorchrlOnPolicyForm:
     """Mixed in before an on-policy product trainer: torchrl's form when
     ``optim_steps_per_batch`` is given (:class:`TorchrlOnPolicy`), rl_trainers' otherwise.
 
-    torchrl's loop is the :class:`~rl_trainers.trainers.Trainer`'s own: ``num_epochs``
+    torchrl's loop is the :class:`~rl_trainers.core.Trainer`'s own: ``num_epochs``
     passes of ``optim_steps_per_batch`` steps, with torchrl's GAE and replay buffer at
     ``pre_epoch``; the product's minibatches are not used.
     """

@@ -18,6 +18,12 @@ import torch
 from omegaconf import DictConfig
 from tensordict import TensorDictBase
 
+from rl_trainers.core.distributed import (
+    get_rank,
+    get_world_size,
+    rank_seed,
+)
+from rl_trainers.core.loop import Trainer
 from rl_trainers.envs.transforms.transforms import running_statistics
 from rl_trainers.trainers.algorithms.common import (
     LogEpisodeReturn,
@@ -42,12 +48,6 @@ from rl_trainers.trainers.algorithms.eval_video import (
     rendering_setup,
     video_fps,
 )
-from rl_trainers.trainers.distributed import (
-    get_rank,
-    get_world_size,
-    rank_seed,
-)
-from rl_trainers.trainers.trainer import Trainer
 
 #: Evaluations are seeded with ``cfg.seed + EVAL_SEED_OFFSET``.
 EVAL_SEED_OFFSET = 10_000
@@ -188,7 +188,7 @@ class AlgorithmTrainer(Trainer):
         evaluation env's observation statistics) to ``checkpoints/best_policy.pt`` when
         ``mean`` beats the best periodic evaluation so far (read back from that file after
         a resume)."""
-        from rl_trainers.trainers import checkpoint as ckpt
+        from rl_trainers.core import checkpoint as ckpt
 
         if self.save_trainer_file is None or self.rank != 0:
             return

@@ -15,10 +15,10 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from tensordict import TensorDictBase
 
+from rl_trainers.core.loop import TrainerHookBase
 from rl_trainers.envs.utils import ExplorationType, set_exploration_type
 from rl_trainers.trainers.algorithms.errors import ComponentError, ConfigError, ConfigWarning
 from rl_trainers.trainers.algorithms.validation import check_compile_mode
-from rl_trainers.trainers.trainer import TrainerHookBase
 
 
 def build(cfg: DictConfig, node: str, **kwargs: Any) -> Any:
@@ -88,7 +88,7 @@ def build_collector(cfg: DictConfig, env, policy):
     Multi-process collectors are seeded with ``cfg.seed`` (worker ``i`` continues the seeds
     of worker ``i - 1``; in data-parallel training with the rank's seed, ``rank_seed``).
     """
-    from rl_trainers.trainers.distributed import rank_seed
+    from rl_trainers.core.distributed import rank_seed
 
     total = cfg.trainer.total_frames
     if collects_in_worker_processes(cfg):
@@ -393,7 +393,7 @@ def resume_checkpoint(cfg: DictConfig, output_dir: Path) -> Path | None:
     ``resume_from`` the counterpart of the given (rank 0) file, for ``resume=true`` the
     latest save that every rank holds.
     """
-    from rl_trainers.trainers.distributed import is_distributed
+    from rl_trainers.core.distributed import is_distributed
 
     if is_distributed():
         return _rank_resume_checkpoint(cfg, output_dir)
@@ -401,7 +401,7 @@ def resume_checkpoint(cfg: DictConfig, output_dir: Path) -> Path | None:
 
 
 def _resume_checkpoint(cfg: DictConfig, output_dir: Path) -> Path | None:
-    from rl_trainers.trainers.checkpoint import latest_checkpoint
+    from rl_trainers.core.checkpoint import latest_checkpoint
 
     loop = cfg.trainer
     if loop.get("resume_from"):
@@ -428,8 +428,8 @@ def _resume_checkpoint(cfg: DictConfig, output_dir: Path) -> Path | None:
 
 def _rank_resume_checkpoint(cfg: DictConfig, output_dir: Path) -> Path | None:
     """:func:`resume_checkpoint` for one rank of a data-parallel run."""
-    from rl_trainers.trainers.checkpoint import CheckpointError, list_checkpoints
-    from rl_trainers.trainers.distributed import DataParallel, rank_checkpoint_path
+    from rl_trainers.core.checkpoint import CheckpointError, list_checkpoints
+    from rl_trainers.core.distributed import DataParallel, rank_checkpoint_path
 
     dp = DataParallel()
     rank, world = dp.rank, dp.world_size

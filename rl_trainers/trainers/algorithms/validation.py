@@ -128,7 +128,7 @@ def check_checkpoint_backend() -> None:
     checkpoint backend that can be used (checked before training, not at the first save)."""
     if not os.environ.get("CKPT_BACKEND", "").strip():
         return  # unset: torch files (and no need to load torch to tell)
-    from rl_trainers.trainers.checkpoint import BACKENDS, get_backend
+    from rl_trainers.core.checkpoint import BACKENDS, get_backend
 
     try:
         backend = get_backend()
@@ -684,7 +684,7 @@ def _batch_frames(cfg: DictConfig) -> int:
     """The frames of one batch of every data-parallel rank."""
     if "torch" not in sys.modules:  # no process group can be initialised yet: one rank
         return cfg.collector.frames_per_batch
-    from rl_trainers.trainers.distributed import get_world_size
+    from rl_trainers.core.distributed import get_world_size
 
     return cfg.collector.frames_per_batch * get_world_size()
 

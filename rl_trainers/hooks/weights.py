@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from rl_trainers.trainers.trainer import Trainer, TrainerHookBase
+from rl_trainers.core.loop import Trainer, TrainerHookBase
 
 __all__ = ["TargetNetUpdaterHook", "UpdateWeights"]
 

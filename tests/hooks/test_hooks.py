@@ -9,7 +9,8 @@ import torch
 from tensordict import TensorDict
 from torch import nn
 
-from rl_trainers.trainers import (
+from rl_trainers.core import Trainer, TrainerHookBase
+from rl_trainers.hooks import (
     BatchSubSampler,
     ClearCudaCache,
     CountFramesLog,
@@ -22,13 +23,11 @@ from rl_trainers.trainers import (
     RewardNormalizer,
     SelectKeys,
     TargetNetUpdaterHook,
-    Trainer,
-    TrainerHookBase,
     UpdateWeights,
     UTDRHook,
     mask_batch,
 )
-from rl_trainers.trainers.hooks.evaluation import episode_returns, trajectory_returns
+from rl_trainers.hooks.evaluation import episode_returns, trajectory_returns
 
 
 def trainer_for(collector, loss, **kw):
@@ -95,7 +94,7 @@ def test_mask_batch_selects_valid_steps():
     out = mask_batch(batch)
     assert out.shape == (7,)
     assert out["next", "reward"].flatten().tolist() == [0, 1, 2, 3, 4, 5, 6]
-    from rl_trainers.trainers.hooks import mask_batch as from_hooks
+    from rl_trainers.hooks import mask_batch as from_hooks
 
     assert from_hooks is mask_batch
 
@@ -662,7 +661,7 @@ def test_hook_without_register_goes_through_register_op():
 
 @pytest.mark.parametrize("scale", [1e-3, 10.0])
 def test_clip_grad_norm_matches_torch_bitwise(scale):
-    from rl_trainers.trainers.trainer import clip_grad_norm_
+    from rl_trainers.core.loop import clip_grad_norm_
 
     shapes = [(64, 4), (64,), (64, 64), (64,), (2, 64), (2,)]
 
@@ -684,7 +683,7 @@ def test_clip_grad_norm_matches_torch_bitwise(scale):
 
 
 def test_clip_grad_norm_mixed_dtypes_falls_back_to_torch():
-    from rl_trainers.trainers.trainer import clip_grad_norm_
+    from rl_trainers.core.loop import clip_grad_norm_
 
     a = torch.nn.Parameter(torch.zeros(3))
     b = torch.nn.Parameter(torch.zeros(2, dtype=torch.float64))

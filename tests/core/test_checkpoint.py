@@ -8,16 +8,10 @@ import numpy as np
 import pytest
 import torch
 
+from rl_trainers.core import CheckpointError, Trainer
+from rl_trainers.core.checkpoint import decode, encode
 from rl_trainers.data import LazyTensorStorage, TensorDictReplayBuffer
-from rl_trainers.trainers import (
-    CheckpointError,
-    CountFramesLog,
-    ReplayBufferTrainer,
-    RewardNormalizer,
-    Trainer,
-    UpdateWeights,
-)
-from rl_trainers.trainers.checkpoint import decode, encode
+from rl_trainers.hooks import CountFramesLog, ReplayBufferTrainer, RewardNormalizer, UpdateWeights
 
 try:
     import torchsnapshot  # noqa: F401
@@ -129,7 +123,7 @@ def test_resave_overwrites(fakes, tmp_path, monkeypatch, backend):
 
 
 def test_save_interval_crossing(fakes, tmp_path, monkeypatch):
-    from rl_trainers.trainers import checkpoint
+    from rl_trainers.core import checkpoint
 
     saved = []
     monkeypatch.setattr(checkpoint, "save_checkpoint", lambda sd, p: saved.append(sd["counters"]))

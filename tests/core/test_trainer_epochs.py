@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _trainer_fakes import Collector, Loss, MemLogger, make_trainer
 from tensordict import TensorDict
+from trainer_fakes import Collector, Loss, MemLogger, make_trainer
 
-from rl_trainers.trainers import HOOK_POINTS, HookPoint
+from rl_trainers.core import HOOK_POINTS, HookPoint
 
 
 def test_epoch_points_fire_around_each_pass():
@@ -113,7 +113,7 @@ class WarmUpCollector(Collector):
 
 @pytest.mark.parametrize("placement", ["register", "register_op"])
 def test_lr_scheduler_skips_the_warm_up_and_steps_per_epoch_step(placement):
-    from rl_trainers.trainers import LRSchedulerHook
+    from rl_trainers.hooks import LRSchedulerHook
 
     trainer = make_trainer(
         collector=WarmUpCollector([0.0] * 4), num_epochs=2, optim_steps_per_batch=3

@@ -8,9 +8,9 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase, pad
 
+from rl_trainers.core.loop import Trainer, TrainerHookBase
 from rl_trainers.data.replay_buffers import PrioritizedSampler, SamplerEnsemble
 from rl_trainers.envs.utils import flatten_batch
-from rl_trainers.trainers.trainer import Trainer, TrainerHookBase
 
 __all__ = ["ReplayBufferTrainer"]
 

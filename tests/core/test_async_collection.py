@@ -17,8 +17,8 @@ from collectors.collector_fake_env import CountingEnv  # tests/ is on sys.path
 from tensordict import TensorDict
 
 from rl_trainers.collectors import SyncDataCollector
+from rl_trainers.core import Trainer
 from rl_trainers.data import LazyTensorStorage, TensorDictReplayBuffer
-from rl_trainers.trainers import Trainer
 
 JOIN_S = 20.0  # far above any healthy run here; reached only by a hang
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _trainer_fakes import Loss, make_trainer
 from tensordict import TensorDict
 from torch import nn
+from trainer_fakes import Loss, make_trainer
 
+from rl_trainers.hooks import ValueEstimatorHook
 from rl_trainers.modules import ValueOperator
 from rl_trainers.objectives.value import GAE
-from rl_trainers.trainers import ValueEstimatorHook
 
 
 def constant_critic(value: float) -> ValueOperator:

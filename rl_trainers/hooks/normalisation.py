@@ -8,7 +8,7 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
-from rl_trainers.trainers.trainer import Trainer, TrainerHookBase
+from rl_trainers.core.loop import Trainer, TrainerHookBase
 
 __all__ = ["RewardNormalizer"]
 

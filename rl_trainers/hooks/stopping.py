@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from tensordict.utils import NestedKey
 
-from rl_trainers.trainers.trainer import Trainer, TrainerHookBase
+from rl_trainers.core.loop import Trainer, TrainerHookBase
 
 __all__ = ["EarlyStopping"]
 

@@ -12,7 +12,7 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
-from rl_trainers.trainers.trainer import Trainer, TrainerHookBase
+from rl_trainers.core.loop import Trainer, TrainerHookBase
 
 __all__ = ["CountFramesLog", "LogReward", "LogScalar", "LogTiming", "UTDRHook"]
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from _trainer_fakes import MemLogger, make_trainer
+from trainer_fakes import MemLogger, make_trainer
 
-from rl_trainers.trainers import HookTimings, LogTiming, UpdateWeights
+from rl_trainers.core import HookTimings
+from rl_trainers.hooks import LogTiming, UpdateWeights
 
 
 def test_log_timings_logs_phases_and_each_hook():

@@ -14,7 +14,7 @@ fresh tensor.
 
 Gradients land in the buffer only when they are written in place: by
 :meth:`~rl_trainers.objectives.common.LossModule.loss_and_grads`, which
-:meth:`~rl_trainers.trainers.trainer.OptimizerHook.loss_and_step` uses (autograd's
+:meth:`~rl_trainers.core.loop.OptimizerHook.loss_and_step` uses (autograd's
 ``backward()`` after ``.grad = None`` makes new tensors instead). Anything that replaces a
 parameter's storage (``module.to(...)``, ``p.data = ...``) is noticed by :meth:`matches`, and
 the trainer's hook then builds a new instance.

@@ -9,7 +9,8 @@ import torch
 from tensordict import TensorDict
 from torch import nn
 
-from rl_trainers.trainers import BatchSubSampler, LogScalar, ReplayBufferTrainer, Trainer
+from rl_trainers.core import Trainer
+from rl_trainers.hooks import BatchSubSampler, LogScalar, ReplayBufferTrainer
 
 
 class GymRolloutCollector:

@@ -4,7 +4,7 @@ Every process (rank) collects its own data from its own envs, seeded apart
 (:func:`rank_seed`), and computes its own loss; :class:`DataParallel` averages the
 gradients across ranks before every optimizer step, so the parameters, broadcast from
 rank 0 at the start of training, stay identical on every rank. The :class:`Trainer
-<rl_trainers.trainers.trainer.Trainer>` uses it when ``torch.distributed`` is initialised
+<rl_trainers.core.loop.Trainer>` uses it when ``torch.distributed`` is initialised
 with more than one process: it sums the frames of all ranks (``total_frames`` is the budget
 of the whole job) and makes every rank stop after the same batch.
 
@@ -184,7 +184,7 @@ class DataParallel:
     def average_gradients(self, params: Sequence[torch.Tensor], flat=None) -> None:
         """Replace every gradient by its mean over the ranks.
 
-        With ``flat`` (a :class:`~rl_trainers.trainers.flat_params.FlatParameters` holding
+        With ``flat`` (a :class:`~rl_trainers.core.flat_params.FlatParameters` holding
         ``params`` and their gradients) its one gradient buffer is reduced in place; else
         the gradients are copied into one buffer per dtype and device, reduced and copied
         back. Parameters without a gradient are skipped (every rank must skip the same).

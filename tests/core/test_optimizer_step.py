@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from rl_trainers.trainers.optimizer_step import _lean_fused_adam_step, optimizer_step
+from rl_trainers.core.optimizer_step import _lean_fused_adam_step, optimizer_step
 
 
 def _net() -> nn.Module:

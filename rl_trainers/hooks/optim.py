@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import torch
 
-from rl_trainers.trainers.trainer import OptimizerHook, Trainer, TrainerHookBase
+from rl_trainers.core.loop import OptimizerHook, Trainer, TrainerHookBase
 
 __all__ = ["ClearCudaCache", "LRSchedulerHook", "OptimizerHook"]
 

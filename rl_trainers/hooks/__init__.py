@@ -1,30 +1,30 @@
 """Reusable trainer hooks, one module per family."""
 
-from rl_trainers.trainers.hooks.data import (
+from rl_trainers.core.loop import TrainerHookBase
+from rl_trainers.hooks.data import (
     BatchSubSampler,
     SelectKeys,
     ValueEstimatorHook,
     mask_batch,
 )
-from rl_trainers.trainers.hooks.evaluation import (
+from rl_trainers.hooks.evaluation import (
     LogValidationReward,
     Recorder,
     episode_returns,
     trajectory_returns,
 )
-from rl_trainers.trainers.hooks.logging import (
+from rl_trainers.hooks.logging import (
     CountFramesLog,
     LogReward,
     LogScalar,
     LogTiming,
     UTDRHook,
 )
-from rl_trainers.trainers.hooks.normalisation import RewardNormalizer
-from rl_trainers.trainers.hooks.optim import ClearCudaCache, LRSchedulerHook, OptimizerHook
-from rl_trainers.trainers.hooks.replay import ReplayBufferTrainer
-from rl_trainers.trainers.hooks.stopping import EarlyStopping
-from rl_trainers.trainers.hooks.weights import TargetNetUpdaterHook, UpdateWeights
-from rl_trainers.trainers.trainer import TrainerHookBase
+from rl_trainers.hooks.normalisation import RewardNormalizer
+from rl_trainers.hooks.optim import ClearCudaCache, LRSchedulerHook, OptimizerHook
+from rl_trainers.hooks.replay import ReplayBufferTrainer
+from rl_trainers.hooks.stopping import EarlyStopping
+from rl_trainers.hooks.weights import TargetNetUpdaterHook, UpdateWeights
 
 __all__ = [
     "ValueEstimatorHook",

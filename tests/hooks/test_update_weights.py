@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from _trainer_fakes import Collector, make_trainer
+from trainer_fakes import Collector, make_trainer
 
-from rl_trainers.trainers import UpdateWeights
+from rl_trainers.hooks import UpdateWeights
 
 
 def test_weight_update_map_sends_the_module_at_the_source_path():

@@ -31,10 +31,10 @@ from tensordict import TensorDictBase
 from torch import nn
 
 from rl_trainers.collectors.watchdog import StopGraceExpired as _StopGraceExpired
-from rl_trainers.trainers import checkpoint as _ckpt
-from rl_trainers.trainers.distributed import DataParallel, is_distributed, rank_checkpoint_path
-from rl_trainers.trainers.flat_params import FlatParameters
-from rl_trainers.trainers.optimizer_step import optimizer_step
+from rl_trainers.core import checkpoint as _ckpt
+from rl_trainers.core.distributed import DataParallel, is_distributed, rank_checkpoint_path
+from rl_trainers.core.flat_params import FlatParameters
+from rl_trainers.core.optimizer_step import optimizer_step
 
 __all__ = [
     "HOOK_POINTS",
@@ -293,7 +293,7 @@ class OptimizerHook(TrainerHookBase):
         """``loss_module(batch)`` and this hook's step in one, with the gradients written by
         ``loss_module.loss_and_grads`` (no autograd graph, see
         :meth:`~rl_trainers.objectives.common.LossModule.loss_and_grads`) into one flat
-        buffer (:class:`~rl_trainers.trainers.flat_params.FlatParameters`), so clipping and a
+        buffer (:class:`~rl_trainers.core.flat_params.FlatParameters`), so clipping and a
         fused Adam step each run once over it. Returns the losses, or None, without a step,
         when the loss module cannot compute its gradients itself (then call the module and
         this hook). The Trainer uses it when this hook is its only optimizer op and no
@@ -592,7 +592,7 @@ class Trainer:
             a ``LogTiming`` hook that logs them as ``time/<name>`` (seconds per call, e.g.
             ``time/hook/UpdateWeights``, ``time/collect``, ``time/optim_steps``).
         distributed: data-parallel training across the processes of ``torch.distributed``
-            (see :mod:`rl_trainers.trainers.distributed` and docs/distributed.md): the loss
+            (see :mod:`rl_trainers.core.distributed` and docs/distributed.md): the loss
             module's state is broadcast from rank 0 when :meth:`train` starts, the
             gradients of every :class:`OptimizerHook` are averaged over the ranks before
             clipping and stepping, ``total_frames`` counts the frames of all ranks, every
@@ -683,7 +683,7 @@ class Trainer:
             raise ValueError(
                 "distributed=True needs torch.distributed initialised with more than one "
                 "process (launch with torchrun and call "
-                "rl_trainers.trainers.distributed.init_distributed())."
+                "rl_trainers.core.distributed.init_distributed())."
             )
         if distributed and async_collection:
             raise ValueError("async_collection=True does not support data-parallel training.")

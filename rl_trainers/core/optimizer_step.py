@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 from torch.optim import optimizer as _optimizer_module
 
-from rl_trainers.trainers.flat_params import FlatParameters
+from rl_trainers.core.flat_params import FlatParameters
 
 __all__ = ["optimizer_step"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 import pytest
-from _trainer_fakes import make_trainer
+from trainer_fakes import make_trainer
 
-from rl_trainers.trainers import EarlyStopping, LogScalar
+from rl_trainers.hooks import EarlyStopping, LogScalar
 
 # every batch holds 2 envs x 4 steps = 8 frames; LogScalar logs its mean reward
 

@@ -9,7 +9,8 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from rl_trainers.trainers import HOOK_POINTS, HookPoint, LogScalar, Trainer, TrainerHookBase
+from rl_trainers.core import HOOK_POINTS, HookPoint, Trainer, TrainerHookBase
+from rl_trainers.hooks import LogScalar
 
 PER_STEP = ["process_optim_batch", "loss", "post_loss", "optimizer", "post_optim", "post_optim_log"]
 
@@ -368,7 +369,7 @@ def test_optimizer_hook_placed_with_register_op_clips(collector, loss_module):
     """torchrl's docs place an OptimizerHook with ``register_op``: the trainer's clipping
     settings must apply then too (an SGD step of lr 1 moves each weight by at most the
     clipped gradient)."""
-    from rl_trainers.trainers import OptimizerHook
+    from rl_trainers.hooks import OptimizerHook
 
     before = [p.detach().clone() for p in loss_module.parameters()]
     optimizer = torch.optim.SGD(loss_module.parameters(), lr=1.0)
@@ -393,8 +394,8 @@ def test_optim_steps_per_batch_none_takes_the_number_of_workers(collector, loss_
 
 def test_csv_logs_are_on_disk_when_train_returns(collector, loss_module, tmp_path):
     """torchrl's tutorial reads the CSV files right after ``trainer.train()``."""
+    from rl_trainers.hooks import LogScalar
     from rl_trainers.record.loggers import CSVLogger
-    from rl_trainers.trainers import LogScalar
 
     logger = CSVLogger("exp", log_dir=str(tmp_path))
     trainer = make_trainer(

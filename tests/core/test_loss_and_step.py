@@ -16,11 +16,11 @@ from app.conftest import TINY, compose_config  # tests/ is on sys.path (rootdir 
 from tensordict import TensorDict
 from torch import nn
 
+from rl_trainers.algorithms import build_trainer
+from rl_trainers.core.flat_params import FlatParameters
+from rl_trainers.core.loop import NonFiniteLossError, OptimizerHook, clip_grad_norm_
+from rl_trainers.core.optimizer_step import optimizer_step
 from rl_trainers.envs.specs import Composite, Unbounded
-from rl_trainers.trainers.algorithms import build_trainer
-from rl_trainers.trainers.flat_params import FlatParameters
-from rl_trainers.trainers.optimizer_step import optimizer_step
-from rl_trainers.trainers.trainer import NonFiniteLossError, OptimizerHook, clip_grad_norm_
 
 OBS = Composite(observation=Unbounded(shape=(4,)))
 

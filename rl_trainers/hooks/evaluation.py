@@ -10,7 +10,7 @@ from tensordict import TensorDictBase
 from tensordict.nn import InteractionType, set_interaction_type
 from tensordict.utils import NestedKey
 
-from rl_trainers.trainers.trainer import Trainer, TrainerHookBase
+from rl_trainers.core.loop import Trainer, TrainerHookBase
 
 __all__ = [
     "LogValidationReward",
