@@ -14,9 +14,9 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from rl_trainers.algorithms.base import build_actor_critic, finish_build, prepare_run
+from rl_trainers.algorithms.build import build
 from rl_trainers.algorithms.on_policy import OnPolicyTrainer, reject_minibatch_arguments
-from rl_trainers.trainers.algorithms.base import build_actor_critic, finish_build, prepare_run
-from rl_trainers.trainers.algorithms.common import build
 
 __all__ = ["A2CTrainer"]
 

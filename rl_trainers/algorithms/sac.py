@@ -13,14 +13,14 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from rl_trainers.algorithms.off_policy import OffPolicyTrainer, check_buffer_fits_memory
-from rl_trainers.trainers.algorithms.base import (
+from rl_trainers.algorithms.base import (
     build_actor_critic,
     finish_build,
     prepare_run,
     require_continuous_actions,
 )
-from rl_trainers.trainers.algorithms.common import build
+from rl_trainers.algorithms.build import build
+from rl_trainers.algorithms.off_policy import OffPolicyTrainer, check_buffer_fits_memory
 
 __all__ = ["SACTrainer", "check_buffer_fits_memory"]
 

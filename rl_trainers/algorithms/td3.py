@@ -34,15 +34,15 @@ import torch
 from omegaconf import DictConfig, open_dict
 from tensordict import TensorDict, TensorDictBase
 
-from rl_trainers.algorithms.off_policy import OffPolicyTrainer, check_buffer_fits_memory
-from rl_trainers.core.loop import OptimizerHook, TrainerHookBase
-from rl_trainers.trainers.algorithms.base import (
+from rl_trainers.algorithms.base import (
     build_model,
     finish_build,
     prepare_run,
     require_continuous_actions,
 )
-from rl_trainers.trainers.algorithms.common import build
+from rl_trainers.algorithms.build import build
+from rl_trainers.algorithms.off_policy import OffPolicyTrainer, check_buffer_fits_memory
+from rl_trainers.core.loop import OptimizerHook, TrainerHookBase
 
 __all__ = ["DelayedPolicyUpdate", "TD3Trainer", "build_deterministic_trainer"]
 

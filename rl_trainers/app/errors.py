@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from hydra.errors import CompactHydraException
 
-from rl_trainers.trainers.algorithms.errors import ConfigError, ConfigWarning
+from rl_trainers.errors import ConfigError, ConfigWarning
 
 from .run_log import run_log
 

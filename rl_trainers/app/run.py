@@ -19,7 +19,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from rl_trainers.trainers.algorithms.run_dir import check_fresh_run_dir
+from rl_trainers.algorithms.run_dir import check_fresh_run_dir
 
 from .resume import load_resume_checkpoint, resume_command
 from .rundir import output_dir_of_run, shared_run_dir
@@ -54,7 +54,7 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
         check_fresh_run_dir(cfg, out)
         trainer = build_trainer(cfg, out)
         phase.trainer = trainer
-        from rl_trainers.trainers.algorithms.common import close_trainer
+        from rl_trainers.algorithms.build import close_trainer
 
         with late_forwarded_signal_ignored(trainer):
             try:
@@ -91,7 +91,7 @@ def _train_and_summarise(
 ) -> float:
     import torch
 
-    from rl_trainers.trainers.algorithms.common import resume_checkpoint
+    from rl_trainers.algorithms.build import resume_checkpoint
 
     lead = trainer.rank == 0  # data-parallel: only rank 0 prints, evaluates and summarises
     ckpt = resume_checkpoint(cfg, out)

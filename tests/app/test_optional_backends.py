@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.errors import ConfigError
 
 from .test_config_errors import assert_user_error, run_bad
 
@@ -75,7 +75,7 @@ def test_mp4_videos_without_an_mp4_writer_stop_before_training(tiny_config, tmp_
     # with one error line instead of failing at the first video (the end of training)
     from importlib.util import find_spec
 
-    from rl_trainers.trainers.algorithms import build_trainer
+    from rl_trainers.algorithms import build_trainer
 
     if find_spec("imageio_ffmpeg") is not None or find_spec("av") is not None:
         pytest.skip("an mp4 writer is installed here")

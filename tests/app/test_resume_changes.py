@@ -6,7 +6,7 @@ import warnings
 
 import pytest
 
-from rl_trainers.trainers.algorithms import build_trainer
+from rl_trainers.algorithms import build_trainer
 
 
 def test_resume_with_fewer_eval_episodes_does_not_warn(tiny_config, tmp_path):

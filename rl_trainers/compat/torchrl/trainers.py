@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from rl_trainers.algorithms import a2c, ddpg, dqn, on_policy, pg, ppo, sac, td3
+from rl_trainers.algorithms.base import AlgorithmTrainer
 from rl_trainers.compat.torchrl.trainer_arguments import (
     TorchrlOffPolicy,
     TorchrlOnPolicy,
@@ -23,7 +24,6 @@ from rl_trainers.compat.torchrl.trainer_arguments import (
     uses_torchrl_arguments,
 )
 from rl_trainers.trainers.algorithms import TORCHRL_TRAINER_NAMES
-from rl_trainers.trainers.algorithms.base import AlgorithmTrainer
 
 #: torchrl's trainer names, as its path (``rl_trainers.trainers.algorithms``) declares them
 __all__ = list(TORCHRL_TRAINER_NAMES)

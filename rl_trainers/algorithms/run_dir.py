@@ -6,7 +6,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from .errors import ConfigError
+from rl_trainers.errors import ConfigError
 
 
 def check_fresh_run_dir(cfg: DictConfig, out: Path) -> None:

@@ -15,10 +15,14 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from tensordict import TensorDictBase
 
+from rl_trainers.configs.validation import (
+    MULTI_COLLECTORS,
+    check_compile_mode,
+    collects_in_worker_processes,
+)
 from rl_trainers.core.loop import TrainerHookBase
 from rl_trainers.envs.utils import ExplorationType, set_exploration_type
-from rl_trainers.trainers.algorithms.errors import ComponentError, ConfigError, ConfigWarning
-from rl_trainers.trainers.algorithms.validation import check_compile_mode
+from rl_trainers.errors import ComponentError, ConfigError, ConfigWarning
 
 
 def build(cfg: DictConfig, node: str, **kwargs: Any) -> Any:
@@ -69,16 +73,6 @@ class EnvFromConfig:
 
     def __call__(self):
         return instantiate(self.env_cfg)
-
-
-_MULTI_COLLECTORS = ("MultiSyncDataCollector", "MultiaSyncDataCollector")
-
-
-def collects_in_worker_processes(cfg: DictConfig) -> bool:
-    """Whether ``cfg.collector`` is a multi-process collector (``multi_sync``,
-    ``multi_async``)."""
-    target = str(cfg.collector.get("_target_", ""))
-    return target.rsplit(".", 1)[-1] in _MULTI_COLLECTORS
 
 
 def build_collector(cfg: DictConfig, env, policy):
@@ -168,7 +162,7 @@ def evaluate_episodes(
     ``lengths``, when given, is filled with the episodes' lengths (in steps), in the order
     of the returns.
 
-    ``video`` (an :class:`~rl_trainers.trainers.algorithms.eval_video.EpisodeVideo`)
+    ``video`` (an :class:`~rl_trainers.algorithms.eval_video.EpisodeVideo`)
     records sub-env 0's first episode: its ``start()`` is called after the reset, its
     ``step(ended)`` after every step.
     """
@@ -507,7 +501,7 @@ def register_run_state(trainer, cfg: DictConfig, logger, eval_env) -> None:
     batch's optimisation steps (``post_steps``).
     """
     collector = trainer.collector
-    if type(collector).__name__ in _MULTI_COLLECTORS:
+    if type(collector).__name__ in MULTI_COLLECTORS:
         trainer.register_op("post_steps", collector.update_policy_weights_)
     trainer.checkpoint_metadata = checkpoint_metadata(cfg)
     if logger is not None and hasattr(logger, "state_dict"):

@@ -1,7 +1,7 @@
 """Builders the Hydra config nodes target: each turns one node into one component.
 
 They are plain functions so that a config node's fields can be checked against their
-signatures (see tests/trainers/algorithms/test_configs.py), and so a script can call them
+signatures (see tests/app/test_configs.py), and so a script can call them
 without Hydra.
 """
 
@@ -19,9 +19,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from rl_trainers.configs.validation import check_obs_norm, check_reward_norm
+from rl_trainers.errors import ConfigError
 from rl_trainers.modules.model_builders import ACTIVATIONS, activation_from_name
-from rl_trainers.trainers.algorithms.errors import ConfigError
-from rl_trainers.trainers.algorithms.validation import check_obs_norm, check_reward_norm
 
 
 def activation_class(name: str) -> type[nn.Module]:

@@ -10,10 +10,21 @@ from collections.abc import Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from rl_trainers.trainers.algorithms.errors import ConfigError, ConfigWarning
+from rl_trainers.errors import ConfigError, ConfigWarning
 
 #: The largest seed accepted (torch, numpy and gymnasium all take it; evaluation adds 10000).
 MAX_SEED = 2**63 - 1
+
+
+#: The collectors that run the envs in worker processes (``collector._target_``'s class).
+MULTI_COLLECTORS = ("MultiSyncDataCollector", "MultiaSyncDataCollector")
+
+
+def collects_in_worker_processes(cfg: DictConfig) -> bool:
+    """Whether ``cfg.collector`` is a multi-process collector (``multi_sync``,
+    ``multi_async``)."""
+    target = str(cfg.collector.get("_target_", ""))
+    return target.rsplit(".", 1)[-1] in MULTI_COLLECTORS
 
 
 #: The modes of ``torch.compile`` (``trainer.compile_mode``).
@@ -231,7 +242,7 @@ def _check_activations(cfg: DictConfig) -> None:
 def check_unknown_keys(cfg: DictConfig, algorithm: str, prefix: str = "") -> None:
     """Raise :class:`ConfigError` for a key added with ``+`` (``+trainer.num_epoch=3``) that
     no field of its config node declares: nothing would read it, so it would be ignored."""
-    from .field_names import suggest_field, torchrl_field_hint
+    from rl_trainers.configs.field_names import suggest_field, torchrl_field_hint
 
     node_type = OmegaConf.get_type(cfg)
     declared = (
@@ -263,8 +274,8 @@ def typed_config(cfg: DictConfig) -> DictConfig:
     the wrong type or an unknown key is refused here as it is on the app's own configs."""
     from omegaconf.errors import ConfigKeyError, OmegaConfBaseException, ValidationError
 
-    from .configs import GROUP_OPTIONS, ROOT_SCHEMAS
-    from .field_names import expected_type, suggest_field
+    from rl_trainers.configs import GROUP_OPTIONS, ROOT_SCHEMAS
+    from rl_trainers.configs.field_names import expected_type, suggest_field
 
     if dataclasses.is_dataclass(OmegaConf.get_type(cfg)):
         return cfg
@@ -335,7 +346,7 @@ def validate_config(cfg: DictConfig) -> None:
             max_steps,
             "a positive number of steps, or null to keep the env's time limit",
         )
-    from rl_trainers.trainers.algorithms.configs.logging import LOGGER_ON_ERROR
+    from rl_trainers.configs.logging import LOGGER_ON_ERROR
 
     on_error = (cfg.get("logger") or {}).get("on_error", "continue")
     if on_error not in LOGGER_ON_ERROR:
@@ -482,8 +493,6 @@ def _check_gsde(cfg: DictConfig) -> None:
             f"only for the on-policy trainers (ppo, a2c, pg); {cfg.algorithm}_trainer does "
             "not support gSDE",
         )
-    from rl_trainers.trainers.algorithms.common import collects_in_worker_processes
-
     if collects_in_worker_processes(cfg):
         raise ConfigError(
             "model.policy.use_sde",

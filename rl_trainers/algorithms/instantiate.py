@@ -37,8 +37,8 @@ from typing import Any
 
 from omegaconf import DictConfig, open_dict
 
-from .configs.common import ROOT_CONFIG_INTERPOLATION, ComposedConfig
-from .errors import ConfigError
+from rl_trainers.configs.common import ROOT_CONFIG_INTERPOLATION, ComposedConfig
+from rl_trainers.errors import ConfigError
 
 
 def trainer_from_config(_config_: ComposedConfig | None = None, **loop: Any):
@@ -58,9 +58,8 @@ def trainer_from_config(_config_: ComposedConfig | None = None, **loop: Any):
         ConfigError: a keyword argument is not a field of the loop, or the config is invalid.
     """
     from rl_trainers.algorithms import build_trainer
-
-    from .common import resume_checkpoint
-    from .run_dir import check_fresh_run_dir
+    from rl_trainers.algorithms.build import resume_checkpoint
+    from rl_trainers.algorithms.run_dir import check_fresh_run_dir
 
     root = _config_.root if isinstance(_config_, ComposedConfig) else None
     if not isinstance(root, DictConfig) or "algorithm" not in root or "trainer" not in root:
@@ -85,7 +84,7 @@ def trainer_from_config(_config_: ComposedConfig | None = None, **loop: Any):
 
 def config_with_loop(root: DictConfig, loop: dict[str, Any]) -> DictConfig:
     """A copy of ``root`` (without a ``hydra`` node) whose ``trainer`` fields are ``loop``."""
-    from .field_names import suggest_field
+    from rl_trainers.configs.field_names import suggest_field
 
     cfg = copy.deepcopy(root)
     cfg._set_parent(None)

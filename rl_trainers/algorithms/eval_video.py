@@ -23,7 +23,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from tensordict import TensorDict
 
-from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.errors import ConfigError
 
 #: The tag of the videos in the logger.
 VIDEO_TAG = "eval/video"
@@ -197,7 +197,7 @@ def check_renders(env: Any, env_name: str) -> None:
 class EpisodeVideo:
     """Records sub-env 0's first episode of an evaluation and logs it as one video.
 
-    :func:`~rl_trainers.trainers.algorithms.common.evaluate_episodes` calls :meth:`start`
+    :func:`~rl_trainers.algorithms.build.evaluate_episodes` calls :meth:`start`
     after its reset and :meth:`step` after each step; :meth:`dump` logs the frames (through
     a :class:`~rl_trainers.record.VideoRecorder`) and clears them.
 

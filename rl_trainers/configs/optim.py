@@ -59,5 +59,5 @@ class RMSpropConfig(OptimizerConfig):
 class LRSchedulerConfig:
     """How the learning rate changes over training (stepped once per collected batch)."""
 
-    _target_: str = "rl_trainers.trainers.helpers.make_lr_scheduler"
+    _target_: str = "rl_trainers.algorithms.components.make_lr_scheduler"
     kind: str = config_field("constant", "constant | linear (anneal to 0 at the end) | cosine")

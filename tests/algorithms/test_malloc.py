@@ -41,7 +41,7 @@ def test_freed_blocks_are_reused_without_page_faults(fresh_python) -> None:
     small = int(fresh_python(_SMALL_THRESHOLDS + _ROUNDS))
     kept = int(
         fresh_python(
-            _SMALL_THRESHOLDS + "from rl_trainers.trainers.helpers import keep_freed_memory\n"
+            _SMALL_THRESHOLDS + "from rl_trainers.algorithms.malloc import keep_freed_memory\n"
             "assert keep_freed_memory()\n" + _ROUNDS
         )
     )
@@ -54,7 +54,7 @@ import sys, tempfile
 from pathlib import Path
 from hydra import compose, initialize_config_dir
 from rl_trainers.app import RECIPES_DIR
-from rl_trainers.trainers.algorithms import build_trainer
+from rl_trainers.algorithms import build_trainer
 with initialize_config_dir(config_dir=RECIPES_DIR, version_base=None):
     cfg = compose(config_name="sac_trainer", overrides=sys.argv[1:])
 build_trainer(cfg, Path(tempfile.mkdtemp()))

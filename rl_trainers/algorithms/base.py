@@ -18,14 +18,7 @@ import torch
 from omegaconf import DictConfig
 from tensordict import TensorDictBase
 
-from rl_trainers.core.distributed import (
-    get_rank,
-    get_world_size,
-    rank_seed,
-)
-from rl_trainers.core.loop import Trainer
-from rl_trainers.envs.transforms.transforms import running_statistics
-from rl_trainers.trainers.algorithms.common import (
+from rl_trainers.algorithms.build import (
     LogEpisodeReturn,
     build,
     build_collector,
@@ -39,8 +32,7 @@ from rl_trainers.trainers.algorithms.common import (
     set_num_threads,
     train_env_overrides,
 )
-from rl_trainers.trainers.algorithms.errors import ComponentError, ConfigError
-from rl_trainers.trainers.algorithms.eval_video import (
+from rl_trainers.algorithms.eval_video import (
     EpisodeVideo,
     check_renders,
     check_video_config,
@@ -48,6 +40,14 @@ from rl_trainers.trainers.algorithms.eval_video import (
     rendering_setup,
     video_fps,
 )
+from rl_trainers.core.distributed import (
+    get_rank,
+    get_world_size,
+    rank_seed,
+)
+from rl_trainers.core.loop import Trainer
+from rl_trainers.envs.transforms.transforms import running_statistics
+from rl_trainers.errors import ComponentError, ConfigError
 
 #: Evaluations are seeded with ``cfg.seed + EVAL_SEED_OFFSET``.
 EVAL_SEED_OFFSET = 10_000
@@ -70,7 +70,7 @@ class AlgorithmTrainer(Trainer):
         eval_video: every evaluation logs its first episode (sub-env 0's) as a video,
             ``eval/video`` at the step of the frames collected so far; needs a ``logger``
             and an ``eval_env`` made with ``render_mode="rgb_array"`` (see
-            :mod:`~rl_trainers.trainers.algorithms.eval_video`).
+            :mod:`~rl_trainers.algorithms.eval_video`).
         eval_video_fps: the video's frame rate (None: the env's ``render_fps`` over its
             frame skip, else 30).
         eval_video_max_frames: the longest video, in frames.
@@ -432,7 +432,8 @@ def prepare_run(cfg: DictConfig, output_dir: Path) -> RunEnvs:
     seeds with ``seed + r * RANK_SEED_OFFSET`` (rank 0 as a single process; the others'
     initial weights are replaced by rank 0's) and only rank 0 builds the evaluation env.
     """
-    from rl_trainers.trainers.helpers import keep_freed_memory, seed_everything
+    from rl_trainers.algorithms.components import seed_everything
+    from rl_trainers.algorithms.malloc import keep_freed_memory
 
     check_output_dir(output_dir, cfg)
     check_network_fits_env(cfg)

@@ -9,7 +9,7 @@ import types
 import typing
 from typing import Any
 
-from .configs import GROUP_OPTIONS, ROOT_SCHEMAS
+from rl_trainers.configs import GROUP_OPTIONS, ROOT_SCHEMAS
 
 
 def type_name(tp: Any) -> str:
