@@ -41,7 +41,9 @@ def test_freed_blocks_are_reused_without_page_faults(fresh_python) -> None:
     small = int(fresh_python(_SMALL_THRESHOLDS + _ROUNDS))
     kept = int(
         fresh_python(
-            _SMALL_THRESHOLDS + "from rl_trainers.algorithms.malloc import keep_freed_memory\n"
+            _SMALL_THRESHOLDS
+            # after torch is loaded, as the app calls it (while building a run)
+            + "import torch\nfrom rl_trainers.algorithms.malloc import keep_freed_memory\n"
             "assert keep_freed_memory()\n" + _ROUNDS
         )
     )
