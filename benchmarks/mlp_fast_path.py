@@ -84,8 +84,8 @@ def micro(repeats: int) -> None:
 def ppo_update(repeats: int) -> None:
     from hydra import compose, initialize_config_dir
 
+    from rl_trainers.algorithms import build_trainer
     from rl_trainers.app import RECIPES_DIR
-    from rl_trainers.trainers.algorithms import build_trainer
 
     with initialize_config_dir(config_dir=RECIPES_DIR, version_base=None):
         cfg = compose(config_name="ppo_trainer", overrides=["trainer.progress_bar=false"])
@@ -118,8 +118,8 @@ def sac_update_fn(overrides: list[str] | None = None):
     filled with 1000 frames as the trainer fills it."""
     from hydra import compose, initialize_config_dir
 
+    from rl_trainers.algorithms import build_trainer
     from rl_trainers.app import RECIPES_DIR
-    from rl_trainers.trainers.algorithms import build_trainer
 
     with initialize_config_dir(config_dir=RECIPES_DIR, version_base=None):
         cfg = compose(

@@ -31,11 +31,11 @@ from pathlib import Path
 import torch
 from hydra import compose, initialize_config_dir
 
+from rl_trainers.algorithms import build_trainer
 from rl_trainers.app import RECIPES_DIR
-from rl_trainers.trainers.algorithms import build_trainer
-from rl_trainers.trainers.flat_params import FlatParameters
-from rl_trainers.trainers.optimizer_step import optimizer_step
-from rl_trainers.trainers.trainer import clip_grad_norm_
+from rl_trainers.core.flat_params import FlatParameters
+from rl_trainers.core.loop import clip_grad_norm_
+from rl_trainers.core.optimizer_step import optimizer_step
 
 
 def build(frames: int):

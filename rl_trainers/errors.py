@@ -1,13 +1,16 @@
 """Errors the library raises for an invalid setting, below the app that reports them.
 
 :class:`ConfigError` names the field, the value and what is allowed. The library's builders
-(e.g. :mod:`rl_trainers.modules.model_builders`) raise it; the Hydra app
-(:mod:`rl_trainers.app.errors`) prints it as one ``Error:`` line.
+(e.g. :mod:`rl_trainers.modules.model_builders`) raise it, as do the config checks
+(:mod:`rl_trainers.configs.validation`) and the algorithm trainers' build steps
+(:class:`ComponentError`: a config node that could not be built); the Hydra app
+(:mod:`rl_trainers.app.errors`) prints each as one ``Error:`` line, and a
+:class:`ConfigWarning` as one ``Warning:`` line.
 """
 
 from __future__ import annotations
 
-__all__ = ["ConfigError"]
+__all__ = ["ComponentError", "ConfigError", "ConfigWarning"]
 
 
 class ConfigError(ValueError):
@@ -18,3 +21,17 @@ class ConfigError(ValueError):
         self.value = value
         self.allowed = allowed
         super().__init__(f"{field}={value!r} is invalid: {allowed}")
+
+
+class ConfigWarning(UserWarning):
+    """A legal setting that is likely a mistake (e.g. a log interval the run never reaches);
+    the app prints it as one ``Warning:`` line."""
+
+
+class ComponentError(ConfigError):
+    """A config node could not be turned into its component; the message says why."""
+
+    def __init__(self, node: str, cause: BaseException) -> None:
+        self.node = node
+        self.cause = cause
+        ValueError.__init__(self, f"could not build '{node}': {cause}")

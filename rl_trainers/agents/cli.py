@@ -360,9 +360,9 @@ _MAINS = {"eval": eval_main, "enjoy": enjoy_main, "export": export_main, "result
 def run_command(command: str, argv: Sequence[str] | None = None) -> int:
     """Run one command; the user's mistakes become ``Error: ...`` and status 2."""
     from rl_trainers.agents.policy import RunError
+    from rl_trainers.core.checkpoint import CheckpointError
+    from rl_trainers.errors import ConfigError
     from rl_trainers.plot.runs import PlotError
-    from rl_trainers.trainers.algorithms.errors import ConfigError
-    from rl_trainers.trainers.checkpoint import CheckpointError
 
     try:
         return _MAINS[command](argv)

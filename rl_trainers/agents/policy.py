@@ -56,8 +56,8 @@ def find_run(path: str | os.PathLike) -> tuple[Path, Path | None]:
 
 def run_config(run_dir: Path) -> DictConfig:
     """The run's resolved config (``.hydra/config.yaml``), checked against its schema."""
-    from rl_trainers.trainers.algorithms.errors import ConfigError
-    from rl_trainers.trainers.algorithms.validation import typed_config
+    from rl_trainers.configs.validation import typed_config
+    from rl_trainers.errors import ConfigError
 
     try:
         cfg = OmegaConf.load(run_dir / CONFIG_FILE)
@@ -75,7 +75,7 @@ def run_config(run_dir: Path) -> DictConfig:
 
 def _read_checkpoint(path: Path) -> dict[str, Any]:
     """The checkpoint's plain data, memory-mapped (its replay buffer is never read in)."""
-    from rl_trainers.trainers import checkpoint as ckpt
+    from rl_trainers.core import checkpoint as ckpt
 
     if path.is_dir():  # CKPT_BACKEND=torchsnapshot: a directory
         with _backend("torchsnapshot"):
@@ -114,7 +114,7 @@ class _backend:  # noqa: N801 - a context manager
 def choose_checkpoint(run_dir: Path, which: str, checkpoint: str | os.PathLike | None) -> Path:
     """The file to load: ``checkpoint`` if given, else the run's latest checkpoint
     (``which="latest"``) or its ``best_policy.pt`` (``which="best"``)."""
-    from rl_trainers.trainers.checkpoint import CheckpointError, latest_checkpoint
+    from rl_trainers.core.checkpoint import CheckpointError, latest_checkpoint
 
     if checkpoint is not None:
         path = Path(checkpoint).expanduser()
@@ -149,7 +149,7 @@ def choose_checkpoint(run_dir: Path, which: str, checkpoint: str | os.PathLike |
 
 def _check_belongs(cfg: DictConfig, state: dict[str, Any], path: Path) -> None:
     """A checkpoint of another algorithm, env or network than the run's is refused."""
-    from rl_trainers.trainers.algorithms.common import checkpoint_metadata
+    from rl_trainers.algorithms.build import checkpoint_metadata
 
     saved = state.get("meta") or {}
     ours = checkpoint_metadata(cfg)
@@ -185,8 +185,8 @@ def build_run_env(
 ):
     """The run's env as its evaluations build it (unscaled rewards, no reward normaliser),
     with ``num_envs`` sub-envs."""
-    from rl_trainers.trainers.algorithms.common import build
-    from rl_trainers.trainers.algorithms.errors import ConfigError
+    from rl_trainers.algorithms.build import build
+    from rl_trainers.errors import ConfigError
 
     kwargs: dict[str, Any] = {
         "num_envs": num_envs,
@@ -428,7 +428,7 @@ class plain_gemm:  # noqa: N801 - a context manager
 
 
 def _module_state(state: dict[str, Any], name: str):
-    from rl_trainers.trainers.checkpoint import decode
+    from rl_trainers.core.checkpoint import decode
 
     modules = state.get("modules") or {}
     return decode(modules[name]) if name in modules else None
@@ -437,7 +437,7 @@ def _module_state(state: dict[str, Any], name: str):
 def _env_state(state: dict[str, Any]) -> dict[str, Any] | None:
     """The observation statistics a checkpoint holds: the training env's (from the
     collector), else the evaluation env's; a best-policy file's evaluation env's."""
-    from rl_trainers.trainers.checkpoint import decode
+    from rl_trainers.core.checkpoint import decode
 
     if state.get("kind") == "best_policy":
         return decode(state.get("env"))
@@ -587,8 +587,8 @@ def evaluate(
         seed: the evaluation seed.
         deterministic: act with the mode (default: the run's ``eval.deterministic``).
     """
-    from rl_trainers.trainers.algorithms.base import evaluation_seed
-    from rl_trainers.trainers.algorithms.common import evaluate_episodes, set_num_threads
+    from rl_trainers.algorithms.base import evaluation_seed
+    from rl_trainers.algorithms.build import evaluate_episodes, set_num_threads
 
     if not isinstance(policy, TrainedPolicy):
         policy = load_policy(policy)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.errors import ConfigError
 
 # the trainer classes are loaded on first use (``TRAINERS``, ``build_trainer``, ``from
 # rl_trainers.algorithms import SACTrainer``): the app, which imports this package for
@@ -57,11 +57,11 @@ def __getattr__(name: str):
 
 def build_trainer(cfg: DictConfig, output_dir: Path):
     """The algorithm trainer ``cfg`` describes, with every component built and seeded."""
-    from rl_trainers.trainers.algorithms.validation import typed_config, validate_config
+    from rl_trainers.configs.validation import typed_config, validate_config
 
     rank = 0  # without torch loaded no process group is initialised (a config error is quick)
     if "torch" in sys.modules:
-        from rl_trainers.trainers.distributed import get_rank
+        from rl_trainers.core.distributed import get_rank
 
         rank = get_rank()
     cfg = typed_config(cfg)

@@ -14,15 +14,15 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from rl_trainers.algorithms.base import build_actor_critic, finish_build, prepare_run
+from rl_trainers.algorithms.build import build
 from rl_trainers.algorithms.on_policy import OnPolicyTrainer, reject_minibatch_arguments
-from rl_trainers.trainers.algorithms.base import build_actor_critic, finish_build, prepare_run
-from rl_trainers.trainers.algorithms.common import build
 
 __all__ = ["A2CTrainer"]
 
 
 class A2CTrainer(OnPolicyTrainer):
-    """A2C on the shared :class:`~rl_trainers.trainers.Trainer` loop: one optimisation step
+    """A2C on the shared :class:`~rl_trainers.core.Trainer` loop: one optimisation step
     on each whole collected batch.
 
     Args:

@@ -23,7 +23,7 @@ __all__ = ["DDPGTrainer"]
 
 
 class DDPGTrainer(TD3Trainer):
-    """DDPG on the shared :class:`~rl_trainers.trainers.Trainer` loop (arguments as
+    """DDPG on the shared :class:`~rl_trainers.core.Trainer` loop (arguments as
     :class:`~.td3.TD3Trainer`'s, with ``policy_delay=1`` and ``critic_loss="loss_value"``)."""
 
     @classmethod

@@ -23,20 +23,20 @@ from typing import Any
 from omegaconf import DictConfig
 from tensordict import TensorDictBase
 
+from rl_trainers.algorithms.base import build_model, finish_build, prepare_run
+from rl_trainers.algorithms.build import build
 from rl_trainers.algorithms.off_policy import (
     OffPolicyTrainer,
     build_replay_buffer,
     check_buffer_fits_memory,
 )
-from rl_trainers.trainers.algorithms.base import build_model, finish_build, prepare_run
-from rl_trainers.trainers.algorithms.common import build
-from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.errors import ConfigError
 
 __all__ = ["DQNTrainer"]
 
 
 class DQNTrainer(OffPolicyTrainer):
-    """DQN on the shared :class:`~rl_trainers.trainers.Trainer` loop.
+    """DQN on the shared :class:`~rl_trainers.core.Trainer` loop.
 
     Keyword Args:
         exploration: the collector policy's :class:`~rl_trainers.modules.EGreedyModule`;

@@ -14,10 +14,10 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
-from rl_trainers.trainers.algorithms.base import AlgorithmTrainer
-from rl_trainers.trainers.algorithms.common import build, module_device
-from rl_trainers.trainers.algorithms.errors import ConfigError
-from rl_trainers.trainers.hooks import ReplayBufferTrainer, TargetNetUpdaterHook
+from rl_trainers.algorithms.base import AlgorithmTrainer
+from rl_trainers.algorithms.build import build, module_device
+from rl_trainers.errors import ConfigError
+from rl_trainers.hooks import ReplayBufferTrainer, TargetNetUpdaterHook
 
 
 class OffPolicyTrainer(AlgorithmTrainer):

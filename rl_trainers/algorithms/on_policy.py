@@ -17,9 +17,9 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
-from rl_trainers.trainers.algorithms.base import AlgorithmTrainer
-from rl_trainers.trainers.algorithms.errors import ConfigError
-from rl_trainers.trainers.trainer import TrainerHookBase
+from rl_trainers.algorithms.base import AlgorithmTrainer
+from rl_trainers.core.loop import TrainerHookBase
+from rl_trainers.errors import ConfigError
 
 __all__ = ["EpochMinibatches", "OnPolicyTrainer", "reject_minibatch_arguments"]
 

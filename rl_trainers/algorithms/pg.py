@@ -22,20 +22,20 @@ import torch
 from omegaconf import DictConfig
 from tensordict import TensorDictBase
 
-from rl_trainers.algorithms.on_policy import OnPolicyTrainer, reject_minibatch_arguments
-from rl_trainers.trainers.algorithms.base import (
+from rl_trainers.algorithms.base import (
     build_actor_critic,
     build_model,
     finish_build,
     prepare_run,
 )
-from rl_trainers.trainers.algorithms.common import build, orthogonal_init_
+from rl_trainers.algorithms.build import build, orthogonal_init_
+from rl_trainers.algorithms.on_policy import OnPolicyTrainer, reject_minibatch_arguments
 
 __all__ = ["PGTrainer", "returns_to_go"]
 
 
 class PGTrainer(OnPolicyTrainer):
-    """REINFORCE on the shared :class:`~rl_trainers.trainers.Trainer` loop: one optimisation
+    """REINFORCE on the shared :class:`~rl_trainers.core.Trainer` loop: one optimisation
     step on each whole collected batch.
 
     Args:

@@ -19,15 +19,15 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
+from rl_trainers.algorithms.base import build_actor_critic, finish_build, prepare_run
+from rl_trainers.algorithms.build import build
 from rl_trainers.algorithms.on_policy import EpochMinibatches, OnPolicyTrainer
-from rl_trainers.trainers.algorithms.base import build_actor_critic, finish_build, prepare_run
-from rl_trainers.trainers.algorithms.common import build
 
 __all__ = ["EpochMinibatches", "PPOTrainer"]
 
 
 class PPOTrainer(OnPolicyTrainer):
-    """PPO on the shared :class:`~rl_trainers.trainers.Trainer` loop.
+    """PPO on the shared :class:`~rl_trainers.core.Trainer` loop.
 
     Keyword Args:
         collector: yields ``[num_envs, T]`` batches with ``sample_log_prob``.

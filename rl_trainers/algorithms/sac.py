@@ -13,24 +13,24 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from rl_trainers.algorithms.off_policy import (
-    OffPolicyTrainer,
-    build_replay_buffer,
-    check_buffer_fits_memory,
-)
-from rl_trainers.trainers.algorithms.base import (
+from rl_trainers.algorithms.base import (
     build_actor_critic,
     finish_build,
     prepare_run,
     require_continuous_actions,
 )
-from rl_trainers.trainers.algorithms.common import build
+from rl_trainers.algorithms.build import build
+from rl_trainers.algorithms.off_policy import (
+    OffPolicyTrainer,
+    build_replay_buffer,
+    check_buffer_fits_memory,
+)
 
 __all__ = ["SACTrainer", "check_buffer_fits_memory"]
 
 
 class SACTrainer(OffPolicyTrainer):
-    """SAC on the shared :class:`~rl_trainers.trainers.Trainer` loop.
+    """SAC on the shared :class:`~rl_trainers.core.Trainer` loop.
 
     Keyword Args:
         collector: yields batches of transitions (random actions for its warm-up frames).

@@ -34,19 +34,19 @@ import torch
 from omegaconf import DictConfig, open_dict
 from tensordict import TensorDict, TensorDictBase
 
-from rl_trainers.algorithms.off_policy import (
-    OffPolicyTrainer,
-    build_replay_buffer,
-    check_buffer_fits_memory,
-)
-from rl_trainers.trainers.algorithms.base import (
+from rl_trainers.algorithms.base import (
     build_model,
     finish_build,
     prepare_run,
     require_continuous_actions,
 )
-from rl_trainers.trainers.algorithms.common import build
-from rl_trainers.trainers.trainer import OptimizerHook, TrainerHookBase
+from rl_trainers.algorithms.build import build
+from rl_trainers.algorithms.off_policy import (
+    OffPolicyTrainer,
+    build_replay_buffer,
+    check_buffer_fits_memory,
+)
+from rl_trainers.core.loop import OptimizerHook, TrainerHookBase
 
 __all__ = ["DelayedPolicyUpdate", "TD3Trainer", "build_deterministic_trainer"]
 
@@ -152,7 +152,7 @@ class DelayedPolicyUpdate(TrainerHookBase):
 
 
 class TD3Trainer(OffPolicyTrainer):
-    """TD3 on the shared :class:`~rl_trainers.trainers.Trainer` loop.
+    """TD3 on the shared :class:`~rl_trainers.core.Trainer` loop.
 
     Keyword Args:
         optimizers: ``{"critic": ..., "actor": ...}`` (see :func:`finish_build`'s

@@ -22,7 +22,7 @@ from pathlib import Path
 
 # the typed schema in Hydra's config store: the recipes compose against it (config groups
 # such as model/policy are its nodes), wherever RECIPES_DIR is used
-import rl_trainers.trainers.algorithms.configs  # noqa: F401
+import rl_trainers.configs  # noqa: F401
 
 #: The directory of the YAML recipes shipped with the package: ``<algorithm>_trainer.yaml``
 #: and one folder per config group (``env/``, ``experiment/``, ``hparams_search/``...).

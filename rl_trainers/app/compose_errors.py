@@ -24,19 +24,19 @@ import typing
 from collections.abc import Iterator
 from typing import Any
 
-from rl_trainers.trainers.algorithms.configs import (
+from rl_trainers.configs import (
     GROUP_OPTIONS,
     ROOT_SCHEMAS,
     TORCHRL_GROUP_OPTIONS,
 )
-from rl_trainers.trainers.algorithms.errors import ConfigError
-from rl_trainers.trainers.algorithms.field_names import (
+from rl_trainers.configs.field_names import (
     expected_type,
     field_paths,
     schema_fields,
     suggest_field,
     torchrl_field_hint,
 )
+from rl_trainers.errors import ConfigError
 
 from . import RECIPES_DIR
 from .errors import JobFailed, report_and_exit

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from hydra.errors import CompactHydraException
 
-from rl_trainers.trainers.algorithms.errors import ConfigError, ConfigWarning
+from rl_trainers.errors import ConfigError, ConfigWarning
 
 from .run_log import run_log
 
@@ -29,13 +29,13 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
     torch)."""
     found: list[type[BaseException]] = [ConfigError]
     for module, names in (
-        ("rl_trainers.trainers.checkpoint", ("CheckpointError",)),
-        ("rl_trainers.trainers.trainer", ("NonFiniteLossError",)),
+        ("rl_trainers.core.checkpoint", ("CheckpointError",)),
+        ("rl_trainers.core.loop", ("NonFiniteLossError",)),
         ("rl_trainers.collectors.collectors", ("NonFiniteBatchError", "EnvError")),
         ("rl_trainers.collectors.watchdog", ("EnvStepTimeout",)),
         ("rl_trainers.collectors.multi", ("CollectorWorkerError",)),
         ("rl_trainers.record.loggers.guard", ("LoggerBackendError",)),
-        ("rl_trainers.trainers.distributed", ("RankLostError",)),
+        ("rl_trainers.core.distributed", ("RankLostError",)),
     ):
         if module in sys.modules:
             found.extend(getattr(sys.modules[module], name) for name in names)

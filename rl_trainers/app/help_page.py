@@ -16,8 +16,8 @@ from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
-from rl_trainers.trainers.algorithms.configs import ENV_PRESET_ACTIONS, GROUP_OPTIONS, ROOT_SCHEMAS
-from rl_trainers.trainers.algorithms.field_names import type_name
+from rl_trainers.configs import ENV_PRESET_ACTIONS, GROUP_OPTIONS, ROOT_SCHEMAS
+from rl_trainers.configs.field_names import type_name
 
 from . import RECIPES_DIR
 

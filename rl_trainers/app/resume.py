@@ -18,13 +18,13 @@ def load_resume_checkpoint(cfg: DictConfig, trainer, ckpt: Path, out: Path) -> P
     the newest readable rotated one, with one ``Warning:`` line naming both. A checkpoint
     that reads but does not fit the run still fails (as does ``trainer.resume_from``).
     """
-    from rl_trainers.trainers.checkpoint import (
+    from rl_trainers.core.checkpoint import (
         CheckpointError,
         list_checkpoints,
         load_checkpoint,
         unreadable,
     )
-    from rl_trainers.trainers.distributed import is_distributed
+    from rl_trainers.core.distributed import is_distributed
 
     if cfg.trainer.get("resume_from") or is_distributed():
         trainer.load_from_file(ckpt)
@@ -67,7 +67,7 @@ def resume_command(out: Path) -> str:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from rl_trainers.trainers.distributed import get_world_size
+    from rl_trainers.core.distributed import get_world_size
 
     app = app_words(get_world_size())
     words = ["trainer.resume=true", f"hydra.run.dir={out}"]

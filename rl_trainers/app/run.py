@@ -19,7 +19,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from rl_trainers.trainers.algorithms.run_dir import check_fresh_run_dir
+from rl_trainers.algorithms.run_dir import check_fresh_run_dir
 
 from .resume import load_resume_checkpoint, resume_command
 from .rundir import output_dir_of_run, shared_run_dir
@@ -54,7 +54,7 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
         check_fresh_run_dir(cfg, out)
         trainer = build_trainer(cfg, out)
         phase.trainer = trainer
-        from rl_trainers.trainers.algorithms.common import close_trainer
+        from rl_trainers.algorithms.build import close_trainer
 
         with late_forwarded_signal_ignored(trainer):
             try:
@@ -81,7 +81,7 @@ def _init_distributed(device: str) -> bool:
         several = False
     if not several and "torch" not in sys.modules:
         return False  # no process group can have been initialised
-    from rl_trainers.trainers.distributed import init_distributed
+    from rl_trainers.core.distributed import init_distributed
 
     return init_distributed(device)
 
@@ -91,7 +91,7 @@ def _train_and_summarise(
 ) -> float:
     import torch
 
-    from rl_trainers.trainers.algorithms.common import resume_checkpoint
+    from rl_trainers.algorithms.build import resume_checkpoint
 
     lead = trainer.rank == 0  # data-parallel: only rank 0 prints, evaluates and summarises
     ckpt = resume_checkpoint(cfg, out)
@@ -166,7 +166,7 @@ def _train_and_summarise(
 def check_ranks_in_sync(trainer) -> None:
     """Data-parallel: raise if the ranks' loss modules (parameters and buffers) differ; rank
     0 prints the common SHA-256 to stderr (``parameters sha256 <hex> on all N ranks``)."""
-    from rl_trainers.trainers.distributed import parameters_digest
+    from rl_trainers.core.distributed import parameters_digest
 
     digests = trainer._data_parallel.gather_objects(parameters_digest(trainer.loss_module))
     if len(set(digests)) != 1:

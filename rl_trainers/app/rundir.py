@@ -23,7 +23,7 @@ def shared_run_dir(out: Path) -> Path:
     """
     import shutil
 
-    from rl_trainers.trainers.distributed import DataParallel
+    from rl_trainers.core.distributed import DataParallel
 
     shared = Path(DataParallel().broadcast_object(str(out)))
     if shared.resolve() != out.resolve() and out.is_dir():

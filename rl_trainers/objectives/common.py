@@ -432,7 +432,7 @@ class LossModule(nn.Module):
         The gradients replace the previous ones, as ``zero_grad()`` then ``backward()``
         would, and are written into a parameter's existing ``.grad`` tensor when it is
         contiguous (a trainer keeps them in one buffer, see
-        :class:`~rl_trainers.trainers.flat_params.FlatParameters`). Losses whose forward and
+        :class:`~rl_trainers.core.flat_params.FlatParameters`). Losses whose forward and
         backward are hand-written nodes implement it (:class:`ClipPPOLoss` with MLP
         networks): on small networks the autograd engine's fixed cost per backward pass is
         a large part of an optimisation step. This base implementation returns None.

@@ -1,14 +1,16 @@
-"""rl_trainers.trainers: the Trainer loop, its hooks and checkpointing.
+"""torchrl's path ``torchrl.trainers``: the Trainer and its hooks, an alias, no logic.
 
-The loop and its hook points are documented in :class:`HookPoint`.
-Builders live in ``rl_trainers.trainers.helpers`` and algorithm trainers in
-``rl_trainers.trainers.algorithms`` (import them from there).
+The names are those of :mod:`rl_trainers.core` (the loop, documented in
+:class:`~rl_trainers.core.loop.HookPoint`) and :mod:`rl_trainers.hooks`, loaded on first
+use. torchrl's subpackages are here too: ``rl_trainers.trainers.trainers``,
+``rl_trainers.trainers.helpers`` (builders) and ``rl_trainers.trainers.algorithms``
+(the algorithm trainers in torchrl's constructor form).
 """
 
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the names as static tools (type checkers, the API docs) see them
-    from rl_trainers.trainers.trainer import (
+    from rl_trainers.core.loop import (
         HOOK_POINTS,
         HookPoint,
         HookTimings,
@@ -17,11 +19,9 @@ if TYPE_CHECKING:  # the names as static tools (type checkers, the API docs) see
     )
 
 # Loaded on first use (``from rl_trainers.trainers import Trainer``), so that importing a
-# submodule (``rl_trainers.trainers.algorithms.configs``, which the app's ``--help`` and
-# config errors read)
-# does not load torch.
+# submodule (``rl_trainers.trainers.algorithms.configs``) does not load torch.
 _LAZY = {
-    "CheckpointError": "rl_trainers.trainers.checkpoint",
+    "CheckpointError": "rl_trainers.core.checkpoint",
     **dict.fromkeys(
         (
             "BatchSubSampler",
@@ -44,11 +44,11 @@ _LAZY = {
             "ValueEstimatorHook",
             "mask_batch",
         ),
-        "rl_trainers.trainers.hooks",
+        "rl_trainers.hooks",
     ),
     **dict.fromkeys(
         ("HOOK_POINTS", "HookPoint", "HookTimings", "Trainer", "TrainerHookBase"),
-        "rl_trainers.trainers.trainer",
+        "rl_trainers.core.loop",
     ),
 }
 

@@ -1,10 +1,12 @@
-"""torchrl's module path ``torchrl.trainers.trainers``: the Trainer and its hooks.
+"""torchrl's path ``torchrl.trainers.trainers``: the Trainer and its hooks, an alias, no logic.
 
 Scripts and config files that name ``torchrl.trainers.trainers.<Name>`` (e.g. a Hydra
-``_target_``) port by changing the prefix; the code lives in :mod:`rl_trainers.trainers`.
+``_target_``) port by changing the prefix; the names are those of :mod:`rl_trainers.core`
+and :mod:`rl_trainers.hooks`.
 """
 
-from rl_trainers.trainers.hooks import (
+from rl_trainers.core.loop import Trainer, TrainerHookBase
+from rl_trainers.hooks import (
     BatchSubSampler,
     ClearCudaCache,
     CountFramesLog,
@@ -25,7 +27,6 @@ from rl_trainers.trainers.hooks import (
     ValueEstimatorHook,
     mask_batch,
 )
-from rl_trainers.trainers.trainer import Trainer, TrainerHookBase
 
 __all__ = [
     "ValueEstimatorHook",

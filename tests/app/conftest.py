@@ -8,7 +8,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from rl_trainers.app import RECIPES_DIR
-from rl_trainers.trainers.algorithms.configs import ENV_PRESET_ACTIONS
+from rl_trainers.configs import ENV_PRESET_ACTIONS
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -9,8 +9,8 @@ import math
 import pytest
 import torch
 
+from rl_trainers.algorithms.build import close_trainer
 from rl_trainers.trainers.algorithms import build_trainer
-from rl_trainers.trainers.algorithms.common import close_trainer
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 

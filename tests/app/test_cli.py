@@ -326,7 +326,7 @@ def test_resume_from_is_relative_to_the_launch_directory_with_chdir(tmp_path, mo
     ``trainer.resume_from`` typed on the command line still means the launch directory."""
     from hydra.core.hydra_config import HydraConfig
 
-    from rl_trainers.trainers.algorithms.common import resume_checkpoint
+    from rl_trainers.algorithms.build import resume_checkpoint
 
     from .conftest import RECIPES_DIR, compose, initialize_config_dir
 

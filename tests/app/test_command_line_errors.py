@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from rl_trainers.configs.field_names import suggest_field
 from rl_trainers.envs.libs.gym import resolve_env_id
-from rl_trainers.trainers.algorithms.field_names import suggest_field
 
 from .test_cli import train
 from .test_config_errors import assert_user_error, run_bad

@@ -8,9 +8,9 @@ import shutil
 import pytest
 import torch
 
+from rl_trainers.algorithms import build_trainer
 from rl_trainers.app.run import run
-from rl_trainers.trainers.algorithms import build_trainer
-from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.errors import ConfigError
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rl_trainers.trainers.algorithms.field_names import field_paths, suggest_field
+from rl_trainers.configs.field_names import field_paths, suggest_field
 
 from .test_cli import train
 from .test_config_errors import assert_user_error

@@ -10,13 +10,13 @@ import textwrap
 import pytest
 import torch
 
-from rl_trainers.trainers.algorithms.errors import ConfigError
-from rl_trainers.trainers.checkpoint import (
+from rl_trainers.core.checkpoint import (
     CheckpointError,
     latest_checkpoint,
     load_checkpoint,
     save_checkpoint,
 )
+from rl_trainers.errors import ConfigError
 
 from .conftest import TINY
 from .test_cli import train
@@ -136,7 +136,7 @@ def test_bad_value_is_one_line_with_exit_status_2(algorithm, args, expected, tmp
     ],
 )
 def test_bad_dqn_value_names_the_field(tiny_config, overrides, expected):
-    from rl_trainers.trainers.algorithms.validation import validate_config
+    from rl_trainers.configs.validation import validate_config
 
     with pytest.raises(ConfigError) as err:
         validate_config(tiny_config("dqn", overrides))
@@ -180,7 +180,7 @@ def test_dqn_on_a_continuous_env_or_a_bad_epsilon_is_one_line(args, expected, tm
     ],
 )
 def test_bad_td3_or_ddpg_value_names_the_field(tiny_config, algorithm, overrides, expected):
-    from rl_trainers.trainers.algorithms.validation import validate_config
+    from rl_trainers.configs.validation import validate_config
 
     with pytest.raises(ConfigError) as err:
         validate_config(tiny_config(algorithm, overrides))
@@ -335,8 +335,8 @@ def test_an_accelerator_device_is_accepted_with_the_in_process_collector(monkeyp
     device apart from it, or worker-process collectors, are refused with what to set."""
     from omegaconf import OmegaConf
 
-    from rl_trainers.trainers.algorithms import validation
-    from rl_trainers.trainers.algorithms.errors import ConfigError
+    from rl_trainers.configs import validation
+    from rl_trainers.errors import ConfigError
 
     monkeypatch.setattr(validation, "check_device", lambda field, value: None)  # "available"
 
@@ -369,7 +369,7 @@ def test_an_accelerator_device_is_accepted_with_the_in_process_collector(monkeyp
 )
 def test_a_key_added_with_plus_that_nothing_reads_is_refused(override, expected):
     """Hydra lets '+' add a key to any node; the trainer would silently ignore it."""
-    from rl_trainers.trainers.algorithms.validation import validate_config
+    from rl_trainers.configs.validation import validate_config
 
     from .conftest import compose_config
 
@@ -380,7 +380,7 @@ def test_a_key_added_with_plus_that_nothing_reads_is_refused(override, expected)
 
 
 def test_plus_keys_of_free_form_dicts_are_kept():
-    from rl_trainers.trainers.algorithms.validation import validate_config
+    from rl_trainers.configs.validation import validate_config
 
     from .conftest import compose_config
 

@@ -9,10 +9,10 @@ import warnings
 
 import pytest
 
+from rl_trainers.algorithms.components import make_sac_loss
 from rl_trainers.app.run import run
-from rl_trainers.trainers.algorithms.errors import ConfigError, ConfigWarning
-from rl_trainers.trainers.algorithms.validation import validate_config
-from rl_trainers.trainers.helpers.components import make_sac_loss
+from rl_trainers.configs.validation import validate_config
+from rl_trainers.errors import ConfigError, ConfigWarning
 
 from .conftest import TINY, compose_config
 from .test_cli import train

@@ -11,9 +11,9 @@ import pytest
 import torch
 from hydra.utils import get_object
 
+from rl_trainers import configs
 from rl_trainers.app import RECIPES_DIR
-from rl_trainers.trainers.algorithms import configs
-from rl_trainers.trainers.algorithms.configs import GROUP_OPTIONS, ROOT_SCHEMAS
+from rl_trainers.configs import GROUP_OPTIONS, ROOT_SCHEMAS
 
 from .conftest import ENV_OPTIONS, compose_config
 
@@ -142,8 +142,8 @@ def test_every_field_is_documented(node):
 def test_every_env_option_builds_without_sizes(env):
     from hydra.utils import instantiate
 
+    from rl_trainers.configs import ENV_PRESET_ACTIONS
     from rl_trainers.modules import spec_kind
-    from rl_trainers.trainers.algorithms.configs import ENV_PRESET_ACTIONS
 
     cfg = compose_config("ppo", [f"env={env}", "env.num_envs=2"])
     built = instantiate(cfg.env)
@@ -201,8 +201,8 @@ def test_replay_buffer_node_names_its_sampler_and_writer(sampler, cls):
     ],
 )
 def test_replay_buffer_bad_choice_names_the_options(override, expected):
-    from rl_trainers.trainers.algorithms.common import build
-    from rl_trainers.trainers.algorithms.errors import ConfigError
+    from rl_trainers.algorithms.build import build
+    from rl_trainers.errors import ConfigError
 
     cfg = compose_config("sac", [override])
     with pytest.raises(ConfigError) as info:
@@ -213,8 +213,8 @@ def test_replay_buffer_bad_choice_names_the_options(override, expected):
 
 def test_env_transforms_field_appends_transforms_from_the_command_line():
     """``env.transforms`` takes transform nodes; a StepCounter cuts episodes at its limit."""
+    from rl_trainers.algorithms.build import build
     from rl_trainers.envs import StepCounter
-    from rl_trainers.trainers.algorithms.common import build
 
     cfg = compose_config(
         "ppo",
@@ -228,8 +228,8 @@ def test_env_transforms_field_appends_transforms_from_the_command_line():
 
 
 def test_env_transforms_rejects_a_non_transform():
-    from rl_trainers.trainers.algorithms.common import build
-    from rl_trainers.trainers.algorithms.errors import ConfigError
+    from rl_trainers.algorithms.build import build
+    from rl_trainers.errors import ConfigError
 
     cfg = compose_config("ppo", ["env.transforms=[42]"])
     with pytest.raises(ConfigError) as info:
@@ -239,9 +239,9 @@ def test_env_transforms_rejects_a_non_transform():
 
 def test_run_with_env_transforms_saves_and_resumes(tiny_config, tmp_path):
     """The transforms are part of the checkpoint's setup fingerprint (a plain, storable list)."""
+    from rl_trainers.algorithms import build_trainer
     from rl_trainers.app.run import run
-    from rl_trainers.trainers.algorithms import build_trainer
-    from rl_trainers.trainers.checkpoint import CheckpointError
+    from rl_trainers.core.checkpoint import CheckpointError
 
     step_counter = "env.transforms=[{_target_:rl_trainers.envs.StepCounter,max_steps:50}]"
     run(tiny_config("ppo", [step_counter]), output_dir=tmp_path)
@@ -257,7 +257,7 @@ def test_run_with_env_transforms_saves_and_resumes(tiny_config, tmp_path):
 @pytest.mark.parametrize("num_envs", [1, 4])
 def test_sac_num_envs_alone_gives_one_step_of_every_env_per_batch(num_envs):
     """``env.num_envs=4`` is the one override SAC needs (frames_per_batch follows it)."""
-    from rl_trainers.trainers.algorithms.validation import validate_config
+    from rl_trainers.configs.validation import validate_config
 
     cfg = compose_config("sac", [f"env.num_envs={num_envs}"])
     assert cfg.collector.frames_per_batch == num_envs
@@ -273,7 +273,7 @@ def test_sac_num_envs_alone_gives_one_step_of_every_env_per_batch(num_envs):
 @pytest.mark.parametrize("override", ["env.make_kwargs={g:0.0}", "+env.make_kwargs.g=0.0"])
 def test_env_make_kwargs_reach_gymnasium_make(override):
     """Pendulum-v1 without gravity: with no torque its angular velocity does not change."""
-    from rl_trainers.trainers.algorithms.common import build
+    from rl_trainers.algorithms.build import build
 
     def first_step(overrides):
         env = build(compose_config("ppo", ["env=pendulum", "env.num_envs=1", *overrides]), "env")
@@ -290,8 +290,8 @@ def test_env_make_kwargs_reach_gymnasium_make(override):
 
 
 def test_env_make_kwargs_unknown_argument_is_a_config_error():
-    from rl_trainers.trainers.algorithms.common import build
-    from rl_trainers.trainers.algorithms.errors import ConfigError
+    from rl_trainers.algorithms.build import build
+    from rl_trainers.errors import ConfigError
 
     with pytest.raises(ConfigError) as info:
         build(compose_config("ppo", ["env.make_kwargs={nosuch:1}"]), "env")

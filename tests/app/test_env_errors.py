@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from rl_trainers.app.run import run
-from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.errors import ConfigError
 
 
 def test_mujoco_model_warnings_are_shown_once_per_process(tmp_path):

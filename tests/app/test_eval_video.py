@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from rl_trainers.algorithms import build_trainer
+from rl_trainers.algorithms.build import close_trainer
 from rl_trainers.app.help_page import help_template
 from rl_trainers.app.run import run
-from rl_trainers.trainers.algorithms import build_trainer
-from rl_trainers.trainers.algorithms.common import close_trainer
-from rl_trainers.trainers.algorithms.configs import PPOTrainerConfig
-from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.configs import PPOTrainerConfig
+from rl_trainers.errors import ConfigError
 
 from .conftest import PIXELS
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 from tensordict import TensorDictBase
 
+from rl_trainers.algorithms.build import evaluate_episodes
 from rl_trainers.envs import GymEnv
-from rl_trainers.trainers.algorithms.common import evaluate_episodes
 
 
 def always_up(td: TensorDictBase) -> TensorDictBase:

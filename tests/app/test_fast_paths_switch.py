@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from rl_trainers import fast_paths
+from rl_trainers.algorithms.build import close_trainer
 from rl_trainers.trainers.algorithms import build_trainer
-from rl_trainers.trainers.algorithms.common import close_trainer
 
 
 def test_plain_turns_every_switch_off_and_restores_them():

@@ -8,11 +8,11 @@ import json
 import pytest
 import torch
 
+from rl_trainers.algorithms import build_trainer
+from rl_trainers.algorithms.build import close_trainer
+from rl_trainers.configs.validation import validate_config
 from rl_trainers.envs import GymEnv
-from rl_trainers.trainers.algorithms import build_trainer
-from rl_trainers.trainers.algorithms.common import close_trainer
-from rl_trainers.trainers.algorithms.errors import ConfigError
-from rl_trainers.trainers.algorithms.validation import validate_config
+from rl_trainers.errors import ConfigError
 
 from .test_config_errors import assert_user_error, run_bad
 

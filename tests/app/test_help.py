@@ -4,7 +4,7 @@ another option."""
 from __future__ import annotations
 
 from rl_trainers.app.help_page import help_template
-from rl_trainers.trainers.algorithms.configs import PPOTrainerConfig, SACTrainerConfig
+from rl_trainers.configs import PPOTrainerConfig, SACTrainerConfig
 
 
 def test_help_names_every_value_loss_the_losses_accept():

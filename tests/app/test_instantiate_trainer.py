@@ -17,9 +17,9 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from rl_trainers.algorithms import PPOTrainer, SACTrainer, build_trainer
+from rl_trainers.algorithms.build import plain_config
 from rl_trainers.app import RECIPES_DIR
-from rl_trainers.trainers.algorithms.common import plain_config
-from rl_trainers.trainers.algorithms.configs import PPOLoopConfig, PPOTrainerConfig
+from rl_trainers.configs import PPOLoopConfig, PPOTrainerConfig
 
 from .conftest import TINY
 
@@ -53,7 +53,7 @@ def test_instantiate_from_compose_trains_the_apps_trainer_under_outputs(
 def test_instantiate_builds_td3_and_ddpg_as_the_app_does(
     tiny_config, algorithm, tmp_path, monkeypatch
 ):
-    from rl_trainers.trainers.algorithms import TRAINERS
+    from rl_trainers.algorithms import TRAINERS
 
     monkeypatch.chdir(tmp_path)
     cfg = tiny_config(algorithm)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rl_trainers.algorithms.build import cpu_budget
 from rl_trainers.app import RECIPES_DIR
-from rl_trainers.trainers.algorithms.common import cpu_budget
 
 from .conftest import TINY
 from .test_cli import train

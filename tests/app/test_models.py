@@ -7,10 +7,10 @@ import pytest
 import torch
 from hydra.utils import instantiate
 
+from rl_trainers.algorithms.base import build_actor_critic, check_network_fits_env
+from rl_trainers.errors import ConfigError
 from rl_trainers.modules import IndependentNormal, TanhNormal
 from rl_trainers.modules.distributions import Categorical, OneHotCategorical
-from rl_trainers.trainers.algorithms.base import build_actor_critic, check_network_fits_env
-from rl_trainers.trainers.algorithms.errors import ConfigError
 
 from .conftest import compose_config
 

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.errors import ConfigError
 
 from .test_config_errors import assert_user_error, run_bad
 
@@ -18,7 +18,7 @@ def test_a_logger_that_is_not_a_logger_is_refused_when_the_trainer_is_built():
     not at the first log."""
     import torch
 
-    from rl_trainers.trainers import Trainer
+    from rl_trainers.core import Trainer
 
     loss = torch.nn.Linear(2, 1)
     with pytest.raises(TypeError, match=r"logger must be a Logger .* got 'csv'.*get_logger"):
@@ -75,7 +75,7 @@ def test_mp4_videos_without_an_mp4_writer_stop_before_training(tiny_config, tmp_
     # with one error line instead of failing at the first video (the end of training)
     from importlib.util import find_spec
 
-    from rl_trainers.trainers.algorithms import build_trainer
+    from rl_trainers.algorithms import build_trainer
 
     if find_spec("imageio_ffmpeg") is not None or find_spec("av") is not None:
         pytest.skip("an mp4 writer is installed here")

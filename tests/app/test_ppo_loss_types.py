@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 
+from rl_trainers.algorithms import build_trainer
 from rl_trainers.app.overrides import translate_torchrl_overrides
 from rl_trainers.app.run import run
+from rl_trainers.errors import ConfigError
 from rl_trainers.objectives import ClipPPOLoss, KLPENPPOLoss, PPOLoss
-from rl_trainers.trainers.algorithms import build_trainer
-from rl_trainers.trainers.algorithms.errors import ConfigError
 
 from .test_config_errors import assert_user_error, run_bad
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import rl_trainers.objectives.ppo as ppo_module
-from rl_trainers.trainers.algorithms import build_trainer
+from rl_trainers.algorithms import build_trainer
 
 
 def test_default_sac_recipe_trains_through_the_one_node_losses(tiny_config, tmp_path):

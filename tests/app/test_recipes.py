@@ -88,8 +88,8 @@ def test_dqn_trainer_explores_updates_and_copies_its_target(tiny_config, tmp_pat
     Q-network right after every target_update_interval-th update."""
     import torch
 
-    from rl_trainers.trainers.algorithms import build_trainer
-    from rl_trainers.trainers.algorithms.common import close_trainer
+    from rl_trainers.algorithms import build_trainer
+    from rl_trainers.algorithms.build import close_trainer
 
     trainer = build_trainer(tiny_config("dqn", ["trainer.exploration_fraction=0.5"]), tmp_path)
     loss = trainer.loss_module
@@ -131,8 +131,8 @@ def test_sac_on_a_list_buffer(tiny_config, tmp_path):
 def test_sac_trainer_stores_transitions(tiny_config, tmp_path):
     """The collector's ``[num_envs, T]`` batches enter SAC's buffer as transitions (a
     default storage alone would keep ``num_envs`` trajectories per batch)."""
-    from rl_trainers.trainers.algorithms import build_trainer
-    from rl_trainers.trainers.algorithms.common import close_trainer
+    from rl_trainers.algorithms import build_trainer
+    from rl_trainers.algorithms.build import close_trainer
 
     trainer = build_trainer(tiny_config("sac", ["env.num_envs=2"]), tmp_path)
     try:
@@ -243,8 +243,8 @@ def test_ppo_clip_range_anneals_in_the_losss_buffer(tiny_config, tmp_path):
     """trainer.anneal_clip_epsilon sets the loss's clip_epsilon buffer in place each batch."""
     import torch
 
-    from rl_trainers.trainers.algorithms import build_trainer
-    from rl_trainers.trainers.algorithms.common import close_trainer
+    from rl_trainers.algorithms import build_trainer
+    from rl_trainers.algorithms.build import close_trainer
 
     trainer = build_trainer(tiny_config("ppo", ["trainer.anneal_clip_epsilon=true"]), tmp_path)
     seen = []

@@ -6,7 +6,7 @@ import warnings
 
 import pytest
 
-from rl_trainers.trainers.algorithms import build_trainer
+from rl_trainers.algorithms import build_trainer
 
 
 def test_resume_with_fewer_eval_episodes_does_not_warn(tiny_config, tmp_path):
@@ -22,7 +22,7 @@ def test_resume_with_fewer_eval_episodes_does_not_warn(tiny_config, tmp_path):
 def test_resume_with_another_optimizer_names_it_instead_of_a_key_error(tiny_config, tmp_path):
     """Resuming with another optimizer than the checkpoint's names both instead of failing at
     the first step."""
-    from rl_trainers.trainers.checkpoint import CheckpointError
+    from rl_trainers.core.checkpoint import CheckpointError
 
     first = build_trainer(tiny_config("ppo"), tmp_path / "a")
     first.train()

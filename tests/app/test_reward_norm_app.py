@@ -6,10 +6,10 @@ import pytest
 import torch
 from resume.conftest import csv_curves  # tests/ is on sys.path
 
+from rl_trainers.algorithms import build_trainer
+from rl_trainers.algorithms.build import close_trainer
 from rl_trainers.app.run import run
 from rl_trainers.envs import RewardNorm
-from rl_trainers.trainers.algorithms import build_trainer
-from rl_trainers.trainers.algorithms.common import close_trainer
 
 
 def _reward_norms(env) -> list[RewardNorm]:
@@ -38,7 +38,7 @@ def test_training_env_discounts_with_the_loss_gamma_and_the_eval_env_has_no_norm
 
 
 def test_multi_process_collector_workers_take_the_loss_gamma_too(tiny_config, tmp_path):
-    from rl_trainers.trainers.algorithms.common import EnvFromConfig, train_env_overrides
+    from rl_trainers.algorithms.build import EnvFromConfig, train_env_overrides
 
     cfg = tiny_config("ppo", ["env.normalize_rewards=true", "loss.gamma=0.9"])
     env = EnvFromConfig(cfg.env, **train_env_overrides(cfg))()
@@ -84,7 +84,7 @@ def test_logged_training_returns_are_raw_while_training_sees_normalised_rewards(
 
 
 def test_resume_across_the_switch_names_it(tiny_config, tmp_path):
-    from rl_trainers.trainers.checkpoint import CheckpointError
+    from rl_trainers.core.checkpoint import CheckpointError
 
     plain = build_trainer(tiny_config("ppo"), tmp_path / "a")
     try:

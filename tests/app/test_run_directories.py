@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from rl_trainers.app.run import run
-from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.errors import ConfigError
 
 
 def test_stop_message_of_a_sweep_job_continues_the_whole_sweep(tmp_path, monkeypatch):

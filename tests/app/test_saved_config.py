@@ -11,8 +11,8 @@ import textwrap
 import pytest
 from omegaconf import OmegaConf
 
-from rl_trainers.trainers.algorithms.errors import ConfigError
-from rl_trainers.trainers.algorithms.validation import typed_config
+from rl_trainers.configs.validation import typed_config
+from rl_trainers.errors import ConfigError
 
 from .test_cli import train
 from .test_config_errors import assert_user_error

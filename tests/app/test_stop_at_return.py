@@ -8,8 +8,8 @@ import json
 import pytest
 
 from rl_trainers.app.run import run
-from rl_trainers.trainers.algorithms.errors import ConfigError
-from rl_trainers.trainers.algorithms.validation import validate_config
+from rl_trainers.configs.validation import validate_config
+from rl_trainers.errors import ConfigError
 
 
 def _summary(out) -> dict:

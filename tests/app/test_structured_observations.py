@@ -8,11 +8,11 @@ import textwrap
 
 import pytest
 
+from rl_trainers.algorithms.components import make_env
 from rl_trainers.app.run import run
 from rl_trainers.envs.libs.gym import tuple_observation_keys
 from rl_trainers.envs.specs import Composite, Unbounded
-from rl_trainers.trainers.algorithms.errors import ConfigError
-from rl_trainers.trainers.helpers.components import make_env
+from rl_trainers.errors import ConfigError
 
 DICT_ENVS = textwrap.dedent(
     """

@@ -8,8 +8,8 @@ import pytest
 import torch
 from tensordict.nn import InteractionType, set_interaction_type
 
-from rl_trainers.trainers.algorithms import build_trainer
-from rl_trainers.trainers.algorithms.common import close_trainer
+from rl_trainers.algorithms import build_trainer
+from rl_trainers.algorithms.build import close_trainer
 
 
 def _snapshot(trainer) -> dict:

@@ -7,28 +7,28 @@ import os
 import subprocess
 import sys
 
+from rl_trainers.algorithms import build as build_steps
 from rl_trainers.app.run import passive_openmp_threads
-from rl_trainers.trainers.algorithms import common
 
 
 def test_two_threads_only_when_two_cores_are_idle(monkeypatch):
-    monkeypatch.setattr(common, "cpu_budget", lambda: 2)
+    monkeypatch.setattr(build_steps, "cpu_budget", lambda: 2)
     picked = {}
-    monkeypatch.setattr(common.torch, "set_num_threads", lambda n: picked.setdefault("n", n))
+    monkeypatch.setattr(build_steps.torch, "set_num_threads", lambda n: picked.setdefault("n", n))
     for idle, widest, expected in ((2, 256, 2), (1, 256, 1), (2, 64, 1)):
         picked.clear()
-        monkeypatch.setattr(common, "idle_cores", lambda idle=idle: idle)
-        assert common.set_num_threads(0, widest) == expected
-    assert common.set_num_threads(3, 256) == 3  # asked for: as asked
+        monkeypatch.setattr(build_steps, "idle_cores", lambda idle=idle: idle)
+        assert build_steps.set_num_threads(0, widest) == expected
+    assert build_steps.set_num_threads(3, 256) == 3  # asked for: as asked
 
 
 def test_idle_cores_sees_a_busy_process():
-    budget = common.cpu_budget()
+    budget = build_steps.cpu_budget()
     if budget < 2:
         return  # one core: nothing to tell apart
     spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        assert common.idle_cores(0.3) <= budget - 1
+        assert build_steps.idle_cores(0.3) <= budget - 1
     finally:
         spin.kill()
         spin.wait()

@@ -8,8 +8,8 @@ import warnings
 
 import pytest
 
-from rl_trainers.trainers.algorithms.errors import ConfigError, ConfigWarning
-from rl_trainers.trainers.algorithms.validation import gradient_updates, validate_config
+from rl_trainers.configs.validation import gradient_updates, validate_config
+from rl_trainers.errors import ConfigError, ConfigWarning
 
 from .conftest import compose_config
 from .test_cli import train

@@ -9,8 +9,8 @@ import sys
 import pytest
 import torch
 
-from rl_trainers.trainers.algorithms import eval_video
-from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.algorithms import eval_video
+from rl_trainers.errors import ConfigError
 
 INSTALL = 'pip install "rl_trainers[video]"'
 

@@ -38,8 +38,8 @@ SCRIPT = textwrap.dedent(
     import torch
     from tensordict import TensorDict
     from torch import nn
-    from rl_trainers.trainers.distributed import init_distributed
-    from rl_trainers.trainers.trainer import Trainer
+    from rl_trainers.core.distributed import init_distributed
+    from rl_trainers.core.loop import Trainer
 
     init_distributed()
     rank = int(os.environ["RANK"])
@@ -90,7 +90,7 @@ LATE_COPY = textwrap.dedent(
     import os, signal, sys
     from app.conftest import compose_config
     from rl_trainers.app.run import run
-    from rl_trainers.trainers.trainer import Trainer
+    from rl_trainers.core.loop import Trainer
 
     rank = int(os.environ["RANK"])
     decide, train = Trainer._decide_stop, Trainer.train

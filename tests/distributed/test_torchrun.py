@@ -16,10 +16,10 @@ import pytest
 import torch
 from resume.conftest import assert_same_state, tiny  # tests/ is on sys.path
 
+from rl_trainers.algorithms import build_trainer
+from rl_trainers.algorithms.build import close_trainer
 from rl_trainers.app.run import run
-from rl_trainers.trainers.algorithms import build_trainer
-from rl_trainers.trainers.algorithms.common import close_trainer
-from rl_trainers.trainers.checkpoint import CheckpointError, load_checkpoint
+from rl_trainers.core.checkpoint import CheckpointError, load_checkpoint
 
 from .conftest import PPO, SAC, checked, launch, start
 

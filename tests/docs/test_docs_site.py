@@ -58,7 +58,7 @@ def test_mkdocs_build_strict(tmp_path):
     print(f"mkdocs build --strict: {elapsed:.1f} s")
     # the API reference is generated: a class heading and a docstring's text are there
     trainer = (site / "api" / "trainer" / "index.html").read_text()
-    assert 'id="rl_trainers.trainers.Trainer"' in trainer
+    assert 'id="rl_trainers.core.Trainer"' in trainer
     configs = (site / "api" / "configs" / "index.html").read_text()
     assert "PPOTrainerConfig" in configs and "episodes per evaluation" in configs
     for page in ("index.html", "loggers/index.html", "plotting/index.html"):

@@ -9,6 +9,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
+from rl_trainers.algorithms.components import make_env
 from rl_trainers.collectors import SyncDataCollector
 from rl_trainers.envs import (
     Compose,
@@ -18,7 +19,6 @@ from rl_trainers.envs import (
     RewardSum,
     TransformedEnv,
 )
-from rl_trainers.trainers.helpers import make_env
 
 
 class RampEnv(gym.Env):

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from rl_trainers.trainers.checkpoint import list_checkpoints, load_checkpoint
+from rl_trainers.core.checkpoint import list_checkpoints, load_checkpoint
 
 from .conftest import SCRIPT, TINY, error_lines, spawn, train
 
@@ -60,7 +60,7 @@ def test_resume_with_every_checkpoint_truncated_fails_with_one_line(tmp_path):
 DISK_FULL = textwrap.dedent(
     """
     import resource, runpy, sys
-    from rl_trainers.trainers import checkpoint
+    from rl_trainers.core import checkpoint
 
     limit, original, calls = int(sys.argv[1]), checkpoint.save_rotating, []
 

@@ -13,7 +13,7 @@ import time
 import psutil
 import pytest
 
-from rl_trainers.trainers.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint
+from rl_trainers.core.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint
 
 from .conftest import (
     LONG,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from collectors.collector_fake_env import CountingEnv
-from trainers.test_async_collection import async_trainer, train_in_thread  # tests/ on sys.path
+from core.test_async_collection import async_trainer, train_in_thread  # tests/ on sys.path
 
 from rl_trainers.collectors import SyncDataCollector
 from rl_trainers.data import LazyTensorStorage, TensorDictReplayBuffer

@@ -16,7 +16,7 @@ import textwrap
 
 import pytest
 
-from rl_trainers.trainers.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint
+from rl_trainers.core.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint
 
 from .conftest import SCRIPT, TINY, error_lines, run_to_end, spawn, train
 
@@ -30,7 +30,7 @@ EXP = "ppo_CartPole-v1"
 TAKE_DIR_AWAY = textwrap.dedent(
     """
     import os, runpy, sys
-    from rl_trainers.trainers import checkpoint
+    from rl_trainers.core import checkpoint
 
     target, original, calls = sys.argv[1], checkpoint.save_rotating, []
 

@@ -12,7 +12,7 @@ import pytest
 from distributed.conftest import PPO, checked, launch
 from distributed.conftest import start as start_torchrun
 
-from rl_trainers.trainers.checkpoint import list_checkpoints
+from rl_trainers.core.checkpoint import list_checkpoints
 
 from .conftest import _assert_gone, error_lines
 

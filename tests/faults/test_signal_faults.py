@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from rl_trainers.trainers.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint
+from rl_trainers.core.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint
 
 from .conftest import LONG, SCRIPT, TINY, _StreamCollector, _wait_for, faults_env, spawn
 

@@ -90,7 +90,7 @@ def test_encoder_models_read_pixels_and_q_concatenates_the_action():
 
 
 def test_dataclass_network_nodes_are_accepted():
-    from rl_trainers.trainers.algorithms.configs import ConvActorCriticNetworkConfig
+    from rl_trainers.configs import ConvActorCriticNetworkConfig
 
     actor = make_categorical_model(PIXEL_OBS, DISCRETE, ConvActorCriticNetworkConfig())
     assert _linears(actor)[0].in_features == 64 * 7 * 7

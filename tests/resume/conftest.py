@@ -8,9 +8,9 @@ from pathlib import Path
 import torch
 from app.conftest import REPO, TINY, compose_config  # tests/ is on sys.path (rootdir packages)
 
-from rl_trainers.trainers.algorithms import build_trainer
-from rl_trainers.trainers.algorithms.common import close_trainer, resume_checkpoint
-from rl_trainers.trainers.checkpoint import load_checkpoint
+from rl_trainers.algorithms import build_trainer
+from rl_trainers.algorithms.build import close_trainer, resume_checkpoint
+from rl_trainers.core.checkpoint import load_checkpoint
 
 __all__ = [
     "REPO",

@@ -90,7 +90,7 @@ def test_stop_and_resume_is_bitwise_identical(case, tmp_path):
 def test_dqn_checkpoint_holds_epsilon_target_network_and_its_update_count(tmp_path):
     """What the bitwise DQN case compares: the annealed epsilon, the target network and the
     target updater's step counter are saved (a resume restarting any of them would differ)."""
-    from rl_trainers.trainers.checkpoint import load_checkpoint
+    from rl_trainers.core.checkpoint import load_checkpoint
 
     run(tiny("dqn", *CASES["dqn"][2]), tmp_path)
     modules = load_checkpoint(tmp_path / "checkpoints" / "trainer.pt")["modules"]
@@ -104,7 +104,7 @@ def test_td3_checkpoint_holds_both_optimizers_the_delay_counter_and_the_noise(tm
     """What the bitwise TD3 case compares: the critic and actor optimizers' states, the
     update counter that decides the next actor step, the annealed noise scale and the
     target networks are saved."""
-    from rl_trainers.trainers.checkpoint import load_checkpoint
+    from rl_trainers.core.checkpoint import load_checkpoint
 
     run(tiny("td3", *CASES["td3"][2]), tmp_path)
     modules = load_checkpoint(tmp_path / "checkpoints" / "trainer.pt")["modules"]

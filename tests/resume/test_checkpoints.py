@@ -12,22 +12,22 @@ import numpy as np
 import pytest
 import torch
 
+from rl_trainers.algorithms import build_trainer
+from rl_trainers.algorithms.build import close_trainer, resume_checkpoint
 from rl_trainers.app.errors import user_errors
 from rl_trainers.app.run import run
 from rl_trainers.collectors import SyncDataCollector
-from rl_trainers.envs import GymEnv
-from rl_trainers.envs.libs.gym_state import get_env_state, get_gym_state, set_env_state
-from rl_trainers.trainers.algorithms import build_trainer
-from rl_trainers.trainers.algorithms.common import close_trainer, resume_checkpoint
-from rl_trainers.trainers.algorithms.errors import ConfigError
-from rl_trainers.trainers.checkpoint import (
+from rl_trainers.core.checkpoint import (
     CheckpointError,
     latest_checkpoint,
     list_checkpoints,
     load_checkpoint,
     save_rotating,
 )
-from rl_trainers.trainers.trainer import NonFiniteLossError
+from rl_trainers.core.loop import NonFiniteLossError
+from rl_trainers.envs import GymEnv
+from rl_trainers.envs.libs.gym_state import get_env_state, get_gym_state, set_env_state
+from rl_trainers.errors import ConfigError
 
 from .conftest import REPO, TINY, tiny
 

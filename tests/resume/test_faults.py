@@ -15,10 +15,10 @@ import numpy as np
 import psutil
 import pytest
 
+from rl_trainers.algorithms import build_trainer
 from rl_trainers.app.run import run
-from rl_trainers.trainers.algorithms import build_trainer
-from rl_trainers.trainers.algorithms.errors import ConfigError
-from rl_trainers.trainers.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint
+from rl_trainers.core.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint
+from rl_trainers.errors import ConfigError
 
 from .conftest import REPO, TINY, assert_same_state, csv_curves, tiny
 

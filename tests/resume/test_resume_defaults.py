@@ -72,8 +72,8 @@ def test_clip_annealing_resumes_bitwise(ppo_runs):
 
 
 def test_clip_range_after_load_matches_the_uninterrupted_run(tmp_path):
-    from rl_trainers.trainers.algorithms import build_trainer
-    from rl_trainers.trainers.algorithms.common import close_trainer
+    from rl_trainers.algorithms import build_trainer
+    from rl_trainers.algorithms.build import close_trainer
 
     cfg = tiny("ppo", "trainer.anneal_clip_epsilon=true")
     assert interrupted_run(cfg, tmp_path, 128) == 128

@@ -82,7 +82,8 @@ def _torchrl_named_nodes() -> list[type]:
         for module in modules
         for name, node in vars(module).items()
         if name.endswith("Config")
-        and node.__module__ == module.__name__
+        # defined in that module of the schema (rl_trainers.configs.<name>), not imported
+        and node.__module__ == module.__name__.replace(".trainers.algorithms.configs.", ".configs.")
         and name not in ("GymEnvConfig", "ReplayBufferConfig")  # the root nodes, built elsewhere
         and name not in ("BatchedEnvConfig", "TransformedEnvConfig")  # need an env, below
     ]

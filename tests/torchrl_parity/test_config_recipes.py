@@ -19,8 +19,8 @@ from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from rl_trainers.configs.torchrl_schema import SHARED_OPTION_NAMES
 from rl_trainers.trainers.algorithms.configs import GROUP_OPTIONS, TORCHRL_GROUP_OPTIONS
-from rl_trainers.trainers.algorithms.configs.torchrl_schema import SHARED_OPTION_NAMES
 
 RECIPES = Path(__file__).parent / "torchrl_recipes"
 REPO = Path(__file__).resolve().parents[2]

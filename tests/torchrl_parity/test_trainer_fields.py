@@ -7,8 +7,8 @@ from app.test_cli import train
 from app.test_config_errors import assert_user_error
 from omegaconf import OmegaConf
 
-from rl_trainers.trainers.algorithms.errors import ConfigError
-from rl_trainers.trainers.algorithms.validation import validate_config
+from rl_trainers.configs.validation import validate_config
+from rl_trainers.errors import ConfigError
 
 
 @pytest.mark.parametrize(

@@ -15,12 +15,14 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.configs.envs import GymEnvConfig
+from rl_trainers.errors import ConfigError
 
 __all__ = ["make_batched_env", "make_compose", "make_transformed_env"]
 
-#: The ``_target_`` of rl_trainers' root env node (``GymEnvConfig``): a vector env already.
-VECTOR_ENV_TARGET = "rl_trainers.trainers.helpers.make_env"
+#: The ``_target_`` of rl_trainers' root env node (``GymEnvConfig``): a vector env already;
+#: also its path at torchrl's helpers package, which configs saved by earlier versions name.
+VECTOR_ENV_TARGETS = (GymEnvConfig._target_, "rl_trainers.trainers.helpers.make_env")
 
 #: ``batched_env_type`` values and the vector engine each gives ``GymEnvConfig``.
 BATCHED_ENV_TYPES = {"parallel": "async", "serial": "sync"}
@@ -132,7 +134,7 @@ def _as_node(value: Any) -> DictConfig | None:
 def _vector_env_nodes(node: DictConfig) -> Iterator[DictConfig]:
     """The ``GymEnvConfig`` nodes along the ``base_env`` chain starting at ``node``."""
     while isinstance(node, DictConfig):
-        if node.get("_target_") == VECTOR_ENV_TARGET:
+        if node.get("_target_") in VECTOR_ENV_TARGETS:
             yield node
         node = node.get("base_env")
 

@@ -9,7 +9,7 @@ defaults (listed in each docstring).
 
 torchrl's paths (``rl_trainers.trainers.helpers``, ``...helpers.collectors``...) re-export
 them. The Hydra application does not use these: it builds from config nodes through
-``rl_trainers.trainers.helpers.components``. ``make_replay_buffer`` serves both call forms.
+``rl_trainers.algorithms.components``. ``make_replay_buffer`` serves both call forms.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from typing import Any
 
 import torch
 
-from rl_trainers.trainers.helpers import TORCHRL_HELPER_NAMES, components
+from rl_trainers.algorithms import components
+from rl_trainers.trainers.helpers import TORCHRL_HELPER_NAMES
 
 #: torchrl's helper names, as its path (``rl_trainers.trainers.helpers``) declares them
 __all__ = list(TORCHRL_HELPER_NAMES)
@@ -632,7 +633,7 @@ def make_replay_buffer(
     """A ``TensorDictReplayBuffer``; two call forms, one builder.
 
     - ``make_replay_buffer(size=..., batch_size=..., storage=..., ...)``: the Hydra node's form
-      (see :func:`rl_trainers.trainers.helpers.components.make_replay_buffer`).
+      (see :func:`rl_trainers.algorithms.components.make_replay_buffer`).
     - ``make_replay_buffer(device, cfg)``: torchrl's form. Reads ``buffer_size``,
       ``batch_size``, ``prb`` (prioritized, alpha 0.7, beta 0.5 as in torchrl) and
       ``buffer_scratch_dir``; the storage is a ``LazyMemmapStorage``. ``device`` is checked
@@ -696,7 +697,7 @@ def make_trainer(
     logger: Any = None,
     cfg: Any = None,
 ) -> Any:
-    """A :class:`~rl_trainers.trainers.Trainer` wired as torchrl's ``make_trainer`` wires it.
+    """A :class:`~rl_trainers.core.Trainer` wired as torchrl's ``make_trainer`` wires it.
 
     Optimizer ``cfg.optimizer`` (adam/sgd/adamax) with ``lr``/``weight_decay``, optional
     cosine ``lr_scheduler`` (stepped after each optimisation step); hooks: ``SelectKeys``
@@ -708,7 +709,8 @@ def make_trainer(
     reward and frame count logging. With a ``logger``, ``cfg`` is logged as the run's
     hyper-parameters (``logger.log_hparams``), as torchrl does.
     """
-    from rl_trainers.trainers import (
+    from rl_trainers.core import Trainer
+    from rl_trainers.hooks import (
         BatchSubSampler,
         CountFramesLog,
         LogReward,
@@ -716,7 +718,6 @@ def make_trainer(
         ReplayBufferTrainer,
         RewardNormalizer,
         SelectKeys,
-        Trainer,
         UpdateWeights,
     )
 

@@ -18,9 +18,9 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from rl_trainers.algorithms.components import seed_everything
 from rl_trainers.compat.torchrl.config_nodes import _as_node, _NodeEnvFactory, _plain
-from rl_trainers.trainers.algorithms.errors import ConfigError
-from rl_trainers.trainers.helpers.components import seed_everything
+from rl_trainers.errors import ConfigError
 
 __all__ = [
     "build_multi_async_collector",

@@ -32,7 +32,7 @@ from typing import Any
 
 from tensordict import TensorDictBase
 
-from rl_trainers.trainers.hooks import (
+from rl_trainers.hooks import (
     LogScalar,
     ReplayBufferTrainer,
     UpdateWeights,

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from rl_trainers.algorithms import a2c, ddpg, dqn, on_policy, pg, ppo, sac, td3
+from rl_trainers.algorithms.base import AlgorithmTrainer
 from rl_trainers.compat.torchrl.trainer_arguments import (
     TorchrlOffPolicy,
     TorchrlOnPolicy,
@@ -23,7 +24,6 @@ from rl_trainers.compat.torchrl.trainer_arguments import (
     uses_torchrl_arguments,
 )
 from rl_trainers.trainers.algorithms import TORCHRL_TRAINER_NAMES
-from rl_trainers.trainers.algorithms.base import AlgorithmTrainer
 
 #: torchrl's trainer names, as its path (``rl_trainers.trainers.algorithms``) declares them
 __all__ = list(TORCHRL_TRAINER_NAMES)
@@ -33,7 +33,7 @@ class TorchrlOnPolicyForm:
     """Mixed in before an on-policy product trainer: torchrl's form when
     ``optim_steps_per_batch`` is given (:class:`TorchrlOnPolicy`), rl_trainers' otherwise.
 
-    torchrl's loop is the :class:`~rl_trainers.trainers.Trainer`'s own: ``num_epochs``
+    torchrl's loop is the :class:`~rl_trainers.core.Trainer`'s own: ``num_epochs``
     passes of ``optim_steps_per_batch`` steps, with torchrl's GAE and replay buffer at
     ``pre_epoch``; the product's minibatches are not used.
     """

@@ -603,7 +603,7 @@ class TensorDictPrioritizedReplayBuffer(TensorDictReplayBuffer):
 
     Samples carry ``"index"`` and ``"_weight"``; new items whose TensorDict holds
     ``priority_key`` get that priority (others the largest seen so far), and
-    :meth:`update_tensordict_priority` (what :class:`~rl_trainers.trainers.ReplayBufferTrainer`
+    :meth:`update_tensordict_priority` (what :class:`~rl_trainers.hooks.ReplayBufferTrainer`
     registers at ``"post_loss"``) reads ``priority_key`` and ``"index"`` from a sampled,
     loss-annotated batch.
 

@@ -10,7 +10,7 @@ called.
 
 ``on_error="continue"`` (the default) prints one ``Warning:`` line naming the backend and
 the error, and training goes on. ``on_error="raise"`` records a :class:`LoggerBackendError`
-instead, which the :class:`~rl_trainers.trainers.trainer.Trainer` takes after the batch in
+instead, which the :class:`~rl_trainers.core.loop.Trainer` takes after the batch in
 progress (:meth:`GuardedLogger.pop_failure`): the batch ends, a checkpoint is written, and
 ``train()`` raises it (the app prints it as one ``Error:`` line, exit status 2).
 """

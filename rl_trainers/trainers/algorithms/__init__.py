@@ -1,16 +1,17 @@
-"""torchrl's path of the algorithm trainers (``torchrl.trainers.algorithms``).
+"""torchrl's path of the algorithm trainers (``torchrl.trainers.algorithms``), an alias, no logic.
 
 The trainer names here are torchrl's constructor form
 (:mod:`rl_trainers.compat.torchrl.trainers`, which takes rl_trainers' form too), loaded on
-first use so that the app, which imports this package's config modules, does not load
+first use so that importing ``rl_trainers.trainers.algorithms.configs`` does not load
 torch. rl_trainers' own trainers are in :mod:`rl_trainers.algorithms`, with
-``build_trainer`` and ``TRAINERS`` (re-exported here). The modules of this package hold the
-machinery the trainers share (``base``, ``common``, ``validation``, ``configs``...).
+``build_trainer`` and ``TRAINERS`` (re-exported here). Every submodule is an alias:
+torchrl's paths of the trainers (``ppo``, ``sac``...) and of the config schema
+(``configs``, the names of :mod:`rl_trainers.configs`).
 """
 
 from __future__ import annotations
 
-from rl_trainers.trainers.algorithms.errors import ConfigError
+from rl_trainers.errors import ConfigError
 
 #: torchrl's names of the algorithm trainers, each in torchrl's constructor form
 TORCHRL_TRAINER_NAMES = (

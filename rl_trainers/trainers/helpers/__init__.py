@@ -1,12 +1,13 @@
-"""Builders (``torchrl.trainers.helpers`` names): each makes one component from its settings.
+"""torchrl's path ``torchrl.trainers.helpers``: builders, an alias, no logic.
 
-The Hydra nodes' builders (:mod:`.components`) are rl_trainers' own. torchrl's call forms
+The Hydra nodes' builders are rl_trainers' own (:mod:`rl_trainers.algorithms.components`,
+re-exported here, as configs saved by earlier versions name them). torchrl's call forms
 (``make_trainer``, ``make_collector_onpolicy``, ``transformed_env_constructor``...: a plain
 config object, torchrl's field names) are in :mod:`rl_trainers.compat.torchrl.helpers`,
 loaded from here on first use; ``make_replay_buffer`` here takes both forms.
 """
 
-from rl_trainers.trainers.helpers.components import (
+from rl_trainers.algorithms.components import (
     activation_class,
     make_a2c_loss,
     make_ddpg_loss,
@@ -19,7 +20,7 @@ from rl_trainers.trainers.helpers.components import (
     make_td3_loss,
     seed_everything,
 )
-from rl_trainers.trainers.helpers.malloc import keep_freed_memory
+from rl_trainers.algorithms.malloc import keep_freed_memory
 
 #: torchrl's builders, in torchrl's call form (:mod:`rl_trainers.compat.torchrl.helpers`)
 TORCHRL_HELPER_NAMES = (

@@ -1,116 +1,19 @@
-"""Environment config nodes: the root ``env`` node (:class:`GymEnvConfig`) and torchrl's
-:class:`BatchedEnvConfig` and :class:`TransformedEnvConfig`."""
+"""torchrl's path ``torchrl.trainers.algorithms.configs.envs``: an alias, no logic.
 
-from __future__ import annotations
+Generated from :data:`rl_trainers.compat.torchrl.aliases.ALIASES`; the names are those of
+:mod:`rl_trainers.configs.envs`.
+"""
 
-from dataclasses import dataclass
-from typing import Any
+from rl_trainers.configs.envs import (
+    ENV_PRESET_ACTIONS,
+    BatchedEnvConfig,
+    GymEnvConfig,
+    TransformedEnvConfig,
+)
 
-from .common import config_field
-
-#: The action space of the gymnasium env each ``configs/env/<name>.yaml`` preset names:
-#: ``discrete`` or ``continuous``. ``--help`` lists for each algorithm only the presets it
-#: can run (a root config's ``action_space_kind``) without building any env; a test checks
-#: every preset is here and matches its env. A preset missing here is listed everywhere.
-ENV_PRESET_ACTIONS: dict[str, str] = {
-    "acrobot": "discrete",
-    "ant": "continuous",
-    "cartpole": "discrete",
-    "halfcheetah": "continuous",
-    "hopper": "continuous",
-    "mountaincar_continuous": "continuous",
-    "pendulum": "continuous",
-    "walker2d": "continuous",
-}
-
-
-@dataclass
-class GymEnvConfig:
-    """A gymnasium environment, batched and transformed for training.
-
-    Observation and action sizes and action bounds are read from the environment at build
-    time; nothing here describes a network. As a :class:`BatchedEnvConfig`'s
-    ``create_env_fn`` it describes one env per worker (``num_envs`` becomes ``num_workers``).
-    """
-
-    _target_: str = "rl_trainers.trainers.helpers.make_env"
-    env_name: str = config_field("CartPole-v1", "gymnasium id (e.g. Pendulum-v1) or 'module:Class'")
-    num_envs: int = config_field(8, "environments stepped together in one vector env")
-    vectorization: str = config_field("sync", "sync (one process) or async (one process per env)")
-    max_episode_steps: int | None = config_field(None, "override the env's time limit (None: keep)")
-    normalize_observations: bool = config_field(
-        False,
-        "normalise observations by the running mean/std of all seen (SB3 VecNormalize's norm_obs)",
-    )
-    obs_norm_clip: float | None = config_field(
-        10.0, "normalize_observations: clip normalised observations to [-clip, clip] (null: no)"
-    )
-    normalize_rewards: bool = config_field(
-        False,
-        "divide training rewards by the running std of the discounted return "
-        "(SB3 VecNormalize's norm_reward; logged and evaluated returns stay raw)",
-    )
-    reward_norm_gamma: float | None = config_field(
-        None, "normalize_rewards: discount of that return (None: loss.gamma, else 0.99)"
-    )
-    reward_norm_clip: float = config_field(
-        10.0, "normalize_rewards: clip normalised rewards to [-clip, clip]"
-    )
-    reward_scale: float = config_field(1.0, "multiply rewards by this factor for training")
-    from_pixels: bool = config_field(False, "observe rendered frames under the 'pixels' key")
-    frame_skip: int = config_field(1, "repeat each action this many times, summing rewards")
-    device: str = config_field("cpu", "device the env's tensors live on")
-    image_size: int = config_field(84, "pixels: side of the square resized frames")
-    grayscale: bool = config_field(True, "pixels: one luminance channel instead of RGB")
-    frame_stack: int = config_field(4, "pixels: recent frames stacked along the channels")
-    transforms: list[Any] = config_field(
-        [], "more transforms, last: [{_target_: rl_trainers.envs.StepCounter, max_steps: 200}]"
-    )
-    make_kwargs: Any = config_field(
-        None, "keyword arguments for gymnasium.make, e.g. {g: 9.81} for Pendulum-v1"
-    )
-
-
-@dataclass
-class BatchedEnvConfig:
-    """torchrl's batched env node: ``num_workers`` copies of ``create_env_fn``, one batch.
-
-    ``create_env_fn`` stays a node until the builder reads it (``_recursive_: false``).
-    rl_trainers' ``GymEnvConfig`` is a vector env already, so as ``create_env_fn`` (directly
-    or as a ``TransformedEnvConfig``'s ``base_env``) it describes one env per worker: the
-    builder sets its ``num_envs`` to ``num_workers`` and its ``vectorization`` from
-    ``batched_env_type``, giving batch size ``[num_workers]`` with its transforms run once on
-    the batch. Other nodes (e.g. ``{_target_: rl_trainers.envs.GymEnv, env_name: ...}``) are
-    instantiated once per worker in a ``ParallelEnv`` or ``SerialEnv``. See
-    :func:`rl_trainers.trainers.helpers.torchrl_nodes.make_batched_env`.
-
-    Example:
-        >>> from hydra.utils import instantiate
-        >>> node = BatchedEnvConfig(create_env_fn=GymEnvConfig(), num_workers=4)
-        >>> env = instantiate(node)  # doctest: +SKIP
-        >>> env.batch_size  # doctest: +SKIP
-        torch.Size([4])
-    """
-
-    _target_: str = "rl_trainers.trainers.helpers.torchrl_nodes.make_batched_env"
-    _recursive_: bool = False
-    create_env_fn: Any = config_field("???", "env node (or callable) making one env per worker")
-    num_workers: int = config_field(1, "sub-envs stepped together (the batch size)")
-    batched_env_type: str = config_field(
-        "parallel", "parallel (one process per sub-env) or serial (all in this process)"
-    )
-    create_env_kwargs: dict[str, Any] = config_field(
-        {}, "keyword arguments of create_env_fn (for a node: its fields)"
-    )
-    device: str | None = config_field(None, "device of the env's tensors (None: the node's)")
-
-
-@dataclass
-class TransformedEnvConfig:
-    """torchrl's transformed env node: ``base_env`` with ``transform`` applied (e.g. a
-    ``ComposeConfig``); targets
-    :func:`rl_trainers.trainers.helpers.torchrl_nodes.make_transformed_env`."""
-
-    _target_: str = "rl_trainers.trainers.helpers.torchrl_nodes.make_transformed_env"
-    base_env: Any = config_field("???", "the env node to transform, e.g. GymEnvConfig")
-    transform: Any = config_field(None, "a transform node, e.g. ComposeConfig (None: none)")
+__all__ = [
+    "BatchedEnvConfig",
+    "ENV_PRESET_ACTIONS",
+    "GymEnvConfig",
+    "TransformedEnvConfig",
+]

@@ -1,7 +1,13 @@
-"""torchrl's module path of the gymnasium env node (``configs.envs_libs.GymEnvConfig``)."""
+"""torchrl's path ``torchrl.trainers.algorithms.configs.envs_libs``: an alias, no logic.
 
-from __future__ import annotations
+Generated from :data:`rl_trainers.compat.torchrl.aliases.ALIASES`; the names are those of
+:mod:`rl_trainers.configs.envs_libs`.
+"""
 
-from .envs import GymEnvConfig
+from rl_trainers.configs.envs_libs import (
+    GymEnvConfig,
+)
 
-__all__ = ["GymEnvConfig"]
+__all__ = [
+    "GymEnvConfig",
+]

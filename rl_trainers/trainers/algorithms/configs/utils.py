@@ -1,7 +1,21 @@
-"""torchrl's module path of the optimizer nodes (``configs.utils.AdamConfig`` and the rest)."""
+"""torchrl's path ``torchrl.trainers.algorithms.configs.utils``: an alias, no logic.
 
-from __future__ import annotations
+Generated from :data:`rl_trainers.compat.torchrl.aliases.ALIASES`; the names are those of
+:mod:`rl_trainers.configs.utils`.
+"""
 
-from .optim import AdamConfig, AdamWConfig, LRSchedulerConfig, RMSpropConfig, SGDConfig
+from rl_trainers.configs.utils import (
+    AdamConfig,
+    AdamWConfig,
+    LRSchedulerConfig,
+    RMSpropConfig,
+    SGDConfig,
+)
 
-__all__ = ["AdamConfig", "AdamWConfig", "LRSchedulerConfig", "RMSpropConfig", "SGDConfig"]
+__all__ = [
+    "AdamConfig",
+    "AdamWConfig",
+    "LRSchedulerConfig",
+    "RMSpropConfig",
+    "SGDConfig",
+]
