@@ -115,13 +115,16 @@ class SACLoopConfig(LoopConfig):
 
 
 @dataclass
-class PPOTrainerConfig:
-    """Everything a PPO run needs: env, networks, collector, loss, optimizer, logger, loop."""
+class RootConfig:
+    """The root fields of every algorithm's config, in the order ``--help`` and the saved
+    ``config.yaml`` list them. Each algorithm's config subclasses it, giving its own node
+    types and defaults (and adding ``replay_buffer`` where it learns from one); ``seed``,
+    ``device``, ``logger`` and ``eval`` are the same everywhere and declared only here."""
 
     #: the env action space it can run (None: any; not a field): --help lists only those envs
     action_space_kind: ClassVar[str | None] = None
 
-    algorithm: str = config_field("ppo", "algorithm trainer to build")
+    algorithm: str = config_field("", "algorithm trainer to build")
     seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
     device: str = config_field(
         "cpu",
@@ -131,29 +134,41 @@ class PPOTrainerConfig:
     network: ActorCriticNetworkConfig = config_field(
         ActorCriticNetworkConfig(), "hidden layers and encoder (group network)"
     )
+    model: Any = config_field(None, "the networks the loss trains")
+    collector: SyncDataCollectorConfig = config_field(SyncDataCollectorConfig(), "data collector")
+    loss: Any = config_field(None, "the algorithm's loss")
+    optimizer: OptimizerConfig = config_field(OptimizerConfig(), "optimizer (group option)")
+    lr_scheduler: LRSchedulerConfig = config_field(LRSchedulerConfig(), "learning-rate schedule")
+    logger: LoggerConfig = config_field(LoggerConfig(), "logger (group option)")
+    trainer: LoopConfig = config_field(LoopConfig(), "training loop")
+    eval: EvalConfig = config_field(EvalConfig(), "evaluation")
+
+
+@dataclass
+class PPOTrainerConfig(RootConfig):
+    """Everything a PPO run needs: env, networks, collector, loss, optimizer, logger, loop."""
+
+    algorithm: str = config_field("ppo", "algorithm trainer to build")
+    env: GymEnvConfig = config_field(GymEnvConfig(), "training environment")
+    network: ActorCriticNetworkConfig = config_field(
+        ActorCriticNetworkConfig(), "hidden layers and encoder (group network)"
+    )
     model: ActorValueModelConfig = config_field(ActorValueModelConfig(), "policy and critic")
     collector: SyncDataCollectorConfig = config_field(SyncDataCollectorConfig(), "data collector")
     loss: PPOLossConfig = config_field(PPOLossConfig(), "PPO loss")
     optimizer: OptimizerConfig = config_field(OptimizerConfig(), "optimizer (group option)")
     lr_scheduler: LRSchedulerConfig = config_field(LRSchedulerConfig(), "learning-rate schedule")
-    logger: LoggerConfig = config_field(LoggerConfig(), "logger (group option)")
     trainer: PPOLoopConfig = config_field(PPOLoopConfig(), "training loop")
-    eval: EvalConfig = config_field(EvalConfig(), "evaluation")
 
 
 @dataclass
-class SACTrainerConfig:
+class SACTrainerConfig(RootConfig):
     """Everything a SAC run needs, plus its replay buffer."""
 
     #: a TanhNormal policy needs Box actions: --help lists only those envs
     action_space_kind: ClassVar[str | None] = "continuous"
 
     algorithm: str = config_field("sac", "algorithm trainer to build")
-    seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
-    device: str = config_field(
-        "cpu",
-        "device of networks, losses and updates: cpu, cuda, cuda:<i>, mps (envs step on the CPU)",
-    )
     env: GymEnvConfig = config_field(
         GymEnvConfig(env_name="Pendulum-v1", num_envs=1), "training environment"
     )
@@ -173,9 +188,7 @@ class SACTrainerConfig:
     loss: SACLossConfig = config_field(SACLossConfig(), "SAC loss")
     optimizer: OptimizerConfig = config_field(OptimizerConfig(lr=1e-3), "optimizer (group option)")
     lr_scheduler: LRSchedulerConfig = config_field(LRSchedulerConfig(), "learning-rate schedule")
-    logger: LoggerConfig = config_field(LoggerConfig(), "logger (group option)")
     trainer: SACLoopConfig = config_field(SACLoopConfig(), "training loop")
-    eval: EvalConfig = config_field(EvalConfig(), "evaluation")
 
 
 @dataclass
@@ -207,18 +220,13 @@ class DQNLoopConfig(LoopConfig):
 
 
 @dataclass
-class DQNTrainerConfig:
+class DQNTrainerConfig(RootConfig):
     """Everything a DQN run needs: a discrete-action env, the Q-network, its replay buffer."""
 
     #: one Q-value per action needs discrete actions: --help lists only those envs
     action_space_kind: ClassVar[str | None] = "discrete"
 
     algorithm: str = config_field("dqn", "algorithm trainer to build")
-    seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
-    device: str = config_field(
-        "cpu",
-        "device of networks, losses and updates: cpu, cuda, cuda:<i>, mps (envs step on the CPU)",
-    )
     env: GymEnvConfig = config_field(
         GymEnvConfig(env_name="CartPole-v1", num_envs=1), "training environment (discrete actions)"
     )
@@ -241,9 +249,7 @@ class DQNTrainerConfig:
     lr_scheduler: LRSchedulerConfig = config_field(
         LRSchedulerConfig(kind="linear"), "learning-rate schedule"
     )
-    logger: LoggerConfig = config_field(LoggerConfig(), "logger (group option)")
     trainer: DQNLoopConfig = config_field(DQNLoopConfig(), "training loop")
-    eval: EvalConfig = config_field(EvalConfig(), "evaluation")
 
 
 @dataclass
@@ -292,18 +298,13 @@ def _deterministic_network() -> ActorCriticNetworkConfig:
 
 
 @dataclass
-class TD3TrainerConfig:
+class TD3TrainerConfig(RootConfig):
     """Everything a TD3 run needs: a continuous-action env, actor, twin critics, buffer."""
 
     #: a deterministic actor (DDPG's too) needs Box actions: --help lists only those envs
     action_space_kind: ClassVar[str | None] = "continuous"
 
     algorithm: str = config_field("td3", "algorithm trainer to build")
-    seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
-    device: str = config_field(
-        "cpu",
-        "device of networks, losses and updates: cpu, cuda, cuda:<i>, mps (envs step on the CPU)",
-    )
     env: GymEnvConfig = config_field(
         GymEnvConfig(env_name="Pendulum-v1", num_envs=1),
         "training environment (continuous actions)",
@@ -327,9 +328,7 @@ class TD3TrainerConfig:
         OptimizerConfig(lr=1e-3), "optimizer (group option): one for the actor, one for critics"
     )
     lr_scheduler: LRSchedulerConfig = config_field(LRSchedulerConfig(), "learning-rate schedule")
-    logger: LoggerConfig = config_field(LoggerConfig(), "logger (group option)")
     trainer: TD3LoopConfig = config_field(TD3LoopConfig(), "training loop")
-    eval: EvalConfig = config_field(EvalConfig(), "evaluation")
 
 
 @dataclass
