@@ -57,7 +57,9 @@ def __getattr__(name: str):
 
 def build_trainer(cfg: DictConfig, output_dir: Path):
     """The algorithm trainer ``cfg`` describes, with every component built and seeded."""
-    from rl_trainers.configs.validation import typed_config, validate_config
+    from omegaconf import open_dict
+
+    from rl_trainers.configs.validation import resolve_device, typed_config, validate_config
 
     rank = 0  # without torch loaded no process group is initialised (a config error is quick)
     if "torch" in sys.modules:
@@ -69,6 +71,9 @@ def build_trainer(cfg: DictConfig, output_dir: Path):
         if rank != 0:  # data-parallel: every rank validates, rank 0 warns once
             warnings.simplefilter("ignore")
         validate_config(cfg)
+    if cfg.device == "auto":  # the device it trains on, from here on
+        with open_dict(cfg):
+            cfg.device = resolve_device(cfg.device)
     try:
         trainer_class = __getattr__(TRAINER_NAMES[cfg.algorithm])
     except KeyError:

@@ -81,9 +81,10 @@ def _init_distributed(device: str) -> bool:
         several = False
     if not several and "torch" not in sys.modules:
         return False  # no process group can have been initialised
+    from rl_trainers.configs.validation import resolve_device
     from rl_trainers.core.distributed import init_distributed
 
-    return init_distributed(device)
+    return init_distributed(resolve_device(device))
 
 
 def _train_and_summarise(

@@ -128,7 +128,7 @@ class RootConfig:
     seed: int = config_field(0, "seeds torch, numpy, random and the envs before anything is built")
     device: str = config_field(
         "cpu",
-        "device of networks, losses and updates: cpu, cuda, cuda:<i>, mps (envs step on the CPU)",
+        "device of networks, losses and updates: cpu, cuda, cuda:<i>, mps, auto (cuda if there is one; envs step on the CPU)",
     )
     env: GymEnvConfig = config_field(GymEnvConfig(), "training environment")
     network: ActorCriticNetworkConfig = config_field(

@@ -106,6 +106,16 @@ def check_device(field: str, value: object) -> None:
         )
 
 
+def resolve_device(name: object) -> str:
+    """``auto`` (Stable-Baselines3's default) is ``cuda`` where torch sees a GPU, else
+    ``cpu``; any other device name is returned as it is."""
+    if str(name) != "auto":
+        return str(name)
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def same_device(a: object, b: object) -> bool:
     """Whether two device names are one device (``cuda`` is ``cuda:0``)."""
     if str(a) == str(b):
@@ -129,9 +139,12 @@ def _check_devices(cfg: DictConfig) -> None:
             continue
         if value == "cpu":  # always there: no need to load torch to tell
             continue
+        if path == "device" and value == "auto":  # build_trainer resolves it
+            continue
         check_device(path, value)
+    device = resolve_device(cfg.device)
     acting = OmegaConf.select(cfg, "collector.device", default=None)
-    if acting is not None and not same_device(acting, cfg.device):
+    if acting is not None and not same_device(acting, device):
         # the collector's policy is the loss module's actor: it acts where it lives
         raise ConfigError(
             "collector.device",
@@ -139,7 +152,7 @@ def _check_devices(cfg: DictConfig) -> None:
             f"the policy acts where its networks live (device={cfg.device}): leave "
             "collector.device unset (null) or give it the same device",
         )
-    if str(cfg.device) == "cpu":
+    if device == "cpu":
         return
     if collects_in_worker_processes(cfg):
         raise ConfigError(
