@@ -75,6 +75,8 @@ FIELD_ALIASES: dict[str, str] = {
     "max_grad_norm": "clip_norm",
     "n_envs": "num_envs",
     "total_timesteps": "total_frames",
+    "n_timesteps": "total_frames",  # rl-zoo's hyperparameter files
+    "n_steps": "frames_per_batch",  # per env in SB3: frames_per_batch counts all envs
     "buffer_size": "size",
     "env_id": "env_name",
 }

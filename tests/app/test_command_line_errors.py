@@ -86,6 +86,9 @@ def test_another_algorithms_preset_names_it_in_good_english(tmp_path):
         ("ppo", "trainer.lr", "optimizer.lr"),
         ("ppo", "trainer.gamma", "loss.gamma"),
         ("ppo", "env.name", "env.env_name"),
+        ("sac", "n_timesteps", "trainer.total_frames"),  # rl-zoo's hyperparameter files
+        ("ppo", "n_steps", "collector.frames_per_batch"),
+        ("td3", "learning_starts", "trainer.learning_starts"),
     ],
 )
 def test_another_librarys_name_of_a_field_suggests_the_field(algorithm, key, meant):
