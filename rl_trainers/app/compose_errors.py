@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import difflib
 import os
+import re
 import typing
 from collections.abc import Iterator
 from typing import Any
@@ -121,6 +122,8 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
             options = [o for o in options if o.startswith(f"{algorithm}_")] or options
         close = difflib.get_close_matches(option, options, n=1, cutoff=0.5)
         hint = f"did you mean {group}={close[0]}? " if close else ""
+        if not close and group == "env" and re.search(r"-v\d+$|:", option):  # a gymnasium id
+            hint = f"any gymnasium id runs with env.env_name={option}; "
         return str(ConfigError(group, option, f"{hint}options of {group}: {', '.join(options)}"))
     cause = exc.__cause__
     if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and cause.full_key:

@@ -42,6 +42,11 @@ from .test_config_errors import assert_user_error
         ("ppo", ["optimizer.lr=abc"], ["optimizer.lr='abc' is invalid", "expected float"]),
         ("ppo", ["seed=abc"], ["seed='abc' is invalid", "expected int"]),
         ("ppo", ["env=pendlum"], ["env='pendlum'", "did you mean env=pendulum?", "cartpole"]),
+        (
+            "ppo",
+            ["env=LunarLander-v3"],
+            ["env='LunarLander-v3'", "any gymnasium id runs with env.env_name=LunarLander-v3"],
+        ),
         ("ppo", ["optimizer=adagrad"], ["optimizer='adagrad'", "adamw", "rmsprop"]),
         (
             "ppo",
