@@ -12,7 +12,8 @@ The settings are those the presets ``experiment=sac_halfcheetah`` / ``td3_halfch
 
 ``DIR`` receives what ``benchmarks/results.py`` reads from every run: the training episode
 returns as the CSV logger writes them (``logs/scalars/train/episode_return.csv``, rows
-``frames,return``) and ``summary.json`` (``wall_time_s`` around ``learn()``, ``fps``, and
+``frames,return``), a ``.hydra/config.yaml`` naming the algorithm, seed and env (the plot's
+curve labels) and ``summary.json`` (``wall_time_s`` around ``learn()``, ``fps``, and
 the deterministic evaluation's ``eval_return_mean``/``eval_return_std``).
 """
 
@@ -127,6 +128,12 @@ def main() -> None:
         "eval_episodes": args.eval_episodes,
     }
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    # what rl_trainers.plot reads to name a run's curve (algorithm=sb3_sac beside ours)
+    hydra = args.out / ".hydra"
+    hydra.mkdir(exist_ok=True)
+    (hydra / "config.yaml").write_text(
+        f"algorithm: sb3_{args.algo}\nseed: {args.seed}\nenv:\n  env_name: {args.env}\n"
+    )
 
 
 if __name__ == "__main__":
