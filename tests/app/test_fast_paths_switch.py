@@ -15,13 +15,15 @@ from rl_trainers.algorithms.build import close_trainer
 from rl_trainers.trainers.algorithms import build_trainer
 
 
-def test_plain_turns_every_switch_off_and_restores_them():
-    assert all(fast_paths.state().values())
+def test_plain_turns_every_switch_off_and_restores_them(monkeypatch):
+    for name in fast_paths.SWITCHES:  # as they start without RL_TRAINERS_FAST_PATHS=0
+        monkeypatch.setattr(fast_paths, name, True)
     with fast_paths.plain():
         assert not any(fast_paths.state().values())
     assert all(fast_paths.state().values())
     with fast_paths.plain("FUSE_MLP"):
         assert {k for k, v in fast_paths.state().items() if not v} == {"FUSE_MLP"}
+    assert all(fast_paths.state().values())
     with pytest.raises(ValueError, match="unknown fast paths \\['FUSED'\\]"):
         with fast_paths.plain("FUSED"):
             pass
@@ -56,7 +58,11 @@ def _trained_weights(config) -> list[torch.Tensor]:
         ("sac", ["env=pendulum"]),  # SAC's one-node losses, the critic ensemble
     ],
 )
-def test_a_run_on_the_plain_paths_learns_the_same_weights(algorithm, overrides, tiny_config):
+def test_a_run_on_the_plain_paths_learns_the_same_weights(
+    algorithm, overrides, tiny_config, monkeypatch
+):
+    for name in fast_paths.SWITCHES:
+        monkeypatch.setattr(fast_paths, name, True)
     config = tiny_config(algorithm, [*overrides, "logger=csv"])
     fast = _trained_weights(config)
     with fast_paths.plain():
