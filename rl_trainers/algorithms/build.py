@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import sys
@@ -16,6 +17,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from tensordict import TensorDictBase
 
+from rl_trainers.collectors.utils import act_on
 from rl_trainers.configs.validation import (
     MULTI_COLLECTORS,
     check_compile_mode,
@@ -178,7 +180,7 @@ def evaluate_episodes(
     per_env = -(-episodes // num_envs)
     device = module_device(policy)
     if device.type != "cpu":  # the env's CPU TensorDicts go to the policy and back
-        policy = _acting_on(policy, device)
+        policy = functools.partial(act_on, policy, device=device)
     mode = ExplorationType.DETERMINISTIC if deterministic else ExplorationType.RANDOM
     returns: list[list[float]] = [[] for _ in range(num_envs)]
     steps: list[list[int]] = [[] for _ in range(num_envs)]
@@ -225,15 +227,6 @@ def module_device(module: Any) -> torch.device:
         for tensor in itertools.chain(module.parameters(), module.buffers()):
             return tensor.device
     return torch.device("cpu")
-
-
-def _acting_on(policy, device: torch.device):
-    """``policy`` called with a TensorDict moved to ``device``, its output moved back."""
-
-    def act(td: TensorDictBase) -> TensorDictBase:
-        return policy(td.to(device)).to(td.device)
-
-    return act
 
 
 def resolve_logger(cfg: DictConfig, output_dir: Path):

@@ -19,7 +19,7 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import InteractionType, set_interaction_type
 
 from rl_trainers import fast_paths
-from rl_trainers.collectors.utils import split_trajectories, weights_state_dict
+from rl_trainers.collectors.utils import act_on, split_trajectories, weights_state_dict
 from rl_trainers.envs.libs.gym_state import get_env_state, set_env_state
 from rl_trainers.envs.utils import stack_steps
 from rl_trainers.modules.lean_acting import CategoricalActing, GaussianActing, lean_acting
@@ -277,8 +277,7 @@ class SyncDataCollector(DataCollectorBase):
             _fast_set(td, "action", self.env.action_spec.rand())
             return td
         if self.policy_device is not None and td.device != self.policy_device:
-            out = self._policy_call(td.to(self.policy_device))
-            return out.to(td.device) if out.device != td.device else out
+            return act_on(self._policy_call, td, self.policy_device)
         out = self._policy_call(td)
         return td if out is None else out
 

@@ -7,7 +7,14 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
-__all__ = ["split_trajectories", "weights_state_dict"]
+__all__ = ["act_on", "split_trajectories", "weights_state_dict"]
+
+
+def act_on(policy: Any, td: TensorDictBase, device: torch.device) -> TensorDictBase:
+    """``policy(td)`` on ``device``: ``td`` moved there, the output moved back to ``td``'s
+    device (an env's CPU TensorDicts and a policy on an accelerator)."""
+    out = policy(td.to(device))
+    return out.to(td.device) if out.device != td.device else out
 
 
 def split_trajectories(
