@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import sys
 import time
@@ -26,6 +25,7 @@ from rl_trainers.configs.validation import (
 from rl_trainers.core.loop import TrainerHookBase
 from rl_trainers.envs.utils import ExplorationType, set_exploration_type
 from rl_trainers.errors import ComponentError, ConfigError, ConfigWarning
+from rl_trainers.modules.device import module_device
 
 
 def build(cfg: DictConfig, node: str, **kwargs: Any) -> Any:
@@ -178,7 +178,7 @@ def evaluate_episodes(
     """
     num_envs = env.batch_size.numel() if len(env.batch_size) else 1
     per_env = -(-episodes // num_envs)
-    device = module_device(policy)
+    device = module_device(policy, torch.device("cpu"))
     if device.type != "cpu":  # the env's CPU TensorDicts go to the policy and back
         policy = functools.partial(act_on, policy, device=device)
     mode = ExplorationType.DETERMINISTIC if deterministic else ExplorationType.RANDOM
@@ -219,14 +219,6 @@ def evaluate_episodes(
     if lengths is not None:
         lengths[:] = [n for env_steps in steps for n in env_steps[:per_env]][:episodes]
     return flat[:episodes]
-
-
-def module_device(module: Any) -> torch.device:
-    """Where ``module``'s parameters (else buffers) live; cpu for anything without any."""
-    if isinstance(module, torch.nn.Module):
-        for tensor in itertools.chain(module.parameters(), module.buffers()):
-            return tensor.device
-    return torch.device("cpu")
 
 
 def resolve_logger(cfg: DictConfig, output_dir: Path):

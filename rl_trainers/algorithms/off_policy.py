@@ -15,9 +15,10 @@ import torch
 from omegaconf import DictConfig
 
 from rl_trainers.algorithms.base import AlgorithmTrainer
-from rl_trainers.algorithms.build import build, module_device
+from rl_trainers.algorithms.build import build
 from rl_trainers.errors import ConfigError
 from rl_trainers.hooks import ReplayBufferTrainer, TargetNetUpdaterHook
+from rl_trainers.modules.device import module_device
 
 
 class OffPolicyTrainer(AlgorithmTrainer):
@@ -71,7 +72,7 @@ class OffPolicyTrainer(AlgorithmTrainer):
         self.learning_starts = learning_starts
         self.replay_buffer = replay_buffer
         # samples go where the loss runs (a no-op on the CPU, or for a buffer stored there)
-        device = module_device(loss_module)
+        device = module_device(loss_module, torch.device("cpu"))
         ReplayBufferTrainer(
             replay_buffer,
             sample_size,

@@ -25,11 +25,7 @@ import typing
 from collections.abc import Iterator
 from typing import Any
 
-from rl_trainers.configs import (
-    GROUP_OPTIONS,
-    ROOT_SCHEMAS,
-    TORCHRL_GROUP_OPTIONS,
-)
+from rl_trainers.configs import GROUP_OPTIONS, ROOT_SCHEMAS
 from rl_trainers.configs.field_names import (
     expected_type,
     field_paths,
@@ -39,7 +35,6 @@ from rl_trainers.configs.field_names import (
 )
 from rl_trainers.errors import ConfigError
 
-from . import RECIPES_DIR
 from .errors import JobFailed, report_and_exit
 from .launch import command_of, running_algorithm
 
@@ -111,13 +106,8 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
                     "pip install -e '.[sweep]' (docs/scaling.md)",
                 )
             )
-        # the dataclass nodes YAML options extend (``logger/csv_schema``) are not options,
-        # nor are the nodes only torchrl's recipes pick (``env/batched_env``)
-        options = [
-            o
-            for o in exc.options or []
-            if not o.endswith("_schema") and not _torchrl_only(group, o)
-        ]
+        # the dataclass nodes YAML options extend (``logger/csv_schema``) are not options
+        options = [o for o in exc.options or [] if not o.endswith("_schema")]
         if group in PRESET_GROUPS:
             options = [o for o in options if o.startswith(f"{algorithm}_")] or options
         close = difflib.get_close_matches(option, options, n=1, cutoff=0.5)
@@ -255,16 +245,6 @@ def _options_with_field(full_key: str) -> list[str]:
             if full_key[len(prefix) :] in schema_fields(node):
                 found.append(f"{group}={option.removesuffix('_schema')}")
     return found
-
-
-def _torchrl_only(group: str, option: str) -> bool:
-    """Whether ``group/option`` is one of torchrl's schema nodes with no rl_trainers YAML."""
-    from pathlib import Path
-
-    if option.endswith("_torchrl"):  # torchrl's node behind an option name both use
-        return True
-    torchrl = option in TORCHRL_GROUP_OPTIONS.get(group, {})
-    return torchrl and not (Path(RECIPES_DIR) / group / f"{option}.yaml").exists()
 
 
 def _schema_node(algorithm: str, path: str) -> Any:

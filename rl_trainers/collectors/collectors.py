@@ -22,6 +22,7 @@ from rl_trainers import fast_paths
 from rl_trainers.collectors.utils import act_on, split_trajectories, weights_state_dict
 from rl_trainers.envs.libs.gym_state import get_env_state, set_env_state
 from rl_trainers.envs.utils import stack_steps
+from rl_trainers.modules.device import module_device
 from rl_trainers.modules.lean_acting import CategoricalActing, GaussianActing, lean_acting
 
 __all__ = [
@@ -110,10 +111,7 @@ def policy_runner(
 
 def check_cudagraph_device(policy: Any, device: Any) -> None:
     """Raise unless the policy runs on a CUDA device (``cudagraph_policy`` needs one)."""
-    if device is None and isinstance(policy, torch.nn.Module):
-        param = next(iter(policy.parameters()), None)
-        device = None if param is None else param.device
-    device = torch.device(device if device is not None else "cpu")
+    device = torch.device(device if device is not None else module_device(policy, "cpu"))
     if device.type != "cuda" or not torch.cuda.is_available():
         raise ValueError(
             "cudagraph_policy needs the policy on a CUDA device: CUDA graphs capture GPU "

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from hydra.core.plugins import Plugins
 
 from .collectors import (
     MultiaSyncDataCollectorConfig,
@@ -44,9 +43,7 @@ from .data import (
 )
 from .envs import (
     ENV_PRESET_ACTIONS,
-    BatchedEnvConfig,
     GymEnvConfig,
-    TransformedEnvConfig,
 )
 from .logging import (
     CSVLoggerConfig,
@@ -89,22 +86,6 @@ from .optim import (
     RMSpropConfig,
     SGDConfig,
 )
-from .torchrl_schema import (
-    TORCHRL_GROUP_OPTIONS,
-    HardUpdateConfig,
-    SoftUpdateConfig,
-    TorchrlCollectorConfig,
-    TorchrlCSVLoggerConfig,
-    TorchrlMLPConfig,
-    TorchrlOptionsSearchPath,
-    TorchrlPPOLossConfig,
-    TorchrlPPOTrainerConfig,
-    TorchrlSACLossConfig,
-    TorchrlSACTrainerConfig,
-    TorchrlTanhNormalModelConfig,
-    TorchrlValueModelConfig,
-    torchrl_store_name,
-)
 from .trainers import (
     A2CLoopConfig,
     A2CTrainerConfig,
@@ -130,7 +111,6 @@ from .transforms import (
     CatTensorsConfig,
     CenterCropConfig,
     ClipTransformConfig,
-    ComposeConfig,
     DoubleToFloatConfig,
     EndOfLifeTransformConfig,
     FlattenObservationConfig,
@@ -185,7 +165,7 @@ GROUP_OPTIONS: dict[str, dict[str, type]] = {
 }
 # An option named ``<name>_schema`` is reached through ``configs/<group>/<name>.yaml``
 # (``defaults: [<name>_schema]``): torchrl's recipes, which lack those files, get torchrl's
-# node of that name instead (``torchrl_schema.SHARED_OPTION_NAMES``).
+# node of that name instead (``rl_trainers.compat.torchrl.schema.SHARED_OPTION_NAMES``).
 
 #: The root schema of each algorithm's primary config (configs/<algorithm>_trainer.yaml).
 ROOT_SCHEMAS: dict[str, type] = {
@@ -209,10 +189,6 @@ def register_configs() -> None:
     for group, options in GROUP_OPTIONS.items():
         for name, node in options.items():
             store.store(group=group, name=name, node=node)
-    for group, options in TORCHRL_GROUP_OPTIONS.items():
-        for name, node in options.items():
-            store.store(group=group, name=torchrl_store_name(group, name), node=node)
-    Plugins.instance().register(TorchrlOptionsSearchPath)
 
 
 def instantiate_trainer(cfg: Any) -> Any:
@@ -257,7 +233,6 @@ __all__ = [
     "ActorValueModelConfig",
     "AdamConfig",
     "AdamWConfig",
-    "BatchedEnvConfig",
     "BinarizeRewardConfig",
     "CSVLoggerConfig",
     "CatFramesConfig",
@@ -265,7 +240,6 @@ __all__ = [
     "CategoricalModelConfig",
     "CenterCropConfig",
     "ClipTransformConfig",
-    "ComposeConfig",
     "ComposedConfig",
     "ConvActorCriticNetworkConfig",
     "ConvNetConfig",
@@ -287,7 +261,6 @@ __all__ = [
     "GROUP_OPTIONS",
     "GrayScaleConfig",
     "GymEnvConfig",
-    "HardUpdateConfig",
     "ImmutableDatasetWriterConfig",
     "InitTrackerConfig",
     "LRSchedulerConfig",
@@ -332,11 +305,9 @@ __all__ = [
     "SamplerWithoutReplacementConfig",
     "SignTransformConfig",
     "SliceSamplerConfig",
-    "SoftUpdateConfig",
     "SliceSamplerWithoutReplacementConfig",
     "StepCounterConfig",
     "SyncDataCollectorConfig",
-    "TORCHRL_GROUP_OPTIONS",
     "TD3LoopConfig",
     "TD3LossConfig",
     "TD3TrainerConfig",
@@ -348,18 +319,8 @@ __all__ = [
     "TensorDictRoundRobinWriterConfig",
     "TensorStorageConfig",
     "TensorboardLoggerConfig",
-    "TorchrlCSVLoggerConfig",
-    "TorchrlCollectorConfig",
-    "TorchrlMLPConfig",
-    "TorchrlPPOLossConfig",
-    "TorchrlPPOTrainerConfig",
-    "TorchrlSACLossConfig",
-    "TorchrlSACTrainerConfig",
-    "TorchrlTanhNormalModelConfig",
-    "TorchrlValueModelConfig",
     "ToTensorImageConfig",
     "TrajCounterConfig",
-    "TransformedEnvConfig",
     "UnsqueezeTransformConfig",
     "ValueModelConfig",
     "VecNormConfig",

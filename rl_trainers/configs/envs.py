@@ -1,5 +1,5 @@
-"""Environment config nodes: the root ``env`` node (:class:`GymEnvConfig`) and torchrl's
-:class:`BatchedEnvConfig` and :class:`TransformedEnvConfig`."""
+"""Environment config nodes: the root ``env`` node (:class:`GymEnvConfig`) and the env
+presets' action spaces."""
 
 from __future__ import annotations
 
@@ -29,8 +29,7 @@ class GymEnvConfig:
     """A gymnasium environment, batched and transformed for training.
 
     Observation and action sizes and action bounds are read from the environment at build
-    time; nothing here describes a network. As a :class:`BatchedEnvConfig`'s
-    ``create_env_fn`` it describes one env per worker (``num_envs`` becomes ``num_workers``).
+    time; nothing here describes a network.
     """
 
     _target_: str = "rl_trainers.algorithms.components.make_env"
@@ -69,48 +68,3 @@ class GymEnvConfig:
     make_kwargs: Any = config_field(
         None, "keyword arguments for gymnasium.make, e.g. {g: 9.81} for Pendulum-v1"
     )
-
-
-@dataclass
-class BatchedEnvConfig:
-    """torchrl's batched env node: ``num_workers`` copies of ``create_env_fn``, one batch.
-
-    ``create_env_fn`` stays a node until the builder reads it (``_recursive_: false``).
-    rl_trainers' ``GymEnvConfig`` is a vector env already, so as ``create_env_fn`` (directly
-    or as a ``TransformedEnvConfig``'s ``base_env``) it describes one env per worker: the
-    builder sets its ``num_envs`` to ``num_workers`` and its ``vectorization`` from
-    ``batched_env_type``, giving batch size ``[num_workers]`` with its transforms run once on
-    the batch. Other nodes (e.g. ``{_target_: rl_trainers.envs.GymEnv, env_name: ...}``) are
-    instantiated once per worker in a ``ParallelEnv`` or ``SerialEnv``. See
-    :func:`rl_trainers.trainers.helpers.torchrl_nodes.make_batched_env`.
-
-    Example:
-        >>> from hydra.utils import instantiate
-        >>> node = BatchedEnvConfig(create_env_fn=GymEnvConfig(), num_workers=4)
-        >>> env = instantiate(node)  # doctest: +SKIP
-        >>> env.batch_size  # doctest: +SKIP
-        torch.Size([4])
-    """
-
-    _target_: str = "rl_trainers.trainers.helpers.torchrl_nodes.make_batched_env"
-    _recursive_: bool = False
-    create_env_fn: Any = config_field("???", "env node (or callable) making one env per worker")
-    num_workers: int = config_field(1, "sub-envs stepped together (the batch size)")
-    batched_env_type: str = config_field(
-        "parallel", "parallel (one process per sub-env) or serial (all in this process)"
-    )
-    create_env_kwargs: dict[str, Any] = config_field(
-        {}, "keyword arguments of create_env_fn (for a node: its fields)"
-    )
-    device: str | None = config_field(None, "device of the env's tensors (None: the node's)")
-
-
-@dataclass
-class TransformedEnvConfig:
-    """torchrl's transformed env node: ``base_env`` with ``transform`` applied (e.g. a
-    ``ComposeConfig``); targets
-    :func:`rl_trainers.trainers.helpers.torchrl_nodes.make_transformed_env`."""
-
-    _target_: str = "rl_trainers.trainers.helpers.torchrl_nodes.make_transformed_env"
-    base_env: Any = config_field("???", "the env node to transform, e.g. GymEnvConfig")
-    transform: Any = config_field(None, "a transform node, e.g. ComposeConfig (None: none)")

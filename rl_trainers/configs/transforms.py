@@ -1,28 +1,19 @@
 """Transform nodes with torchrl's names (``configs.transforms.StepCounterConfig``...).
 
 Each targets the :mod:`rl_trainers.envs` transform of the same name with its constructor's
-arguments. They go in a ``TransformedEnvConfig``'s ``transform`` (several in a
-``ComposeConfig``) or in the root env node's ``transforms`` list, e.g.
-``GymEnvConfig(transforms=[StepCounterConfig(max_steps=200)])``.
+arguments. They go in the root env node's ``transforms`` list, e.g.
+``GymEnvConfig(transforms=[StepCounterConfig(max_steps=200)])`` (torchrl's recipes also put
+them in its ``ComposeConfig``, :mod:`rl_trainers.compat.torchrl.schema`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from .common import config_field
 
 _KEYS = "entries read (None: the transform's default)"
 _OUT_KEYS = "entries written (None: in place of in_keys)"
-
-
-@dataclass
-class ComposeConfig:
-    """Transforms applied in order (a list of transform nodes)."""
-
-    _target_: str = "rl_trainers.trainers.helpers.torchrl_nodes.make_compose"
-    transforms: list[Any] = config_field([], "transform nodes, applied in order")
 
 
 @dataclass

@@ -25,6 +25,7 @@ from rl_trainers.modules.actors import (
     ValueOperator,
     spec_kind,
 )
+from rl_trainers.modules.device import module_device
 from rl_trainers.modules.distributions import (
     Categorical,
     IndependentNormal,
@@ -81,10 +82,8 @@ def encoded_size(encoder: nn.Module, observation_spec, key: str = "pixels") -> i
     shape = tuple(spec.shape)
     if len(shape) < 3:
         raise ValueError(f"the encoder needs images [C, H, W] under {key!r}, got shape {shape}")
-    param = next(encoder.parameters(), None)
-    device = param.device if param is not None else None
     with torch.no_grad():
-        out = encoder(torch.zeros(1, *shape[-3:], device=device))
+        out = encoder(torch.zeros(1, *shape[-3:], device=module_device(encoder)))
     return int(out.shape[-1])
 
 

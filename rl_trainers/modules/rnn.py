@@ -34,6 +34,8 @@ from tensordict import TensorDictBase, unravel_key_list
 from tensordict.nn import TensorDictModuleBase, dispatch
 from torch import nn
 
+from rl_trainers.modules.device import module_device
+
 __all__ = [
     "LSTMModule",
     "GRUModule",
@@ -256,7 +258,7 @@ class _RecurrentModule(TensorDictModuleBase):
         rnn = self._rnn
         return TensorDictPrimer(
             {
-                key: Unbounded(shape=(rnn.num_layers, size), device=_param_device(rnn))
+                key: Unbounded(shape=(rnn.num_layers, size), device=module_device(rnn))
                 for key, size in zip(state_in, self._state_sizes())
             },
             expand_specs=True,
@@ -413,11 +415,6 @@ class _RecurrentModule(TensorDictModuleBase):
 def _place(states: torch.Tensor, ends: torch.Tensor) -> torch.Tensor:
     """Keep ``states`` (``[N, T, L, H]``) at the ``ends`` mask (``[N, T]``), zeros elsewhere."""
     return torch.where(ends[:, :, None, None], states, torch.zeros_like(states))
-
-
-def _param_device(module: nn.Module) -> torch.device | None:
-    param = next(module.parameters(), None)
-    return None if param is None else param.device
 
 
 def _check_backend(backend: str) -> None:

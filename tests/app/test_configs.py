@@ -45,7 +45,9 @@ def _node_type(tp):
     return args[0] if len(args) == 1 and dataclasses.is_dataclass(args[0]) else tp
 
 
-def _nodes() -> list[type]:
+def _nodes(module=configs, group_options=GROUP_OPTIONS) -> list[type]:
+    """The nodes with a ``_target_`` of ``module`` (its roots, its groups' options, the nodes
+    it exports in no group) and the nodes inside them."""
     seen: dict[str, type] = {}
 
     def walk(node: type) -> None:
@@ -58,14 +60,11 @@ def _nodes() -> list[type]:
 
     for root in ROOT_SCHEMAS.values():
         walk(root)
-    for options in GROUP_OPTIONS.values():
+    for options in group_options.values():
         for node in options.values():
             walk(node)
-    for options in configs.TORCHRL_GROUP_OPTIONS.values():  # torchrl's option names
-        for node in options.values():
-            walk(node)
-    for name in configs.__all__:  # the nodes exported but in no group (torchrl's names)
-        node = getattr(configs, name)
+    for name in module.__all__:  # the nodes exported but in no group (torchrl's names)
+        node = getattr(module, name)
         if isinstance(node, type) and dataclasses.is_dataclass(node):
             walk(node)
     return [n for n in seen.values() if any(f.name == "_target_" for f in dataclasses.fields(n))]
@@ -94,13 +93,10 @@ def _accepted_keywords(target) -> tuple[set[str], bool]:
 def test_signature_check_covers_network_model_and_torchrl_named_nodes():
     names = {n.__name__ for n in _nodes()}
     for name in (
-        "BatchedEnvConfig",
-        "TransformedEnvConfig",
         "TensorDictReplayBufferConfig",
         "LazyMemmapStorageConfig",
         "PrioritizedSamplerConfig",
         "TensorDictRoundRobinWriterConfig",
-        "ComposeConfig",
         "VecNormConfig",
         "ConvNetConfig",
         "PolicyModelConfig",

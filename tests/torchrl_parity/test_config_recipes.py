@@ -14,12 +14,15 @@ from pathlib import Path
 import pytest
 import torch
 from app.conftest import compose_config  # tests/ is on sys.path
+from app.test_configs import _nodes
+from app.test_configs import test_node_fields_match_target_signature as check_node_signature
 from hydra import compose, initialize_config_dir
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from rl_trainers.configs.torchrl_schema import SHARED_OPTION_NAMES
+from rl_trainers.compat.torchrl import schema
+from rl_trainers.compat.torchrl.schema import SHARED_OPTION_NAMES
 from rl_trainers.trainers.algorithms.configs import GROUP_OPTIONS, TORCHRL_GROUP_OPTIONS
 
 RECIPES = Path(__file__).parent / "torchrl_recipes"
@@ -179,3 +182,36 @@ def test_an_option_name_both_use_picks_each_apps_own_node(group, option, tmp_pat
     with initialize_config_dir(str(tmp_path), version_base="1.3"):
         theirs = compose("config")
     assert OmegaConf.get_type(theirs.node) is TORCHRL_GROUP_OPTIONS[group][option]
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        n
+        for n in _nodes(schema, schema.TORCHRL_GROUP_OPTIONS)
+        if n.__module__ == schema.__name__ and n._target_ != "???"  # not a base node
+    ],
+    ids=lambda n: n.__name__,
+)
+def test_torchrl_node_fields_match_target_signature(node):
+    """torchrl's own nodes cannot drift from the builders they target either."""
+    check_node_signature(node)
+
+
+def test_only_torchrls_path_registers_torchrls_nodes():
+    """A process running rl_trainers' own app has none of torchrl's nodes in its ConfigStore;
+    importing torchrl's path adds them."""
+    code = (
+        "from hydra.core.config_store import ConfigStore\n"
+        "import rl_trainers.app\n"
+        "def names(): return {f'{g}/{n}' for g, o in ConfigStore.instance().repo.items()"
+        " if isinstance(o, dict) for n in o}\n"
+        "print('env/batched_env.yaml' in names(), 'trainer/ppo.yaml' in names())\n"
+        "import rl_trainers.trainers.algorithms.configs\n"
+        "print('env/batched_env.yaml' in names(), 'trainer/ppo.yaml' in names())\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "False", "True", "True"], proc.stdout

@@ -25,6 +25,7 @@ from typing import NamedTuple
 _TRAINERS = "rl_trainers.compat.torchrl.trainers"
 _HELPERS = "rl_trainers.compat.torchrl.helpers"
 _ADAPTER = "rl_trainers.compat."
+_SCHEMA = "rl_trainers.compat.torchrl.schema"
 
 
 class Alias(NamedTuple):
@@ -34,7 +35,21 @@ class Alias(NamedTuple):
     source: str  # the adapter (or product) module the names come from
     names: tuple[str, ...]
     path: str  # torchrl's path it stands for, or the config node paths it serves
+    #: torchrl's own nodes among the names of a product config module, from the adapter
+    torchrl_names: tuple[str, ...] = ()
 
+    def imports(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """The ``(module, names)`` of each import of the alias module."""
+        own = ((_SCHEMA, self.torchrl_names),) if self.torchrl_names else ()
+        return ((self.source, self.names), *own)
+
+
+#: torchrl's nodes with no rl_trainers counterpart, by torchrl's config module: the alias
+#: module takes them from :mod:`rl_trainers.compat.torchrl.schema`.
+TORCHRL_NODES: dict[str, tuple[str, ...]] = {
+    "envs": ("BatchedEnvConfig", "TransformedEnvConfig"),
+    "transforms": ("ComposeConfig",),
+}
 
 #: Every generated alias module, in the order of the files.
 ALIASES: tuple[Alias, ...] = (
@@ -63,6 +78,7 @@ ALIASES: tuple[Alias, ...] = (
             f"rl_trainers.configs.{name}",
             names,
             f"torchrl's path ``torchrl.trainers.algorithms.configs.{name}``",
+            TORCHRL_NODES.get(name, ()),
         )
         for name, names in (
             (
@@ -107,7 +123,7 @@ ALIASES: tuple[Alias, ...] = (
             ),
             (
                 "envs",
-                ("BatchedEnvConfig", "ENV_PRESET_ACTIONS", "GymEnvConfig", "TransformedEnvConfig"),
+                ("ENV_PRESET_ACTIONS", "GymEnvConfig"),
             ),
             ("envs_libs", ("GymEnvConfig",)),
             (
@@ -182,7 +198,6 @@ ALIASES: tuple[Alias, ...] = (
                     "CatTensorsConfig",
                     "CenterCropConfig",
                     "ClipTransformConfig",
-                    "ComposeConfig",
                     "DoubleToFloatConfig",
                     "EndOfLifeTransformConfig",
                     "FlattenObservationConfig",
@@ -274,7 +289,7 @@ _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 def imports_the_adapter(alias: Alias) -> bool:
     """Whether the alias module imports :mod:`rl_trainers.compat` (then the
     ``compat-is-an-adapter`` import contract lists it as an exception)."""
-    return alias.source.startswith(_ADAPTER)
+    return any(source.startswith(_ADAPTER) for source, _ in alias.imports())
 
 
 def file_of(alias: Alias) -> Path:
@@ -290,14 +305,20 @@ def _import_order(name: str) -> tuple[int, str]:
 
 def source_text(alias: Alias) -> str:
     """The alias module's text, as generated from the table."""
-    names = "".join(f"    {name},\n" for name in sorted(alias.names, key=_import_order))
-    listed = "".join(f'    "{name}",\n' for name in alias.names)
+    imports = "".join(
+        f"from {source} import (\n"
+        + "".join(f"    {name},\n" for name in sorted(names, key=_import_order))
+        + ")\n"
+        for source, names in sorted(alias.imports())
+    )
+    sources = " and\n".join(f":mod:`{source}`" for source, _ in alias.imports())
+    listed = "".join(f'    "{name}",\n' for name in sorted(alias.names + alias.torchrl_names))
     return (
         f'"""{alias.path}: an alias, no logic.\n\n'
         f"Generated from :data:`rl_trainers.compat.torchrl.aliases.ALIASES`; the names are "
-        f"those of\n:mod:`{alias.source}`.\n"
+        f"those of\n{sources}.\n"
         '"""\n\n'
-        f"from {alias.source} import (\n{names})\n\n"
+        f"{imports}\n"
         f"__all__ = [\n{listed}]\n"
     )
 

@@ -1,4 +1,4 @@
-"""Builders of torchrl's schema nodes (``configs/torchrl_schema.py``).
+"""Builders of torchrl's schema nodes (:mod:`rl_trainers.compat.torchrl.schema`).
 
 The trainer builders (:func:`build_ppo_trainer`, :func:`build_sac_trainer`) receive their
 component nodes un-instantiated and build them in an order that fixes what torchrl's own

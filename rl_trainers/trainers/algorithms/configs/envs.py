@@ -1,14 +1,17 @@
 """torchrl's path ``torchrl.trainers.algorithms.configs.envs``: an alias, no logic.
 
 Generated from :data:`rl_trainers.compat.torchrl.aliases.ALIASES`; the names are those of
-:mod:`rl_trainers.configs.envs`.
+:mod:`rl_trainers.configs.envs` and
+:mod:`rl_trainers.compat.torchrl.schema`.
 """
 
+from rl_trainers.compat.torchrl.schema import (
+    BatchedEnvConfig,
+    TransformedEnvConfig,
+)
 from rl_trainers.configs.envs import (
     ENV_PRESET_ACTIONS,
-    BatchedEnvConfig,
     GymEnvConfig,
-    TransformedEnvConfig,
 )
 
 __all__ = [

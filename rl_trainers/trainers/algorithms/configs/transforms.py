@@ -1,16 +1,19 @@
 """torchrl's path ``torchrl.trainers.algorithms.configs.transforms``: an alias, no logic.
 
 Generated from :data:`rl_trainers.compat.torchrl.aliases.ALIASES`; the names are those of
-:mod:`rl_trainers.configs.transforms`.
+:mod:`rl_trainers.configs.transforms` and
+:mod:`rl_trainers.compat.torchrl.schema`.
 """
 
+from rl_trainers.compat.torchrl.schema import (
+    ComposeConfig,
+)
 from rl_trainers.configs.transforms import (
     BinarizeRewardConfig,
     CatFramesConfig,
     CatTensorsConfig,
     CenterCropConfig,
     ClipTransformConfig,
-    ComposeConfig,
     DoubleToFloatConfig,
     EndOfLifeTransformConfig,
     FlattenObservationConfig,

@@ -1,28 +1,31 @@
-"""torchrl's schema: the config nodes its recipes pick by option name, in torchrl's form.
+"""torchrl's config schema: the nodes its recipes pick by option name, in torchrl's form.
 
 torchrl's ``sota-implementations/*_trainer/config/config.yaml`` compose a trainer from
 ``group@path: option`` defaults (``network@networks.policy_network: mlp``,
-``collector@collector: multi_async``, ``trainer@trainer: ppo``...). Importing
-:mod:`rl_trainers.trainers.algorithms.configs` stores every option of
-:data:`TORCHRL_GROUP_OPTIONS` in Hydra's ConfigStore under torchrl's name, so such a recipe,
-with ``torchrl`` replaced by ``rl_trainers``, composes and trains.
+``collector@collector: multi_async``, ``trainer@trainer: ppo``...). Importing torchrl's path
+``rl_trainers.trainers.algorithms.configs`` calls :func:`register`, which stores every option
+of :data:`TORCHRL_GROUP_OPTIONS` in Hydra's ConfigStore under torchrl's name, so such a
+recipe, with ``torchrl`` replaced by ``rl_trainers``, composes and trains. rl_trainers' own
+apps never import this module, so they neither list nor accept these options.
 
 Where an option name is also one of rl_trainers' own (:data:`SHARED_OPTION_NAMES`:
 ``collector/sync``, ``network/mlp``, ``optimizer/adam``, ``logger/csv``...), neither node is
 stored under that name: Hydra merges a ConfigStore node into any YAML option of the same
 name ("automatic schema matching"). rl_trainers' node is stored as ``<name>_schema`` and
-reached through ``configs/<group>/<name>.yaml``; torchrl's as ``<name>_torchrl``, reached
-through ``torchrl_options/<group>/<name>.yaml`` (next to this module), a directory that
-:class:`TorchrlOptionsSearchPath` puts on every app's search path after the app's own
-config directory: rl_trainers' apps find their YAML option first, a torchrl recipe (whose
-config directory has no such file) finds torchrl's.
+reached through the recipes' ``<group>/<name>.yaml``; torchrl's as ``<name>_torchrl``,
+reached through ``options/<group>/<name>.yaml`` (next to this module), a directory that
+:class:`TorchrlOptionsSearchPath` puts on the search path after the app's own config
+directory: a recipe with its own YAML option finds it first, a torchrl recipe (whose config
+directory has no such file) finds torchrl's.
 
-The env, transform, storage, sampler and writer nodes are the torchrl-named ones of
-:mod:`.envs`, :mod:`.transforms` and :mod:`.data`; the nodes defined here are the ones
-whose fields differ from rl_trainers' own: networks with ``in_features``/``out_features``,
+The transform, storage, sampler and writer nodes are the torchrl-named ones of
+:mod:`rl_trainers.configs`; the nodes defined here are the ones torchrl's recipes need and
+rl_trainers' own do not, or whose fields differ from rl_trainers' own: a batched env, a
+transformed env, a composition of transforms, networks with ``in_features``/``out_features``,
 models over a network node, collectors taking ``create_env_fn``/``policy``, losses taking
 their networks, optimizers as partials, loggers, target updaters and the trainers. Their
-builders are in :mod:`rl_trainers.trainers.helpers.torchrl_schema`.
+builders are in :mod:`rl_trainers.compat.torchrl.schema_builders` and
+:mod:`rl_trainers.compat.torchrl.config_nodes`.
 """
 
 from __future__ import annotations
@@ -32,11 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from hydra.core.config_search_path import ConfigSearchPath
+from hydra.core.config_store import ConfigStore
+from hydra.core.plugins import Plugins
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import MISSING
 
-from .common import config_field
-from .data import (
+from rl_trainers.configs import register_configs
+from rl_trainers.configs.common import config_field
+from rl_trainers.configs.data import (
     LazyMemmapStorageConfig,
     LazyTensorStorageConfig,
     ListStorageConfig,
@@ -48,14 +54,13 @@ from .data import (
     TensorDictReplayBufferConfig,
     TensorStorageConfig,
 )
-from .envs import BatchedEnvConfig, GymEnvConfig, TransformedEnvConfig
-from .transforms import (
+from rl_trainers.configs.envs import GymEnvConfig
+from rl_trainers.configs.transforms import (
     BinarizeRewardConfig,
     CatFramesConfig,
     CatTensorsConfig,
     CenterCropConfig,
     ClipTransformConfig,
-    ComposeConfig,
     DoubleToFloatConfig,
     EndOfLifeTransformConfig,
     FlattenObservationConfig,
@@ -80,6 +85,64 @@ from .transforms import (
 
 _BUILDERS = "rl_trainers.trainers.helpers.torchrl_schema"
 _KEYS = "entries read, e.g. [observation]"
+
+
+# ------------------------------------------------------------------- env and transform
+# torchrl's env and transform nodes with no rl_trainers counterpart: a batched env over an
+# env factory, a transformed env, and a composition of transforms.
+
+
+@dataclass
+class BatchedEnvConfig:
+    """torchrl's batched env node: ``num_workers`` copies of ``create_env_fn``, one batch.
+
+    ``create_env_fn`` stays a node until the builder reads it (``_recursive_: false``).
+    rl_trainers' ``GymEnvConfig`` is a vector env already, so as ``create_env_fn`` (directly
+    or as a ``TransformedEnvConfig``'s ``base_env``) it describes one env per worker: the
+    builder sets its ``num_envs`` to ``num_workers`` and its ``vectorization`` from
+    ``batched_env_type``, giving batch size ``[num_workers]`` with its transforms run once on
+    the batch. Other nodes (e.g. ``{_target_: rl_trainers.envs.GymEnv, env_name: ...}``) are
+    instantiated once per worker in a ``ParallelEnv`` or ``SerialEnv``. See
+    :func:`rl_trainers.trainers.helpers.torchrl_nodes.make_batched_env`.
+
+    Example:
+        >>> from hydra.utils import instantiate
+        >>> node = BatchedEnvConfig(create_env_fn=GymEnvConfig(), num_workers=4)
+        >>> env = instantiate(node)  # doctest: +SKIP
+        >>> env.batch_size  # doctest: +SKIP
+        torch.Size([4])
+    """
+
+    _target_: str = "rl_trainers.trainers.helpers.torchrl_nodes.make_batched_env"
+    _recursive_: bool = False
+    create_env_fn: Any = config_field("???", "env node (or callable) making one env per worker")
+    num_workers: int = config_field(1, "sub-envs stepped together (the batch size)")
+    batched_env_type: str = config_field(
+        "parallel", "parallel (one process per sub-env) or serial (all in this process)"
+    )
+    create_env_kwargs: dict[str, Any] = config_field(
+        {}, "keyword arguments of create_env_fn (for a node: its fields)"
+    )
+    device: str | None = config_field(None, "device of the env's tensors (None: the node's)")
+
+
+@dataclass
+class TransformedEnvConfig:
+    """torchrl's transformed env node: ``base_env`` with ``transform`` applied (e.g. a
+    ``ComposeConfig``); targets
+    :func:`rl_trainers.trainers.helpers.torchrl_nodes.make_transformed_env`."""
+
+    _target_: str = "rl_trainers.trainers.helpers.torchrl_nodes.make_transformed_env"
+    base_env: Any = config_field("???", "the env node to transform, e.g. GymEnvConfig")
+    transform: Any = config_field(None, "a transform node, e.g. ComposeConfig (None: none)")
+
+
+@dataclass
+class ComposeConfig:
+    """Transforms applied in order (a list of transform nodes)."""
+
+    _target_: str = "rl_trainers.trainers.helpers.torchrl_nodes.make_compose"
+    transforms: list[Any] = config_field([], "transform nodes, applied in order")
 
 
 # ----------------------------------------------------------------------------- envs
@@ -494,7 +557,7 @@ class TorchrlSACTrainerConfig(TorchrlTrainerConfig):
 
 
 #: torchrl's option names that rl_trainers' ``configs/`` also uses (see the module doc):
-#: their nodes are stored as ``<name>_torchrl`` behind ``torchrl_options/<group>/<name>.yaml``.
+#: their nodes are stored as ``<name>_torchrl`` behind ``options/<group>/<name>.yaml``.
 SHARED_OPTION_NAMES: dict[str, tuple[str, ...]] = {
     "collector": ("sync", "multi_sync", "multi_async"),
     "network": ("mlp",),
@@ -503,7 +566,7 @@ SHARED_OPTION_NAMES: dict[str, tuple[str, ...]] = {
 }
 
 #: The directory of the YAML options leading to torchrl's nodes of shared option names.
-TORCHRL_OPTIONS_DIR = Path(__file__).parent / "torchrl_options"
+TORCHRL_OPTIONS_DIR = Path(__file__).parent / "options"
 
 
 def torchrl_store_name(group: str, option: str) -> str:
@@ -514,7 +577,7 @@ def torchrl_store_name(group: str, option: str) -> str:
 
 class TorchrlOptionsSearchPath(SearchPathPlugin):
     """Appends :data:`TORCHRL_OPTIONS_DIR` to the search path, after the app's config
-    directory (registered by ``register_configs``)."""
+    directory (registered by :func:`register`)."""
 
     def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
         search_path.append("rl_trainers-torchrl", f"file://{TORCHRL_OPTIONS_DIR}")
@@ -592,3 +655,53 @@ TORCHRL_GROUP_OPTIONS: dict[str, dict[str, type]] = {
     },
     "trainer": {"ppo": TorchrlPPOTrainerConfig, "sac": TorchrlSACTrainerConfig},
 }
+
+
+def register() -> None:
+    """Store every option of :data:`TORCHRL_GROUP_OPTIONS` in Hydra's ConfigStore under
+    torchrl's name, with rl_trainers' own nodes, and put :data:`TORCHRL_OPTIONS_DIR` on the
+    search path (idempotent)."""
+    register_configs()
+    store = ConfigStore.instance()
+    for group, options in TORCHRL_GROUP_OPTIONS.items():
+        for name, node in options.items():
+            store.store(group=group, name=torchrl_store_name(group, name), node=node)
+    Plugins.instance().register(TorchrlOptionsSearchPath)
+
+
+__all__ = [
+    "SHARED_OPTION_NAMES",
+    "TORCHRL_GROUP_OPTIONS",
+    "TORCHRL_OPTIONS_DIR",
+    "BatchedEnvConfig",
+    "ComposeConfig",
+    "HardUpdateConfig",
+    "SoftUpdateConfig",
+    "TorchrlAdamConfig",
+    "TorchrlAdamWConfig",
+    "TorchrlBatchedEnvConfig",
+    "TorchrlCollectorConfig",
+    "TorchrlCSVLoggerConfig",
+    "TorchrlGymEnvConfig",
+    "TorchrlMLPConfig",
+    "TorchrlMultiAsyncCollectorConfig",
+    "TorchrlMultiSyncCollectorConfig",
+    "TorchrlOptimizerConfig",
+    "TorchrlOptionsSearchPath",
+    "TorchrlPPOLossConfig",
+    "TorchrlPPOTrainerConfig",
+    "TorchrlReplayBufferConfig",
+    "TorchrlRMSpropConfig",
+    "TorchrlRoundRobinWriterConfig",
+    "TorchrlSACLossConfig",
+    "TorchrlSACTrainerConfig",
+    "TorchrlSGDConfig",
+    "TorchrlTanhNormalModelConfig",
+    "TorchrlTensorboardLoggerConfig",
+    "TorchrlTrainerConfig",
+    "TorchrlTransformedEnvConfig",
+    "TorchrlValueModelConfig",
+    "TorchrlWandbLoggerConfig",
+    "TransformedEnvConfig",
+    "torchrl_store_name",
+]
