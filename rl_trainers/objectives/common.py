@@ -112,7 +112,7 @@ def check_no_shared_parameters(actor_network, critic_network, critic_name: str) 
         )
 
 
-def check_torchrl_options(samples_mc_entropy, exclude_dims, reduction, device) -> None:
+def check_torchrl_options(samples_mc_entropy, exclude_dims, reduction) -> None:
     """Accepts torchrl's loss options at the values rl_trainers implements, refuses others."""
     if samples_mc_entropy != 1:
         raise NotImplementedError(
@@ -126,8 +126,6 @@ def check_torchrl_options(samples_mc_entropy, exclude_dims, reduction, device) -
         )
     if reduction not in (None, "mean"):
         raise NotImplementedError(f"reduction={reduction!r}: the losses are means")
-    if device is not None and torch.device(device).type != "cpu":
-        raise NotImplementedError(f"device={device!r}: the losses run on CPU")
 
 
 def explained_variance(target: torch.Tensor, prediction: torch.Tensor) -> torch.Tensor:

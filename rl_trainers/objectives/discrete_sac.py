@@ -75,7 +75,7 @@ class DiscreteSACLoss(SACLoss):
         deactivate_vmap: bool = False,
         gamma: float | None = None,
     ) -> None:
-        check_torchrl_options(1, (), reduction, None)
+        check_torchrl_options(1, (), reduction)
         if skip_done_states:
             raise NotImplementedError("skip_done_states=True is not supported")
         spec = getattr(actor_network, "spec", None)

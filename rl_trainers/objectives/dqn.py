@@ -110,7 +110,7 @@ class DQNLoss(LossModule):
         reduction: str | None = None,
     ) -> None:
         super().__init__()
-        check_torchrl_options(1, (), reduction, None)
+        check_torchrl_options(1, (), reduction)
         if action_space is not None:
             action_space, _ = discrete_kind(action_space, None, "DQNLoss")
         self.value_network = _unwrap_qactor(value_network, action_space)

@@ -82,7 +82,7 @@ class IQLLoss(LossModule):
         deactivate_vmap: bool = False,
     ) -> None:
         super().__init__()
-        check_torchrl_options(1, (), reduction, None)
+        check_torchrl_options(1, (), reduction)
         if separate_losses:
             check_no_shared_parameters(actor_network, qvalue_network, "critics")
         if not hasattr(actor_network, "get_dist"):

@@ -140,9 +140,7 @@ class _ActorCriticLoss(LossModule):
         super().__init__()
         entropy_coef = _alias("entropy_coef", entropy_coef, "entropy_coeff", entropy_coeff, 0.01)
         critic_coef = _alias("critic_coef", critic_coef, "critic_coeff", critic_coeff, 1.0)
-        check_torchrl_options(
-            samples_mc_entropy, normalize_advantage_exclude_dims, reduction, device
-        )
+        check_torchrl_options(samples_mc_entropy, normalize_advantage_exclude_dims, reduction)
         if separate_losses and critic_network is not None:
             check_no_shared_parameters(actor_network, critic_network, "critic")
         self.separate_losses = separate_losses
@@ -169,6 +167,8 @@ class _ActorCriticLoss(LossModule):
         if gamma is not None:
             self.gamma = float(gamma)
         self._derived = _DerivedInputs()
+        if device is not None:
+            self.to(device)
 
     def _estimator_network(self):
         return self.critic_network
@@ -271,10 +271,12 @@ class PPOLoss(_ActorCriticLoss):
         gamma: discount of the default value estimator.
         entropy_coeff, critic_coeff: torchrl's other spellings of the two weights.
         log_explained_variance: write the ``explained_variance`` diagnostic.
-        samples_mc_entropy, normalize_advantage_exclude_dims, reduction, device, functional,
+        device: the device the loss (its networks and coefficients) is moved to (None:
+            where the networks are).
+        samples_mc_entropy, normalize_advantage_exclude_dims, reduction, functional,
             separate_losses: torchrl's options, accepted at the values implemented here
-            (1, ``()``, ``"mean"``, CPU, any, no parameters shared by actor and critic);
-            others raise ``NotImplementedError``.
+            (1, ``()``, ``"mean"``, any, no parameters shared by actor and critic); others
+            raise ``NotImplementedError``.
     """
 
     _objective_keys = ("loss_objective", "kl_approx")
@@ -327,7 +329,8 @@ class ClipPPOLoss(PPOLoss):
         if clip_epsilon <= 0:
             raise ValueError(f"clip_epsilon must be positive, got {clip_epsilon}")
         # a buffer, as in torchrl: scripts anneal it with ``loss.clip_epsilon.copy_(eps)``
-        self.register_buffer("clip_epsilon", torch.tensor(float(clip_epsilon)), persistent=False)
+        eps = torch.tensor(float(clip_epsilon), device=self.entropy_coef.device)
+        self.register_buffer("clip_epsilon", eps, persistent=False)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         adv = self._advantage(tensordict)
@@ -564,7 +567,7 @@ class KLPENPPOLoss(PPOLoss):
         self.dtarg = float(dtarg)
         self.increment = float(increment)
         self.decrement = float(decrement)
-        self.register_buffer("beta", torch.tensor(float(beta)))
+        self.register_buffer("beta", torch.tensor(float(beta), device=self.entropy_coef.device))
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         adv = self._advantage(tensordict)

@@ -91,9 +91,11 @@ class SACLoss(LossModule):
         gamma: discount (also settable with ``make_value_estimator(gamma=...)``).
         priority_key: key of the per-sample TD errors written into the batch (``"td_error"``).
         deactivate_vmap: torchrl's option (no effect: the critics run as one batched call).
-        value_network, separate_losses, reduction, device: torchrl's options, accepted at
-            the values implemented here (None, no parameters shared by actor and critics,
-            ``"mean"``, CPU); others raise ``NotImplementedError``.
+        device: the device the loss (its networks, targets and alpha) is moved to (None:
+            where the networks are).
+        value_network, separate_losses, reduction: torchrl's options, accepted at the
+            values implemented here (None, no parameters shared by actor and critics,
+            ``"mean"``); others raise ``NotImplementedError``.
     """
 
     one_step_targets = True
@@ -130,7 +132,7 @@ class SACLoss(LossModule):
                 "SACLoss(value_network=...) (SAC v1, with a state-value network) is not "
                 "supported; the loss is SAC v2 (no value network), torchrl's default"
             )
-        check_torchrl_options(1, (), reduction, device)
+        check_torchrl_options(1, (), reduction)
         if separate_losses:
             check_no_shared_parameters(actor_network, qvalue_network, "critics")
         self.separate_losses = separate_losses
@@ -165,6 +167,8 @@ class SACLoss(LossModule):
             self._target_entropy = float(target_entropy)
         if gamma is not None:
             self.gamma = float(gamma)
+        if device is not None:
+            self.to(device)
 
     def _source_of(self, name: str) -> nn.Module:
         return self.qvalue_network_params

@@ -106,7 +106,7 @@ class TD3Loss(LossModule):
         deactivate_vmap: bool = False,
     ) -> None:
         super().__init__()
-        check_torchrl_options(1, (), reduction, None)
+        check_torchrl_options(1, (), reduction)
         if separate_losses:
             check_no_shared_parameters(actor_network, qvalue_network, "critics")
         self.separate_losses = separate_losses

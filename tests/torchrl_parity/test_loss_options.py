@@ -162,6 +162,21 @@ def test_policy_gradient_losses_take_torchrl_keywords():
         ClipPPOLoss(_prob_actor(), _critic(), entropy_coef={"a": 0.1, "b": 0.2})
 
 
+def test_ppo_and_sac_move_to_the_device_they_are_given():
+    """torchrl's ``device=`` puts every parameter and buffer of the loss there (the meta
+    device stands in for an accelerator: it moves without one)."""
+    from rl_trainers.objectives import ClipPPOLoss, KLPENPPOLoss
+
+    for loss in (
+        ClipPPOLoss(_prob_actor(), _critic(), device="meta"),
+        KLPENPPOLoss(_prob_actor(), _critic(), device="meta"),
+        SACLoss(_prob_actor(), _qvalue(), device="meta"),
+    ):
+        tensors = [*loss.parameters(), *loss.buffers()]
+        assert tensors and all(t.device.type == "meta" for t in tensors), type(loss).__name__
+    assert all(p.device.type == "cpu" for p in SACLoss(_prob_actor(), _qvalue()).parameters())
+
+
 def test_gae_runs_a_sequence_of_tensordict_modules_as_critic():
     from rl_trainers.modules import SafeSequential
 
