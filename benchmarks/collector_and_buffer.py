@@ -20,7 +20,7 @@ import gymnasium as gym
 import torch
 from tensordict import TensorDict
 
-from rl_trainers import fast_paths
+from rl_trainers import fast
 from rl_trainers.collectors import SyncDataCollector
 from rl_trainers.data import (
     LazyTensorStorage,
@@ -80,7 +80,7 @@ def actor_collector_fps(frames: int, frames_per_batch: int, lean: bool) -> float
         distribution_class=OneHotCategorical,
         return_log_prob=True,
     )
-    fast_paths.LEAN_ACTING = lean
+    fast.LEAN_ACTING = lean
     try:
         collector = SyncDataCollector(
             env, actor, frames_per_batch=frames_per_batch, total_frames=frames + frames_per_batch
@@ -92,7 +92,7 @@ def actor_collector_fps(frames: int, frames_per_batch: int, lean: bool) -> float
         elapsed = time.perf_counter() - start
         collector.shutdown()
     finally:
-        fast_paths.LEAN_ACTING = True
+        fast.LEAN_ACTING = True
     return n / elapsed
 
 

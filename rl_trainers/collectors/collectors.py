@@ -18,7 +18,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import InteractionType, set_interaction_type
 
-from rl_trainers import fast_paths
+from rl_trainers import fast
 from rl_trainers.collectors.utils import act_on, split_trajectories, weights_state_dict
 from rl_trainers.envs.libs.gym_state import get_env_state, set_env_state
 from rl_trainers.envs.utils import stack_steps
@@ -304,7 +304,7 @@ class SyncDataCollector(DataCollectorBase):
         """The env's own batched loop (``GymWrapper.rollout_batch``), when it has one."""
         # looked up on the class: a TransformedEnv forwards unknown attributes to its base env
         rollout_batch = getattr(type(self.env), "rollout_batch", None)
-        if rollout_batch is None or not fast_paths.ARRAY_ROLLOUT:
+        if rollout_batch is None or not fast.ARRAY_ROLLOUT:
             return None
         policy = None if random or self.policy is None else partial(self._act, random=False)
         acting = None if policy is None else self._lean_acting(td)

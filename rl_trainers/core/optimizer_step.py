@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 from torch.optim import optimizer as _optimizer_module
 
-from rl_trainers import fast_paths
+from rl_trainers import fast
 from rl_trainers.core.flat_params import FlatParameters
 
 __all__ = ["optimizer_step"]
@@ -54,7 +54,7 @@ def _lean_fused_adam_step(
     optimizer: torch.optim.Optimizer, flat: FlatParameters | None = None
 ) -> bool:
     """Run one fused Adam(W) step on the optimiser's own state; False if not applicable."""
-    if not fast_paths.LEAN_ADAM or type(optimizer) not in _ADAM_TYPES or _has_hooks(optimizer):
+    if not fast.LEAN_ADAM or type(optimizer) not in _ADAM_TYPES or _has_hooks(optimizer):
         return False
     state = optimizer.state
     plans = []

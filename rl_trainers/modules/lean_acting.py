@@ -35,7 +35,7 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.nn import InteractionType, TensorDictModule, interaction_type
 
-from rl_trainers import fast_paths
+from rl_trainers import fast
 from rl_trainers.modules.actors import ProbabilisticActor
 from rl_trainers.modules.distributions import (
     Categorical,
@@ -99,7 +99,7 @@ class CategoricalActing:
         the ``logits`` of a ``Categorical`` or ``OneHotCategorical`` without extra
         arguments, sampling (``InteractionType.RANDOM``) without gradients on a 2-D input.
         """
-        if not fast_paths.LEAN_ACTING or type(policy) is not ProbabilisticActor or policy.safe:
+        if not fast.LEAN_ACTING or type(policy) is not ProbabilisticActor or policy.safe:
             return None
         module = policy.module
         if type(module) is not TensorDictModule or len(module.in_keys) != 1:
@@ -226,7 +226,7 @@ class GaussianActing:
         ``loc`` and ``scale`` of an ``IndependentNormal`` or ``TanhNormal``, sampling
         (``InteractionType.RANDOM``) without gradients on a 2-D input.
         """
-        if not fast_paths.LEAN_ACTING or type(policy) is not ProbabilisticActor or policy.safe:
+        if not fast.LEAN_ACTING or type(policy) is not ProbabilisticActor or policy.safe:
             return None
         if policy.distribution_class not in (IndependentNormal, TanhNormal):
             return None

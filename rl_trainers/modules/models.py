@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn.modules import module as _module_mod
 
-from rl_trainers import fast_paths
+from rl_trainers import fast
 from rl_trainers.modules import gemm
 from rl_trainers.modules.noisy import NoisyLazyLinear, NoisyLinear
 
@@ -42,15 +42,15 @@ class _NumpyTanh(torch.autograd.Function):
 
 def torch_kernels() -> contextlib.AbstractContextManager[None]:
     """Inside the block, networks run layer by layer on torch's own kernels (no numpy
-    ``tanh``, no fused MLP, :mod:`rl_trainers.fast_paths`): the ops an exported graph
+    ``tanh``, no fused MLP, :mod:`rl_trainers.fast`): the ops an exported graph
     (``torch.export``, TorchScript) of the same network runs, so its outputs agree bit for
     bit."""
-    return fast_paths.plain("FUSE_MLP", "NUMPY_TANH")
+    return fast.plain("FUSE_MLP", "NUMPY_TANH")
 
 
 def _numpy_ok(x: torch.Tensor) -> bool:
     return (
-        fast_paths.NUMPY_TANH
+        fast.NUMPY_TANH
         and x.device.type == "cpu"
         and x.dim() > 0
         and x.dtype in _NUMPY_DTYPES
@@ -334,7 +334,7 @@ def fused_mlp_parts(mlp: nn.Sequential, x: torch.Tensor) -> tuple | None:
     :func:`_mlp_forward` and :func:`mlp_backward`. None when ``mlp`` or ``x`` cannot take the
     fused path (see :meth:`MLP.forward`).
     """
-    if not (fast_paths.FUSE_MLP and _fusable_input(x)):
+    if not (fast.FUSE_MLP and _fusable_input(x)):
         return None
     plan = _plan_for(mlp)
     if plan is None:
@@ -498,7 +498,7 @@ class MLP(nn.Sequential):
         Plain CPU float32/float64 MLPs (``nn.Linear`` layers with tanh/ReLU activations, no
         module hooks, outside ``torch.compile``/``vmap``/autocast/tracing) run as one fused
         autograd node with the same results and gradients (see :func:`_fused_mlp`); anything
-        else runs layer by layer. ``rl_trainers.fast_paths.FUSE_MLP = False`` turns the fused path off.
+        else runs layer by layer. ``rl_trainers.fast.FUSE_MLP = False`` turns the fused path off.
         A bool or integer input (the one-hot observation of a ``Discrete`` space, a
         ``MultiBinary`` one) is cast to the default float dtype first.
         """

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from rl_trainers import fast_paths
+from rl_trainers import fast
 from rl_trainers.modules.models import (
     _ACT_CODES,
     _ACT_NONE,
@@ -246,7 +246,7 @@ class CriticEnsemble(ParamsView, nn.Module):
 
     def _fused_params(self, x: torch.Tensor, detach: bool) -> list[torch.Tensor] | None:
         """The parameters for :class:`_EnsembleMLP`, or None when it cannot run."""
-        if not (fast_paths.FUSE_MLP and self._act_codes is not None and _fusable_input(x)):
+        if not (fast.FUSE_MLP and self._act_codes is not None and _fusable_input(x)):
             return None
         if any(_GLOBAL_HOOKS) or any(has_hooks(a) for a in self.acts):
             return None

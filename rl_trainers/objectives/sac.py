@@ -23,7 +23,7 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from torch import nn
 
-from rl_trainers import fast_paths
+from rl_trainers import fast
 from rl_trainers.modules.models import fused_mlp_parts, has_hooks
 from rl_trainers.objectives.common import (
     OFF_POLICY_KEYS,
@@ -307,7 +307,7 @@ class SACLoss(LossModule):
         autograd node each (:mod:`rl_trainers.objectives.sac_terms`), or None where those
         do not apply: other network shapes, batches of more than one dim, no gradients,
         ``torch.compile`` tracing."""
-        actor = fused_sac_actor(self.actor_network) if fast_paths.SAC_ONE_NODE else None
+        actor = fused_sac_actor(self.actor_network) if fast.SAC_ONE_NODE else None
         if (
             actor is None
             or len(td.batch_size) != 1

@@ -26,7 +26,7 @@ the other's parameters' ``.grad`` at None, and changing a parameter in place bet
 forward and the backward raises. :class:`~rl_trainers.objectives.SACLoss` takes this path
 when the networks have these shapes (:func:`fused_sac_actor`) and falls back to the op-by-op
 graph otherwise; the two agree to float rounding and draw the same noise
-(tests/objectives/test_sac_terms.py). ``rl_trainers.fast_paths.SAC_ONE_NODE = False`` (or
+(tests/objectives/test_sac_terms.py). ``rl_trainers.fast.SAC_ONE_NODE = False`` (or
 ``FUSE_MLP = False``, which also runs the networks layer by layer) turns it off.
 """
 

@@ -7,7 +7,7 @@ import torch
 from collector_fake_env import CountingEnv
 from tensordict import TensorDict
 
-from rl_trainers import fast_paths
+from rl_trainers import fast
 from rl_trainers.collectors import SyncDataCollector, split_trajectories
 from rl_trainers.data import LazyTensorStorage, MultiStep, TensorDictReplayBuffer
 
@@ -519,7 +519,7 @@ def test_array_rollout_with_normalisers_equals_step_by_step_loop(
         envs.append(env)
         return env
 
-    monkeypatch.setattr(fast_paths, "LEAN_ACTING", lean)
+    monkeypatch.setattr(fast, "LEAN_ACTING", lean)
     taken = []
     original = lean_acting.GaussianActing.batch_outputs
     monkeypatch.setattr(

@@ -8,7 +8,7 @@ from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 from torch import nn
 
-from rl_trainers import fast_paths
+from rl_trainers import fast
 from rl_trainers.envs.specs import OneHot, Unbounded
 from rl_trainers.modules import (
     MLP,
@@ -318,7 +318,7 @@ def test_fuse_flag_turns_the_fused_path_off(monkeypatch):
     mlp = MLP(4, 2, num_cells=[8])
     x = torch.randn(3, 4)
     assert _uses_fused_node(mlp, x)
-    monkeypatch.setattr(fast_paths, "FUSE_MLP", False)
+    monkeypatch.setattr(fast, "FUSE_MLP", False)
     assert not _uses_fused_node(mlp, x)
 
 
@@ -330,7 +330,7 @@ def test_fuse_flag_turns_the_fused_path_off(monkeypatch):
 def _ensemble_roles(ens, obs, act, fuse, monkeypatch):
     """Outputs and gradients of the three ways SAC/TD3 call critics: with gradients for the
     parameters, with detached parameters (gradient for the action only), without grad."""
-    monkeypatch.setattr(fast_paths, "FUSE_MLP", fuse)
+    monkeypatch.setattr(fast, "FUSE_MLP", fuse)
     act = act.detach().clone().requires_grad_()
     for p in ens.parameters():
         p.grad = None

@@ -23,7 +23,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rl_trainers import fast_paths
+from rl_trainers import fast
 from rl_trainers.envs.common import EnvBase, complete_done_flags
 from rl_trainers.envs.specs import Bounded, Composite, TensorSpec, Unbounded
 from rl_trainers.envs.utils import fast_set, step_mdp
@@ -1051,7 +1051,7 @@ class VecNorm(RunningStatistics):
         if s is None:
             self._init_stats(i, x.shape[batch_dims:])
             s, q, c = (getattr(self, f"{n}_{i}") for n in ("sum", "ssq", "count"))
-        if x.device.type == "cpu" and s.device.type == "cpu" and fast_paths.VECNORM_ON_HOST:
+        if x.device.type == "cpu" and s.device.type == "cpu" and fast.VECNORM_ON_HOST:
             # the same float64 maths in numpy, on views of the buffers: a few microseconds
             # per step where the tensor ops cost ~15x more in dispatch
             return torch.from_numpy(self._host_update_and_normalize(x.numpy(), s, q, c))

@@ -27,11 +27,11 @@ switch                  fast path (plain path when off)
 Every switch starts on, or off when the environment variable ``RL_TRAINERS_FAST_PATHS`` is
 ``0`` (read once, when this module is first imported). In code::
 
-    from rl_trainers import fast_paths
+    from rl_trainers import fast
 
-    with fast_paths.plain():        # every plain path, e.g. to rule the fast paths out
+    with fast.plain():        # every plain path, e.g. to rule the fast paths out
         trainer.train()
-    fast_paths.FUSE_MLP = False     # one of them, e.g. in a benchmark
+    fast.FUSE_MLP = False     # one of them, e.g. in a benchmark
 
 The choice of matrix-product library (``RL_TRAINERS_GEMM``, :mod:`rl_trainers.modules.gemm`)
 is not among them: both libraries compute the same products.
