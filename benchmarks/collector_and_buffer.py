@@ -5,7 +5,7 @@
    alternating repeats in one run; prints the medians and their ratio (target >= 0.8).
 2. Frames per second of :class:`SyncDataCollector` acting with a PPO-sized categorical actor
    (64x64 tanh MLP, one-hot actions, log-probabilities), through the lean acting path
-   (:mod:`rl_trainers.modules.lean_acting`) and through the actor's own forward, alternating.
+   (:mod:`rl_trainers.fast.acting`) and through the actor's own forward, alternating.
 3. Microseconds per ``sample()`` of 256 items from a full 1M-capacity LazyTensorStorage buffer,
    uniform (target < 200 us) and prioritized (target < 1 ms), plus a priority update.
 """

@@ -19,10 +19,15 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import InteractionType, set_interaction_type
 
 from rl_trainers import fast
-from rl_trainers.collectors.utils import act_on, split_trajectories, weights_state_dict
+from rl_trainers.collectors.utils import (
+    act_on,
+    lean_acting,
+    split_trajectories,
+    weights_state_dict,
+)
 from rl_trainers.envs.libs.gym_state import get_env_state, set_env_state
 from rl_trainers.envs.utils import stack_steps
-from rl_trainers.modules.lean_acting import CategoricalActing, GaussianActing, lean_acting
+from rl_trainers.fast.acting import CategoricalActing, GaussianActing
 
 __all__ = [
     "DataCollectorBase",
@@ -311,7 +316,7 @@ class SyncDataCollector(DataCollectorBase):
         return rollout_batch(self.env, td, self.T, policy, acting)
 
     def _lean_acting(self, td: TensorDictBase) -> CategoricalActing | GaussianActing | None:
-        """The policy's tensor-only acting path (:mod:`rl_trainers.modules.lean_acting`),
+        """The policy's tensor-only acting path (:mod:`rl_trainers.fast.acting`),
         when the policy is called as it is (not compiled) on the env's device."""
         if self._policy_call is not self.policy:
             return None

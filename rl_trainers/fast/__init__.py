@@ -33,7 +33,7 @@ Every switch starts on, or off when the environment variable ``RL_TRAINERS_FAST_
         trainer.train()
     fast.FUSE_MLP = False     # one of them, e.g. in a benchmark
 
-The choice of matrix-product library (``RL_TRAINERS_GEMM``, :mod:`rl_trainers.modules.gemm`)
+The choice of matrix-product library (``RL_TRAINERS_GEMM``, :mod:`rl_trainers.fast.gemm`)
 is not among them: both libraries compute the same products.
 """
 

@@ -1,4 +1,5 @@
-"""The hot-path shortcuts compute exactly what the plain paths compute."""
+"""The fused MLP, numpy's tanh and the fused critic ensemble (rl_trainers.fast.mlp, .tanh,
+.ensemble) compute exactly what the plain paths compute."""
 
 import copy
 
@@ -10,14 +11,14 @@ from torch import nn
 
 from rl_trainers import fast
 from rl_trainers.envs.specs import OneHot, Unbounded
+from rl_trainers.fast import gemm
+from rl_trainers.fast import mlp as fused
 from rl_trainers.modules import (
     MLP,
     FastTanh,
     OneHotCategorical,
     ProbabilisticActor,
-    gemm,
     make_actor,
-    models,
 )
 
 
@@ -283,7 +284,7 @@ def test_fused_mlp_under_functional_call_and_vmap():
     xs = torch.randn(3, 7, 4, dtype=torch.float64)
     torch.testing.assert_close(vmap(mlp)(xs), _plain(mlp, xs))
     seen = []
-    vmap(lambda x_: seen.append(models._fusable_input(x_)) or x_)(xs)
+    vmap(lambda x_: seen.append(fused.fusable_input(x_)) or x_)(xs)
     assert seen == [False]
 
 
@@ -422,10 +423,10 @@ def test_wide_mlp_on_onednn_without_grad_and_on_strided_inputs(monkeypatch):
 
 
 def test_ensemble_fused_node_gradcheck_and_wide_output():
-    from rl_trainers.objectives.ensemble import _EnsembleMLP
+    from rl_trainers.fast.ensemble import _EnsembleMLP
 
     torch.manual_seed(0)
-    acts, biases = (models._ACT_TANH, models._ACT_RELU, models._ACT_NONE), (True, False, True)
+    acts, biases = (fused.ACT_TANH, fused.ACT_RELU, fused.ACT_NONE), (True, False, True)
     shapes = [(2, 6, 5), (2, 6), (2, 4, 6), (2, 3, 4), (2, 3)]  # last layer: 3 outputs
     params = [torch.randn(s, dtype=torch.float64, requires_grad=True) for s in shapes]
     x = torch.randn(7, 5, dtype=torch.float64, requires_grad=True)

@@ -1,4 +1,4 @@
-"""The collectors' lean acting path (rl_trainers.modules.lean_acting) for MLP categorical
+"""The collectors' lean acting path (rl_trainers.fast.acting) for MLP categorical
 actors: the same batches, next inputs and random draws as the policy's own forward, and the
 policy's forward whenever the lean path does not fit."""
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 from tensordict.nn import InteractionType, TensorDictModule
 
-import rl_trainers.modules.lean_acting as lean_acting
+import rl_trainers.fast.acting as lean_acting
 from rl_trainers import fast
 from rl_trainers.collectors import SyncDataCollector
 from rl_trainers.envs import GymEnv, RewardSum, TransformedEnv

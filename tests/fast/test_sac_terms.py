@@ -1,4 +1,4 @@
-"""SAC's one-node loss paths (objectives/sac_terms.py) against the op-by-op graph."""
+"""SAC's one-node loss paths (rl_trainers.fast.sac) against the op-by-op graph."""
 
 import pytest
 import torch
