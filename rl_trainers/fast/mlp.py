@@ -292,7 +292,7 @@ def fused_mlp_parts(mlp: nn.Sequential, x: torch.Tensor) -> tuple | None:
     ``acts`` holds one activation code per layer, ``biases`` one has-bias flag per layer,
     ``params`` the weights (and biases where present) in layer order: the arguments of
     :func:`mlp_forward` and :func:`mlp_backward`. None when ``mlp`` or ``x`` cannot take the
-    fused path (see :meth:`MLP.forward`).
+    fused path (see the module docstring).
     """
     if not (fast.FUSE_MLP and fusable_input(x)):
         return None
