@@ -21,7 +21,8 @@ def optimizer_step(optimizer: torch.optim.Optimizer, flat: FlatParameters | None
     """Step ``optimizer``, through the lean fused-Adam path when it applies.
 
     With ``flat`` holding the optimizer's parameters (one group) and their gradients, the
-    kernel runs once over the flat tensors (see :func:`rl_trainers.fast.adam.lean_fused_adam_step`).
+    kernel runs once over the flat tensors
+    (:func:`rl_trainers.fast.adam.lean_fused_adam_step`).
     """
     if not (fast.LEAN_ADAM and lean_fused_adam_step(optimizer, flat)):
         optimizer.step()

@@ -1,10 +1,10 @@
 """Lean acting paths for the common actors: MLP -> logits -> categorical sample, and
 network -> (loc, scale) -> Gaussian or TanhNormal sample.
 
-Replace the policy's forward on a TensorDict per step in a collector's array rollout, under
-the switch ``LEAN_ACTING``. The collector decides where they apply (an exact
-``ProbabilisticActor`` of the right shape: ``collectors.collectors.lean_acting``) and builds
-them; the env's array rollout (``GymWrapper.rollout_batch``) runs them.
+They replace the policy's forward on a TensorDict per step in a collector's array rollout,
+under the switch ``LEAN_ACTING``. The collector decides where they apply (an exact
+``ProbabilisticActor`` of the right shape: ``rl_trainers.collectors.utils.lean_acting``) and
+builds them; the env's array rollout (``GymWrapper.rollout_batch``) runs them.
 
 A collector's policy call on a small network is mostly per-op and per-call overhead (the
 TensorDict reads and writes, the distribution object, the one-hot action and its cast, the

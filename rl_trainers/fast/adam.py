@@ -8,14 +8,14 @@ done nothing, where it does not apply.
 PPO on CartPole makes ~8,000 optimiser steps of a few small tensors; torch's
 ``Adam.step`` spends ~30 us per step regrouping the parameters by device and dtype and
 going through its profiling and hook wrappers, about as long as the fused kernel itself.
-:func:`lean_fused_adam_step` calls the same kernel (``torch._fused_adam_``, or ``torch._fused_adamw_`` for
-decoupled weight decay) on the same state tensors, so results are bitwise equal to
-``optimizer.step()`` and checkpoints are unchanged. Anything it does not cover falls back
-to ``optimizer.step()``: other optimisers, non-fused Adam, amsgrad/maximize/capturable,
-tensor learning rates, step hooks, a parameter without a gradient, mixed devices or
-dtypes. The first step creates the state with Adam's own ``_init_group``, as
-``optimizer.step()`` would; unlike ``optimizer.step()`` it does not import ``torch._dynamo``
-(see :mod:`rl_trainers._lazy_dynamo`).
+:func:`lean_fused_adam_step` calls the same kernel (``torch._fused_adam_``, or
+``torch._fused_adamw_`` for decoupled weight decay) on the same state tensors, so results
+are bitwise equal to ``optimizer.step()`` and checkpoints are unchanged. Anything it does
+not cover is left to ``optimizer.step()``: other optimisers, non-fused Adam,
+amsgrad/maximize/capturable, tensor learning rates, step hooks, a parameter without a
+gradient, mixed devices or dtypes. The first step creates the state with Adam's own
+``_init_group``, as ``optimizer.step()`` would; unlike ``optimizer.step()`` it does not
+import ``torch._dynamo`` (see :mod:`rl_trainers._lazy_dynamo`).
 
 Each parameter's state keeps its own ``step`` counter, as in torch, but the lean path makes
 them views of one tensor per parameter group, so a step increments them all with one op

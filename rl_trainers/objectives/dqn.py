@@ -241,8 +241,9 @@ class DQNLoss(LossModule):
 
     def loss_and_grads(self, tensordict: TensorDictBase, loss_keys=None) -> TensorDictBase | None:
         """See :meth:`LossModule.loss_and_grads`: done for an MLP Q-network (the app's),
-        whose forward and backward run as plain products (:func:`rl_trainers.fast.mlp.mlp_backward`), the loss's
-        gradient with respect to ``Q(s, a)`` written in closed form. None (then
+        whose forward and backward run as plain products (the fused MLP's maths,
+        :mod:`rl_trainers.fast.mlp`), the loss's gradient with respect to ``Q(s, a)``
+        written in closed form. None (then
         :meth:`forward` and ``backward()``) for other networks, weighted (prioritized)
         batches, or hooks."""
         if loss_keys is not None and list(loss_keys) != ["loss"]:
