@@ -5,7 +5,7 @@
    alternating repeats in one run; prints the medians and their ratio (target >= 0.8).
 2. Frames per second of :class:`SyncDataCollector` acting with a PPO-sized categorical actor
    (64x64 tanh MLP, one-hot actions, log-probabilities), through the lean acting path
-   (:mod:`rl_trainers.modules.lean_acting`) and through the actor's own forward, alternating.
+   (:mod:`rl_trainers.fast.acting`) and through the actor's own forward, alternating.
 3. Microseconds per ``sample()`` of 256 items from a full 1M-capacity LazyTensorStorage buffer,
    uniform (target < 200 us) and prioritized (target < 1 ms), plus a priority update.
 """
@@ -20,7 +20,7 @@ import gymnasium as gym
 import torch
 from tensordict import TensorDict
 
-from rl_trainers import fast_paths
+from rl_trainers import fast
 from rl_trainers.collectors import SyncDataCollector
 from rl_trainers.data import (
     LazyTensorStorage,
@@ -80,7 +80,7 @@ def actor_collector_fps(frames: int, frames_per_batch: int, lean: bool) -> float
         distribution_class=OneHotCategorical,
         return_log_prob=True,
     )
-    fast_paths.LEAN_ACTING = lean
+    fast.LEAN_ACTING = lean
     try:
         collector = SyncDataCollector(
             env, actor, frames_per_batch=frames_per_batch, total_frames=frames + frames_per_batch
@@ -92,7 +92,7 @@ def actor_collector_fps(frames: int, frames_per_batch: int, lean: bool) -> float
         elapsed = time.perf_counter() - start
         collector.shutdown()
     finally:
-        fast_paths.LEAN_ACTING = True
+        fast.LEAN_ACTING = True
     return n / elapsed
 
 

@@ -3,7 +3,7 @@
 Run: ``python benchmarks/gemm_backends.py [--threads 2] [--repeats 7] [--no-sac]``
 
 Part 1: median microseconds of one product, ``torch.mm`` (MKL's sgemm) against
-:func:`rl_trainers.modules.gemm.mm` with oneDNN forced on, for the shapes of a SAC update
+:func:`rl_trainers.fast.gemm.mm` with oneDNN forced on, for the shapes of a SAC update
 (256-wide layers, batch 256: forward ``x @ W.T``, weight gradient ``G.T @ x``, input gradient
 ``G @ W``) and of a PPO update (64-wide), alternating blocks in one process. ``auto`` is the
 choice ``gemm.mm`` makes (by CPU vendor, then by size).
@@ -19,7 +19,7 @@ import argparse
 import torch
 from mlp_fast_path import compare, sac_update_fn, switch_ab
 
-from rl_trainers.modules import gemm
+from rl_trainers.fast import gemm
 
 SHAPES = {  # name: (a, b) builders of the product a @ b
     "SAC fwd   [256,256]x[256,256]^T": lambda: (torch.randn(256, 256), torch.randn(256, 256).t()),

@@ -8,14 +8,14 @@ Pendulum-sized network ([256, 4] -> 256 -> 256 -> 1, ReLU), fused path against p
 alternating blocks of calls in one process.
 
 Part 2: median milliseconds of one PPO minibatch update (loss, backward, grad-norm clip, Adam
-step) of the default recipe (``configs/ppo_trainer.yaml``), ``fast_paths.FUSE_MLP`` on against off,
+step) of the default recipe (``configs/ppo_trainer.yaml``), ``fast.FUSE_MLP`` on against off,
 alternating blocks, with the trainer's own thread setting.
 
 Part 3: the same for one SAC update of the default Pendulum recipe (``trainer.optim_steps`` on a
 buffer of 1000 frames). The actor is an ``MLP`` call there; the twin critics are a
 ``CriticEnsemble`` of stacked parameters, whose fused node (the fused MLP maths copy by copy,
 ``objectives/ensemble.py``) the same flag switches on and off. Then, with the fused nodes on,
-SAC's loss op by op around them against its two one-node paths (``fast_paths.SAC_ONE_NODE``).
+SAC's loss op by op around them against its two one-node paths (``fast.SAC_ONE_NODE``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from rl_trainers import fast_paths
+from rl_trainers import fast
 from rl_trainers.modules import MLP
 
 
@@ -108,7 +108,7 @@ def ppo_update(repeats: int) -> None:
 
     label = f"PPO update (minibatch {sub.numel()}, {torch.get_num_threads()} threads)"
     try:
-        switch_ab(label, update, 100, repeats, fast_paths, "FUSE_MLP")
+        switch_ab(label, update, 100, repeats, fast, "FUSE_MLP")
     finally:
         trainer.collector.shutdown()
 
@@ -139,9 +139,9 @@ def sac_update(repeats: int) -> None:
     update, trainer = sac_update_fn()
     label = f"SAC update (batch 256, {torch.get_num_threads()} threads)"
     try:
-        switch_ab(label, update, 30, repeats, fast_paths, "FUSE_MLP")
+        switch_ab(label, update, 30, repeats, fast, "FUSE_MLP")
         names = ("loss op by op", "one node per path")
-        switch_ab(label, update, 30, repeats, fast_paths, "SAC_ONE_NODE", names)
+        switch_ab(label, update, 30, repeats, fast, "SAC_ONE_NODE", names)
     finally:
         trainer.collector.shutdown()
 

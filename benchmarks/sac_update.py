@@ -25,7 +25,7 @@ import time
 import torch
 from mlp_fast_path import sac_update_fn
 
-from rl_trainers.modules import gemm
+from rl_trainers.fast import gemm
 
 
 def _big(m: int, k: int, n: int) -> bool:
@@ -38,7 +38,7 @@ def _copy(tensor):
 
 def record_big_products(update) -> list:
     """The ``[m, k] @ [k, n]`` products with ``m, k, n >= 128`` that one ``update()`` computes
-    through :mod:`rl_trainers.modules.gemm`, as ``(bias, a, b, relu)`` with copies of the
+    through :mod:`rl_trainers.fast.gemm`, as ``(bias, a, b, relu)`` with copies of the
     operands (``a @ b`` plus ``bias`` or None, then ReLU if ``relu``), in call order."""
     calls: list = []
     inner = [False]

@@ -10,7 +10,7 @@ uses it, yet three import-time paths load it:
   (``add_param_group``, hence every optimiser's constructor, ``zero_grad``, ``state_dict``,
   ``load_state_dict``) imports it on its first call, to build its dynamo-disabled twin;
 * ``Optimizer.step``'s wrapper imports it on every call (the trainer's lean fused-Adam step,
-  :mod:`rl_trainers.core.optimizer_step`, does not go through it).
+  :mod:`rl_trainers.fast.adam`, does not go through it).
 
 :func:`install` (an opt-in: ``import rl_trainers`` does not call it; the Hydra app's
 ``train.py`` scripts do, before anything imports tensordict; it acts when torch is imported,

@@ -95,7 +95,7 @@ def _example(policy: TrainedPolicy, batch: int = 2) -> torch.Tensor:
 
 
 def _exported_program(graph: PolicyGraph, policy: TrainedPolicy):
-    from rl_trainers.modules import gemm
+    from rl_trainers.fast import gemm
 
     batch = torch.export.Dim("batch", min=1, max=1 << 20)
     onednn, gemm.USE_ONEDNN = gemm.USE_ONEDNN, False  # plain matmuls in the graph

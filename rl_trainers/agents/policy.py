@@ -417,12 +417,12 @@ class plain_gemm:  # noqa: N801 - a context manager
     """MKL's matrix products for every size (as an exported graph computes them)."""
 
     def __enter__(self) -> None:
-        from rl_trainers.modules import gemm
+        from rl_trainers.fast import gemm
 
         self.before, gemm.USE_ONEDNN = gemm.USE_ONEDNN, False
 
     def __exit__(self, *exc: Any) -> None:
-        from rl_trainers.modules import gemm
+        from rl_trainers.fast import gemm
 
         gemm.USE_ONEDNN = self.before
 

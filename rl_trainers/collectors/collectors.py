@@ -18,12 +18,17 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import InteractionType, set_interaction_type
 
-from rl_trainers import fast_paths
-from rl_trainers.collectors.utils import act_on, split_trajectories, weights_state_dict
+from rl_trainers import fast
+from rl_trainers.collectors.utils import (
+    act_on,
+    lean_acting,
+    split_trajectories,
+    weights_state_dict,
+)
 from rl_trainers.envs.libs.gym_state import get_env_state, set_env_state
 from rl_trainers.envs.utils import stack_steps
+from rl_trainers.fast.acting import CategoricalActing, GaussianActing
 from rl_trainers.modules.device import module_device
-from rl_trainers.modules.lean_acting import CategoricalActing, GaussianActing, lean_acting
 
 __all__ = [
     "DataCollectorBase",
@@ -302,14 +307,14 @@ class SyncDataCollector(DataCollectorBase):
         """The env's own batched loop (``GymWrapper.rollout_batch``), when it has one."""
         # looked up on the class: a TransformedEnv forwards unknown attributes to its base env
         rollout_batch = getattr(type(self.env), "rollout_batch", None)
-        if rollout_batch is None or not fast_paths.ARRAY_ROLLOUT:
+        if rollout_batch is None or not fast.ARRAY_ROLLOUT:
             return None
         policy = None if random or self.policy is None else partial(self._act, random=False)
         acting = None if policy is None else self._lean_acting(td)
         return rollout_batch(self.env, td, self.T, policy, acting)
 
     def _lean_acting(self, td: TensorDictBase) -> CategoricalActing | GaussianActing | None:
-        """The policy's tensor-only acting path (:mod:`rl_trainers.modules.lean_acting`),
+        """The policy's tensor-only acting path (:mod:`rl_trainers.fast.acting`),
         when the policy is called as it is (not compiled) on the env's device."""
         if self._policy_call is not self.policy:
             return None

@@ -6,8 +6,21 @@ from typing import Any
 
 import torch
 from tensordict import TensorDictBase
+from tensordict.nn import TensorDictModule
 
-__all__ = ["act_on", "split_trajectories", "weights_state_dict"]
+from rl_trainers import fast
+from rl_trainers.fast.acting import CategoricalActing, GaussianActing, sampling_input
+from rl_trainers.fast.mlp import fused_mlp_parts
+from rl_trainers.modules.actors import ProbabilisticActor
+from rl_trainers.modules.distributions import (
+    Categorical,
+    IndependentNormal,
+    OneHotCategorical,
+    TanhNormal,
+)
+from rl_trainers.modules.models import MLP
+
+__all__ = ["act_on", "lean_acting", "split_trajectories", "weights_state_dict"]
 
 
 def act_on(policy: Any, td: TensorDictBase, device: torch.device) -> TensorDictBase:
@@ -71,3 +84,68 @@ def weights_state_dict(weights: Any) -> dict[str, torch.Tensor]:
         "policy weights must be a module, a state_dict or a TensorDict of parameters, got "
         f"{type(weights).__name__}"
     )
+
+
+def lean_acting(
+    policy: Any, tensordict: TensorDictBase
+) -> CategoricalActing | GaussianActing | None:
+    """The lean acting path (:mod:`rl_trainers.fast.acting`, switch ``LEAN_ACTING``) that
+    fits ``policy`` acting on ``tensordict`` (one step's input), or None: then the policy's
+    own forward runs."""
+    if not fast.LEAN_ACTING or type(policy) is not ProbabilisticActor or policy.safe:
+        return None
+    return _categorical_acting(policy, tensordict) or _gaussian_acting(policy, tensordict)
+
+
+def _categorical_acting(
+    policy: ProbabilisticActor, tensordict: TensorDictBase
+) -> CategoricalActing | None:
+    """Taken only for an exact ``ProbabilisticActor`` (no subclass, no hooks, not ``safe``)
+    over a ``TensorDictModule`` wrapping an ``MLP`` that runs fused, with one input and the
+    ``logits`` of a ``Categorical`` or ``OneHotCategorical`` without extra arguments,
+    sampling (``InteractionType.RANDOM``) without gradients on a 2-D input."""
+    module = policy.module
+    if type(module) is not TensorDictModule or len(module.in_keys) != 1:
+        return None
+    if list(policy._dist_keys.items()) != [("logits", module.out_keys[0])]:
+        return None
+    if module.out_keys != policy._param_keys:
+        return None
+    kwargs = set(policy._dist_kwargs())
+    if policy.distribution_class is OneHotCategorical:
+        kwargs.discard("dtype")
+    elif policy.distribution_class is not Categorical:
+        return None
+    if kwargs:
+        return None
+    mlp = module.module
+    if type(mlp) is not MLP or mlp.out_shape is not None:
+        return None
+    obs = sampling_input(tensordict, policy, module, mlp)
+    if obs is None:
+        return None
+    plan = fused_mlp_parts(mlp, obs)
+    if plan is None:
+        return None
+    return CategoricalActing(policy, plan, policy.distribution_class is OneHotCategorical)
+
+
+def _gaussian_acting(
+    policy: ProbabilisticActor, tensordict: TensorDictBase
+) -> GaussianActing | None:
+    """Taken only for an exact ``ProbabilisticActor`` (no subclass, no hooks, not ``safe``)
+    over a ``TensorDictModule`` with one input whose outputs are exactly the ``loc`` and
+    ``scale`` of an ``IndependentNormal`` or ``TanhNormal``, sampling
+    (``InteractionType.RANDOM``) without gradients on a 2-D input."""
+    if policy.distribution_class not in (IndependentNormal, TanhNormal):
+        return None
+    module = policy.module
+    if type(module) is not TensorDictModule or len(module.in_keys) != 1:
+        return None
+    if sorted(policy._dist_keys) != ["loc", "scale"]:
+        return None
+    if module.out_keys != policy._param_keys:
+        return None
+    if sampling_input(tensordict, policy, module, *module.module.modules()) is None:
+        return None
+    return GaussianActing(policy)

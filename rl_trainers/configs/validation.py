@@ -193,7 +193,7 @@ def check_checkpoint_backend() -> None:
 
 
 #: The values of the environment variable ``RL_TRAINERS_GEMM`` (see
-#: :mod:`rl_trainers.modules.gemm`, which reads it when first imported).
+#: :mod:`rl_trainers.fast.gemm`, which reads it when first imported).
 GEMM_BACKENDS = ("auto", "mkl", "onednn")
 
 

@@ -6,7 +6,8 @@
 - :mod:`.checkpoint`: the checkpoint file format, RNG state, rotating checkpoints;
 - :mod:`.distributed`: data-parallel collectives over ``torch.distributed``;
 - :mod:`.flat_params` and :mod:`.optimizer_step`: one flat buffer of parameters and
-  gradients, and the lean fused-Adam step over it.
+  gradients, and the optimiser step over it (the lean fused-Adam step of
+  :mod:`rl_trainers.fast.adam` where it applies).
 
 The loop knows no algorithm, config or hook family: the hooks are in :mod:`rl_trainers.hooks`,
 the algorithm trainers in :mod:`rl_trainers.algorithms`. The names below are loaded on first

@@ -7,368 +7,25 @@ user never types an observation size: the first forward pass fixes it.
 from __future__ import annotations
 
 import contextlib
-import types
 from collections.abc import Sequence
 
-import numpy as np
 import torch
 from torch import nn
-from torch.nn.modules import module as _module_mod
 
-from rl_trainers import fast_paths
-from rl_trainers.modules import gemm
+from rl_trainers import fast
+from rl_trainers.fast.mlp import fused_mlp
+from rl_trainers.fast.tanh import FastTanh
 from rl_trainers.modules.noisy import NoisyLazyLinear, NoisyLinear
 
 __all__ = ["MLP", "ConvNet", "DuelingCnnDQNet", "SquashDims", "FastTanh"]
 
-_NUMPY_DTYPES = (torch.float32, torch.float64)
-
-
-class _NumpyTanh(torch.autograd.Function):
-    """``tanh`` computed by numpy's vectorised kernel, with torch's ``tanh_backward``."""
-
-    @staticmethod
-    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
-        y = torch.from_numpy(np.tanh(x.detach().numpy()))
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
-        (y,) = ctx.saved_tensors
-        return torch.ops.aten.tanh_backward(grad, y)
-
 
 def torch_kernels() -> contextlib.AbstractContextManager[None]:
     """Inside the block, networks run layer by layer on torch's own kernels (no numpy
-    ``tanh``, no fused MLP, :mod:`rl_trainers.fast_paths`): the ops an exported graph
+    ``tanh``, no fused MLP, :mod:`rl_trainers.fast`): the ops an exported graph
     (``torch.export``, TorchScript) of the same network runs, so its outputs agree bit for
     bit."""
-    return fast_paths.plain("FUSE_MLP", "NUMPY_TANH")
-
-
-def _numpy_ok(x: torch.Tensor) -> bool:
-    return (
-        fast_paths.NUMPY_TANH
-        and x.device.type == "cpu"
-        and x.dim() > 0
-        and x.dtype in _NUMPY_DTYPES
-        and not torch.compiler.is_compiling()
-        and not torch._C._functorch.is_functorch_wrapped_tensor(x)
-        and not x.is_conj()
-        and not x.is_neg()
-    )
-
-
-class FastTanh(nn.Tanh):
-    """``nn.Tanh`` that computes CPU float tensors with numpy's SIMD ``tanh``.
-
-    torch's CPU ``tanh`` kernel runs ~10x slower than numpy's on the [256, 64] activations of
-    a PPO minibatch (about 60 us against 5 us on the benchmark machine), which made it the
-    single largest op of a PPO update. Results agree with ``torch.tanh`` to float rounding
-    (1 ulp); the gradient is torch's ``tanh_backward``. Anything else (GPU tensors,
-    ``torch.compile`` tracing, ``vmap``) falls back to ``torch.tanh``. ``MLP`` uses it
-    wherever ``nn.Tanh`` is asked for.
-    """
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not _numpy_ok(x):
-            return torch.tanh(x)
-        if x.requires_grad and torch.is_grad_enabled():
-            return _NumpyTanh.apply(x)
-        return torch.from_numpy(np.tanh(x.detach().numpy()))
-
-
-# --------------------------------------------------------------------------------------------
-# Fused MLP: the whole Linear/activation stack as one autograd node.
-#
-# PPO runs two small MLPs ([256, 4] -> 64 -> 64 -> out) forward and backward per minibatch.
-# Layer by layer that is 3 AddmmBackward nodes plus 2 Python autograd nodes (_NumpyTanh) per
-# call; fused it is one Python node whose backward is a short loop of mm calls. Besides the
-# bookkeeping, the hand-written backward orders each weight-gradient product for MKL's fast
-# case (see _weight_grad). Measured by benchmarks/mlp_fast_path.py, one thread: ~235 -> ~205 us
-# per forward+backward of the PPO actor. 256-wide layers are compute-bound (the 256x256x256
-# products run near the core's peak) and gain only the saved overhead.
-# --------------------------------------------------------------------------------------------
-
-_ACT_NONE, _ACT_TANH, _ACT_RELU = 0, 1, 2
-_ACT_CODES = {nn.Tanh: _ACT_TANH, FastTanh: _ACT_TANH, nn.ReLU: _ACT_RELU}
-_GLOBAL_HOOKS = (
-    _module_mod._global_forward_hooks,
-    _module_mod._global_forward_pre_hooks,
-    _module_mod._global_backward_hooks,
-    _module_mod._global_backward_pre_hooks,
-)
-
-
-def _fusable_input(x: torch.Tensor) -> bool:
-    """Whether ``x`` may take the fused path: a plain CPU float tensor outside any transform."""
-    return (
-        (type(x) is torch.Tensor or type(x) is nn.Parameter)
-        and _numpy_ok(x)
-        and torch._C._functorch.peek_interpreter_stack() is None
-        and not torch.jit.is_tracing()
-        and not torch.is_autocast_enabled("cpu")
-    )
-
-
-def _build_plan(mlp: nn.Sequential) -> tuple | None:
-    """``(linears, activation codes)`` if ``mlp`` is Linear[/act] blocks only, else None."""
-    linears: list[nn.Linear] = []
-    acts: list[int] = []
-    for module in mlp:
-        kind = type(module)
-        if kind is nn.Linear:
-            linears.append(module)
-            acts.append(_ACT_NONE)
-        elif kind in _ACT_CODES and linears and acts[-1] == _ACT_NONE:
-            acts[-1] = _ACT_CODES[kind]
-        else:  # lazy/other layers, dropout, norms, other activations, two acts in a row
-            return None
-    if not linears:
-        return None
-    return tuple(linears), tuple(acts)
-
-
-def _plan_for(mlp: nn.Sequential) -> tuple | None:
-    """The cached plan of ``mlp``, rebuilt whenever its list of sub-modules changes."""
-    modules = tuple(mlp._modules.values())
-    cached = mlp.__dict__.get("_fused_plan_cache")
-    if cached is not None and cached[0] == modules:
-        plan = cached[1]
-    else:
-        plan = _build_plan(mlp)
-        if plan is None and any(type(m) is nn.LazyLinear for m in modules):
-            return None  # not cached: the lazy layer turns into nn.Linear on its first call
-        mlp.__dict__["_fused_plan_cache"] = (modules, plan)
-    if plan is None or any(_GLOBAL_HOOKS):
-        return None
-    if any(has_hooks(m) for m in modules):
-        return None  # a hook (spectral/weight norm, user hooks) must see every layer
-    return plan
-
-
-def has_hooks(module: nn.Module) -> bool:
-    """Whether ``module`` itself has forward or backward hooks (a fused path that skips
-    calling it must then decline)."""
-    return bool(
-        module._forward_hooks
-        or module._forward_pre_hooks
-        or module._backward_hooks
-        or module._backward_pre_hooks
-    )
-
-
-def dense(
-    bias: torch.Tensor | None, x: torch.Tensor, weight: torch.Tensor, act: int
-) -> torch.Tensor:
-    """``act(bias + x @ weight.T)`` as a fresh tensor (see :func:`gemm.addmm` for the bias
-    shapes): ReLU runs inside the product's call, tanh with numpy's kernel in place."""
-    y = gemm.linear(x, weight, bias, relu=act == _ACT_RELU)
-    if act == _ACT_TANH:
-        array = y.numpy()
-        np.tanh(array, out=array)
-    return y
-
-
-def activation_backward(grad: torch.Tensor, out: torch.Tensor, act: int) -> torch.Tensor:
-    """The gradient before a tanh or ReLU activation, from the gradient after it and the
-    activated output."""
-    if act == _ACT_TANH:
-        return torch.ops.aten.tanh_backward(grad, out)
-    return torch.ops.aten.threshold_backward(grad, out, 0)
-
-
-def _mlp_forward(x, acts, biases, params, saved: list | None) -> torch.Tensor:
-    """The forward maths on a 2-D ``x``.
-
-    Appends to ``saved`` every layer's (activated) output that the backward needs: all hidden
-    outputs, and the last output when it is activated.
-    """
-    j = 0
-    last = len(acts) - 1
-    for i, (act, has_bias) in enumerate(zip(acts, biases, strict=True)):
-        bias = params[j + 1] if has_bias else None
-        x = dense(bias, x, params[j], act)
-        j += 2 if has_bias else 1
-        if saved is not None and (i < last or act != _ACT_NONE):
-            saved.append(x)
-    return x
-
-
-def _weight_grad(
-    grad: torch.Tensor,
-    layer_in: torch.Tensor,
-    weight: torch.Tensor,
-    out: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """``grad.T @ layer_in``, with the operands ordered for MKL's fast case; written into
-    ``out`` (shaped like ``weight``) when given.
-
-    MKL's sgemm is several times slower when the product has few columns (e.g. 61 us against
-    8 us for a [256, 2] output gradient of a 256-wide layer), so a layer with fewer inputs than
-    outputs computes the transposed product and returns its transpose (copied into ``out``:
-    a product written straight into a transposed ``out`` rounds differently).
-    """
-    if weight.shape[1] < weight.shape[0]:
-        transposed = gemm.mm(layer_in.t(), grad).t()
-        return transposed if out is None else out.copy_(transposed)
-    return gemm.mm(grad.t(), layer_in, out=out)
-
-
-def _input_grad(grad: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """``grad @ weight``, transposed like :func:`_weight_grad` for narrow layer inputs."""
-    if weight.shape[1] < weight.shape[0]:
-        return gemm.mm(weight.t(), grad.t()).t()
-    return gemm.mm(grad, weight)
-
-
-def fused_mlp_node(name: str, forward_fn, backward_fn, doc: str) -> type:
-    """An autograd Function ``apply(acts, biases, x, *params)`` that runs
-    ``forward_fn(x, acts, biases, params, saved)`` and, as its hand-written backward,
-    ``backward_fn(grad, x, acts, biases, params, saved, needs_x, needs_params) -> (grad_x,
-    grads)``, with the signatures of :func:`_mlp_forward` and :func:`mlp_backward`. Not twice
-    differentiable."""
-
-    def forward(ctx, acts, biases, x, *params):
-        saved: list[torch.Tensor] = []
-        out = forward_fn(x, acts, biases, params, saved)
-        ctx.acts, ctx.biases = acts, biases
-        ctx.save_for_backward(x, *params, *saved)
-        return out
-
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, grad):
-        needs = ctx.needs_input_grad  # flags for (acts, biases, x, *params)
-        n_params = len(needs) - 3
-        saved = ctx.saved_tensors
-        x, params, outs = saved[0], saved[1 : 1 + n_params], saved[1 + n_params :]
-        grad_x, grads = backward_fn(
-            grad.contiguous(), x, ctx.acts, ctx.biases, params, outs, needs[2], needs[3:]
-        )
-        return (None, None, grad_x, *grads)
-
-    def body(namespace: dict) -> None:
-        namespace.update(forward=staticmethod(forward), backward=staticmethod(backward))
-        namespace.update(__doc__=doc, __module__=forward_fn.__module__)
-
-    # types.new_class runs autograd's metaclass, which names the backward node after ``name``
-    return types.new_class(name, (torch.autograd.Function,), exec_body=body)
-
-
-def backward_plan(
-    biases: tuple, needs_x: bool, needs_params: Sequence[bool]
-) -> tuple[list[int], int]:
-    """``(starts, lowest)`` for a hand-written MLP backward: the index in the parameter list
-    of each layer's weight, and the lowest layer the backward must reach (the first layer
-    whose parameters need a gradient, or 0 when the input does; ``len(biases)``: none)."""
-    starts, j = [], 0
-    for has_bias in biases:
-        starts.append(j)
-        j += 2 if has_bias else 1
-    lowest = 0 if needs_x else len(biases)
-    for i, has_bias in enumerate(biases):
-        if needs_params[starts[i]] or (has_bias and needs_params[starts[i] + 1]):
-            lowest = min(lowest, i)
-            break
-    return starts, lowest
-
-
-def mlp_backward(
-    grad: torch.Tensor,
-    x: torch.Tensor,
-    acts: tuple,
-    biases: tuple,
-    params: Sequence[torch.Tensor],
-    outs: Sequence[torch.Tensor],
-    needs_x: bool,
-    needs_params: Sequence[bool],
-    out: Sequence[torch.Tensor] | None = None,
-) -> tuple[torch.Tensor | None, list[torch.Tensor | None]]:
-    """Gradients of a fused MLP's input and parameters from its output gradient ``grad``.
-
-    ``outs`` are the outputs :func:`_mlp_forward` saved; layers below the lowest one whose
-    parameters (or, for the first layer, input) need a gradient are skipped. With ``out``
-    (one contiguous tensor per parameter, shaped like it), each parameter gradient is
-    written into its ``out`` tensor, with the same values.
-    """
-    starts, lowest = backward_plan(biases, needs_x, needs_params)
-    grads: list[torch.Tensor | None] = [None] * len(params)
-    grad_x = None
-    for i in range(len(acts) - 1, lowest - 1, -1):
-        if acts[i] != _ACT_NONE:
-            grad = activation_backward(grad, outs[i], acts[i])
-        p = starts[i]
-        weight = params[p]
-        if needs_params[p]:
-            layer_in = x if i == 0 else outs[i - 1]
-            grads[p] = _weight_grad(grad, layer_in, weight, None if out is None else out[p])
-        if biases[i] and needs_params[p + 1]:
-            grads[p + 1] = grad.sum(0) if out is None else torch.sum(grad, 0, out=out[p + 1])
-        if i > lowest:
-            grad = _input_grad(grad, weight)
-        elif i == 0 and needs_x:
-            grad_x = _input_grad(grad, weight)
-    return grad_x, grads
-
-
-_FusedMLP = fused_mlp_node(
-    "_FusedMLP",
-    _mlp_forward,
-    mlp_backward,
-    """Forward and hand-written backward of a Linear/activation stack on 2-D inputs.
-
-    ``apply(acts, biases, x, *params)``: ``acts`` holds one activation code per layer,
-    ``biases`` one has-bias flag per layer, ``params`` the weights (and biases where present)
-    in layer order. Not twice differentiable.
-    """,
-)
-
-
-def fused_mlp_parts(mlp: nn.Sequential, x: torch.Tensor) -> tuple | None:
-    """``(acts, biases, params)`` of ``mlp`` for the fused maths on input ``x``, or None.
-
-    ``acts`` holds one activation code per layer, ``biases`` one has-bias flag per layer,
-    ``params`` the weights (and biases where present) in layer order: the arguments of
-    :func:`_mlp_forward` and :func:`mlp_backward`. None when ``mlp`` or ``x`` cannot take the
-    fused path (see :meth:`MLP.forward`).
-    """
-    if not (fast_paths.FUSE_MLP and _fusable_input(x)):
-        return None
-    plan = _plan_for(mlp)
-    if plan is None:
-        return None
-    linears, acts = plan
-    params: list[torch.Tensor] = []
-    biases: list[bool] = []
-    for lin in linears:
-        registered = lin._parameters  # what lin.weight / lin.bias read, without __getattr__
-        if registered.get("weight") is None:
-            return None  # weight replaced by a plain attribute: nn.Linear's own forward
-        params.append(registered["weight"])
-        bias = registered.get("bias")
-        biases.append(bias is not None)
-        if bias is not None:
-            params.append(bias)
-    if x.shape[-1] != params[0].shape[-1]:
-        return None  # let nn.Linear raise its usual shape error
-    return acts, tuple(biases), params
-
-
-def _fused_mlp(mlp: nn.Sequential, x: torch.Tensor) -> torch.Tensor | None:
-    """Runs ``mlp`` on ``x`` as one fused node, or returns None when it cannot be fused."""
-    parts = fused_mlp_parts(mlp, x)
-    if parts is None:
-        return None
-    acts, biases, params = parts
-    lead = x.shape[:-1]
-    x2 = x if x.dim() == 2 else x.reshape(-1, x.shape[-1])
-    if torch.is_grad_enabled() and (x.requires_grad or any(p.requires_grad for p in params)):
-        out = _FusedMLP.apply(acts, biases, x2, *params)
-    else:
-        out = _mlp_forward(x2, acts, biases, params, None)
-    return out if x.dim() == 2 else out.reshape(*lead, out.shape[-1])
+    return fast.plain("FUSE_MLP", "NUMPY_TANH")
 
 
 def _is_list(value) -> bool:
@@ -497,15 +154,16 @@ class MLP(nn.Sequential):
 
         Plain CPU float32/float64 MLPs (``nn.Linear`` layers with tanh/ReLU activations, no
         module hooks, outside ``torch.compile``/``vmap``/autocast/tracing) run as one fused
-        autograd node with the same results and gradients (see :func:`_fused_mlp`); anything
-        else runs layer by layer. ``rl_trainers.fast_paths.FUSE_MLP = False`` turns the fused path off.
+        autograd node with the same results and gradients (:func:`rl_trainers.fast.mlp.fused_mlp`);
+        anything else runs layer by layer. ``rl_trainers.fast.FUSE_MLP = False`` turns the
+        fused path off.
         A bool or integer input (the one-hot observation of a ``Discrete`` space, a
         ``MultiBinary`` one) is cast to the default float dtype first.
         """
         x = inputs[0] if len(inputs) == 1 else torch.cat(inputs, dim=-1)
         if not x.is_floating_point():
             x = x.to(torch.get_default_dtype())
-        out = _fused_mlp(self, x)
+        out = fused_mlp(self, x)  # the fast path, or None
         if out is not None:
             x = out
         else:

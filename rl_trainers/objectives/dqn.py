@@ -12,15 +12,15 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModuleBase, TensorDictSequential
 from torch import nn
 
-from rl_trainers.modules.actors import QValueActor, discrete_kind
-from rl_trainers.modules.models import (
-    _GLOBAL_HOOKS,
-    MLP,
-    _mlp_forward,
+from rl_trainers.fast.mlp import (
+    GLOBAL_HOOKS,
     fused_mlp_parts,
     has_hooks,
     mlp_backward,
+    mlp_forward,
 )
+from rl_trainers.modules.actors import QValueActor, discrete_kind
+from rl_trainers.modules.models import MLP
 from rl_trainers.objectives.common import (
     OFF_POLICY_KEYS,
     LossModule,
@@ -216,7 +216,7 @@ class DQNLoss(LossModule):
         if type(qnet) is not QValueActor or qnet._td_module or len(qnet._net_keys) != 1:
             return None
         mlp = qnet.module
-        if not isinstance(mlp, MLP) or has_hooks(self) or has_hooks(qnet) or any(_GLOBAL_HOOKS):
+        if not isinstance(mlp, MLP) or has_hooks(self) or has_hooks(qnet) or any(GLOBAL_HOOKS):
             return None
         if td.batch_dims != 1 or "_weight" in td.keys():
             return None
@@ -241,8 +241,9 @@ class DQNLoss(LossModule):
 
     def loss_and_grads(self, tensordict: TensorDictBase, loss_keys=None) -> TensorDictBase | None:
         """See :meth:`LossModule.loss_and_grads`: done for an MLP Q-network (the app's),
-        whose forward and backward run as plain products (:func:`mlp_backward`), the loss's
-        gradient with respect to ``Q(s, a)`` written in closed form. None (then
+        whose forward and backward run as plain products (the fused MLP's maths,
+        :mod:`rl_trainers.fast.mlp`), the loss's gradient with respect to ``Q(s, a)``
+        written in closed form. None (then
         :meth:`forward` and ``backward()``) for other networks, weighted (prioritized)
         batches, or hooks."""
         if loss_keys is not None and list(loss_keys) != ["loss"]:
@@ -256,7 +257,7 @@ class DQNLoss(LossModule):
         x, acts, biases, params = parts
         with torch.no_grad():
             saved: list[torch.Tensor] = []
-            values = _mlp_forward(x, acts, biases, params, saved)
+            values = mlp_forward(x, acts, biases, params, saved)
             action = td.get(self.action_key)
             chosen = self._chosen(values, action)
             target = one_step_target(td, self.gamma, self._next_value(td), self)

@@ -5,10 +5,9 @@ layer over a leading ``[num]`` dim; any other network falls back to
 ``torch.func.vmap(functional_call)``. Parameters live stacked on this module, so a buffer
 copy of it (:func:`~rl_trainers.objectives.common.buffer_copy`) is a ready target network.
 
-On CPU, ReLU/tanh MLPs run as one autograd node (:class:`_EnsembleMLP`): each copy runs the
-fused MLP's maths (``models._mlp_forward``/``models.mlp_backward``, products on the faster of
-MKL and oneDNN, see :mod:`rl_trainers.modules.gemm`) on views of the stacked parameters, in
-one forward and one backward call for all copies.
+On CPU, ReLU/tanh MLPs run as one autograd node, the fast path of
+:mod:`rl_trainers.fast.ensemble` (switch ``FUSE_MLP``); this module decides where it applies
+(:meth:`CriticEnsemble._fused_params`).
 """
 
 from __future__ import annotations
@@ -19,17 +18,9 @@ import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from rl_trainers import fast_paths
-from rl_trainers.modules.models import (
-    _ACT_CODES,
-    _ACT_NONE,
-    _GLOBAL_HOOKS,
-    _fusable_input,
-    _mlp_forward,
-    fused_mlp_node,
-    has_hooks,
-    mlp_backward,
-)
+from rl_trainers import fast
+from rl_trainers.fast.ensemble import ensemble_activation_codes, fused_ensemble
+from rl_trainers.fast.mlp import GLOBAL_HOOKS, fusable_input, has_hooks
 from rl_trainers.objectives.common import ParamsView, _has_uninitialized
 
 __all__ = ["CriticEnsemble"]
@@ -71,70 +62,6 @@ def _reinit(module: nn.Module) -> None:
             sub.reset_parameters()
 
 
-def _per_copy(params) -> list[tuple[torch.Tensor, ...]]:
-    """The parameters of each copy (views of the stacked ones), copy by copy."""
-    return list(zip(*(p.unbind(0) for p in params), strict=True))
-
-
-def _ensemble_forward(x, acts, biases, params, saved: list | None) -> torch.Tensor:
-    """``num`` MLPs on a shared 2-D input ``x [N, in]``; returns ``[num, N, out]``.
-
-    ``params`` are the stacked weights ``[num, out, in]`` (and biases ``[num, out]``) in layer
-    order; each copy runs the fused MLP maths (:func:`models._mlp_forward`) on its own views
-    of them and appends its saved outputs to ``saved``, copy after copy.
-    """
-    outs = [_mlp_forward(x, acts, biases, member, saved) for member in _per_copy(params)]
-    return torch.stack(outs)
-
-
-def _ensemble_backward(grad, x, acts, biases, params, outs, needs_x, needs_params):
-    """Gradients of ``x`` and ``params`` from the output gradient ``grad [num, N, out]``:
-    :func:`models.mlp_backward` copy by copy, the copies' parameter gradients stacked and
-    their input gradients summed."""
-    num = len(params[0])
-    per_copy = len(outs) // num
-    grad_x = None
-    copy_grads = []
-    for c, member in enumerate(_per_copy(params)):
-        gx, grads = mlp_backward(
-            grad[c],
-            x,
-            acts,
-            biases,
-            member,
-            outs[c * per_copy : (c + 1) * per_copy],
-            needs_x,
-            needs_params,
-        )
-        grad_x = gx if grad_x is None else grad_x + gx
-        copy_grads.append(grads)
-    stacked = [None if g[0] is None else torch.stack(g) for g in zip(*copy_grads, strict=True)]
-    return grad_x, stacked
-
-
-_EnsembleMLP = fused_mlp_node(
-    "_EnsembleMLP",
-    _ensemble_forward,
-    _ensemble_backward,
-    """``apply(acts, biases, x, *params)`` -> ``[num, N, out]``: :func:`_ensemble_forward`
-    with the hand-written :func:`_ensemble_backward`. Not twice differentiable.""",
-)
-
-
-def _fused_acts(plan: list, acts: nn.ModuleList) -> tuple[int, ...] | None:
-    """One activation code per linear layer of ``plan``, or None if an activation is not
-    ReLU/tanh or two follow each other."""
-    codes: list[int] = []
-    for kind, i, _ in plan:
-        if kind == "linear":
-            codes.append(_ACT_NONE)
-        elif type(acts[i]) in _ACT_CODES and codes and codes[-1] == _ACT_NONE:
-            codes[-1] = _ACT_CODES[type(acts[i])]
-        else:
-            return None
-    return tuple(codes)
-
-
 class CriticEnsemble(ParamsView, nn.Module):
     """``num`` independently initialised copies of ``template`` evaluated together.
 
@@ -169,8 +96,8 @@ class CriticEnsemble(ParamsView, nn.Module):
             for c in copies[1:]:
                 _reinit(c)
         layers = _flatten(template)
-        self._fast = layers is not None
-        if self._fast:
+        self._plain_mlp = layers is not None
+        if self._plain_mlp:
             self._plan: list = []
             i = 0
             acts = nn.ModuleList()
@@ -188,7 +115,7 @@ class CriticEnsemble(ParamsView, nn.Module):
                     acts.append(layer)
                     self._plan.append(("act", len(acts) - 1, None))
             self.acts = acts
-            self._act_codes = _fused_acts(self._plan, acts)
+            self._act_codes = ensemble_activation_codes(self._plan, acts)
             self._has_bias = tuple(b for kind, _, b in self._plan if kind == "linear")
         else:
             params, buffers = stack_module_state(copies)
@@ -232,8 +159,8 @@ class CriticEnsemble(ParamsView, nn.Module):
 
     def forward(self, *inputs: torch.Tensor, detach: bool = False) -> torch.Tensor:
         """Returns ``[num, *B, out]``; ``detach=True`` blocks gradients to the parameters."""
-        if self._fast:
-            return self._fast_forward(inputs, detach)
+        if self._plain_mlp:
+            return self._mlp_forward(inputs, detach)
         params = {n: getattr(self, f"p{j}") for j, n in enumerate(self._names)}
         if detach:
             params = {k: v.detach() for k, v in params.items()}
@@ -245,10 +172,11 @@ class CriticEnsemble(ParamsView, nn.Module):
         return vmap(call, in_dims=(0, 0), randomness="different")(params, buffers)
 
     def _fused_params(self, x: torch.Tensor, detach: bool) -> list[torch.Tensor] | None:
-        """The parameters for :class:`_EnsembleMLP`, or None when it cannot run."""
-        if not (fast_paths.FUSE_MLP and self._act_codes is not None and _fusable_input(x)):
+        """The stacked parameters for the fused ensemble
+        (:func:`rl_trainers.fast.ensemble.fused_ensemble`), or None when it cannot run."""
+        if not (fast.FUSE_MLP and self._act_codes is not None and fusable_input(x)):
             return None
-        if any(_GLOBAL_HOOKS) or any(has_hooks(a) for a in self.acts):
+        if any(GLOBAL_HOOKS) or any(has_hooks(a) for a in self.acts):
             return None
         params = []
         for i, has_bias in enumerate(self._has_bias):
@@ -259,20 +187,14 @@ class CriticEnsemble(ParamsView, nn.Module):
             return None
         return [p.detach() for p in params] if detach else params
 
-    def _fast_forward(self, inputs, detach: bool) -> torch.Tensor:
+    def _mlp_forward(self, inputs, detach: bool) -> torch.Tensor:
         x = inputs[0] if len(inputs) == 1 else torch.cat(inputs, dim=-1)
         batch = x.shape[:-1]
         x = x.reshape(-1, x.shape[-1])
         n = self.num
         params = self._fused_params(x, detach)
-        if params is not None:
-            acts, biases = self._act_codes, self._has_bias
-            if torch.is_grad_enabled() and (
-                x.requires_grad or any(p.requires_grad for p in params)
-            ):
-                out = _EnsembleMLP.apply(acts, biases, x, *params)
-            else:
-                out = _ensemble_forward(x, acts, biases, params, None)
+        if params is not None:  # the fast path
+            out = fused_ensemble(self._act_codes, self._has_bias, x, params)
             return out.reshape(n, *batch, out.shape[-1])
         shared = True  # x has no leading [num] dim yet
         for kind, i, has_bias in self._plan:

@@ -18,9 +18,16 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule
 from torch import nn
 
+from rl_trainers.fast.mlp import GLOBAL_HOOKS, fused_mlp_parts, has_hooks
+from rl_trainers.fast.ppo import (
+    ActorCriticClipPPOTerms,
+    ClipPPOCategoricalTerms,
+    ClipPPOSettings,
+    actor_critic_grads,
+)
 from rl_trainers.modules.actors import ProbabilisticActor
 from rl_trainers.modules.distributions import Categorical, OneHotCategorical, one_hot_index
-from rl_trainers.modules.models import _GLOBAL_HOOKS, MLP, fused_mlp_parts, has_hooks
+from rl_trainers.modules.models import MLP
 from rl_trainers.objectives.common import (
     LossModule,
     ValueEstimators,
@@ -33,12 +40,6 @@ from rl_trainers.objectives.common import (
     explained_variance,
     gradient_buffers,
     params_view,
-)
-from rl_trainers.objectives.ppo_head import (
-    ActorCriticClipPPOTerms,
-    ClipPPOCategoricalTerms,
-    ClipPPOSettings,
-    actor_critic_grads,
 )
 
 __all__ = ["PPOLoss", "ClipPPOLoss", "KLPENPPOLoss", "A2CLoss", "ReinforceLoss"]
@@ -355,7 +356,11 @@ class ClipPPOLoss(PPOLoss):
     def _terms_settings(self) -> ClipPPOSettings:
         entropy_coef = float(self.entropy_coef) if self.entropy_bonus else None
         return ClipPPOSettings(
-            float(self.clip_epsilon), float(self.critic_coef), entropy_coef, self.loss_critic_type
+            float(self.clip_epsilon),
+            float(self.critic_coef),
+            entropy_coef,
+            self.loss_critic_type,
+            distance_loss,
         )
 
     def _action_index(self, td: TensorDictBase, one_hot: bool, n: int) -> torch.Tensor:
@@ -411,7 +416,7 @@ class ClipPPOLoss(PPOLoss):
     ) -> TensorDictBase | None:
         """See :meth:`LossModule.loss_and_grads`: done for a categorical MLP actor and an
         MLP critic on the same input (the one-node path of :meth:`forward`)."""
-        if has_hooks(self) or any(_GLOBAL_HOOKS):
+        if has_hooks(self) or any(GLOBAL_HOOKS):
             return None  # forward hooks must see the call
         entries = ["loss_objective", "loss_critic"]
         if self.entropy_bonus:

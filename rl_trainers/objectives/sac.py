@@ -11,7 +11,7 @@ Per batch, with ``pi`` the actor, ``Q_1..Q_n`` the critics and ``Q'`` their targ
 The actor runs once on ``s`` (with gradients) and once on ``s'`` (without); the critics run
 once per role (data, actor, target) as one batched ensemble call each. For an MLP TanhNormal
 actor and MLP critics the two paths with gradients run as one autograd node each
-(:mod:`rl_trainers.objectives.sac_terms`); other networks run op by op.
+(:mod:`rl_trainers.fast.sac`, switch ``SAC_ONE_NODE``); other networks run op by op.
 """
 
 from __future__ import annotations
@@ -20,11 +20,14 @@ import math
 
 import torch
 from tensordict import TensorDict, TensorDictBase
-from tensordict.nn import TensorDictModuleBase
+from tensordict.nn import NormalParamExtractor, TensorDictModule, TensorDictModuleBase
+from tensordict.nn.utils import biased_softplus
 from torch import nn
 
-from rl_trainers import fast_paths
-from rl_trainers.modules.models import fused_mlp_parts, has_hooks
+from rl_trainers import fast
+from rl_trainers.fast.mlp import fused_mlp_parts, has_hooks
+from rl_trainers.fast.sac import SACActorTerms, SACCriticTerms, SACNets, TanhNormalHead, sac_forward
+from rl_trainers.modules.distributions import TanhNormal
 from rl_trainers.objectives.common import (
     OFF_POLICY_KEYS,
     LossModule,
@@ -42,15 +45,44 @@ from rl_trainers.objectives.common import (
     transition_in_keys,
 )
 from rl_trainers.objectives.ensemble import CriticEnsemble
-from rl_trainers.objectives.sac_terms import (
-    SACActorTerms,
-    SACCriticTerms,
-    SACNets,
-    fused_sac_actor,
-    sac_forward,
-)
 
 __all__ = ["SACLoss"]
+
+
+def _one_node_actor(actor: nn.Module) -> tuple[nn.Sequential, TanhNormalHead] | None:
+    """``(mlp, head)`` for SAC's one-node path (:mod:`rl_trainers.fast.sac`) when ``actor``
+    is a TanhNormal policy over ``Sequential(mlp, NormalParamExtractor(biased softplus))``
+    on one observation key, as :func:`~rl_trainers.modules.make_actor` builds it; None for
+    any other actor."""
+    module = getattr(actor, "module", None)
+    if not (
+        type(module) is TensorDictModule
+        and getattr(actor, "distribution_class", None) is TanhNormal
+        and set(actor.distribution_kwargs) <= {"low", "high"}
+        and list(module.out_keys) == ["loc", "scale"]
+        and actor._dist_keys == {"loc": "loc", "scale": "scale"}
+        and len(module.in_keys) == 1
+    ):
+        return None
+    net = module.module
+    if not (type(net) is nn.Sequential and len(net) == 2):
+        return None
+    mlp, extractor = net
+    mapping = getattr(extractor, "scale_mapping", None)
+    if type(extractor) is not NormalParamExtractor or type(mapping) is not biased_softplus:
+        return None
+    if any(has_hooks(m) for m in (actor, module, net, extractor, mapping)):
+        return None
+    kwargs = actor._dist_kwargs()
+    head = TanhNormalHead(
+        float(mapping.bias),
+        float(mapping.min_val),
+        float(extractor.scale_lb),
+        kwargs.get("low", -1.0),
+        kwargs.get("high", 1.0),
+        TanhNormal,
+    )
+    return mlp, head
 
 
 def _critic_parts(qvalue_network: nn.Module) -> tuple[nn.Module, list]:
@@ -308,10 +340,10 @@ class SACLoss(LossModule):
 
     def _one_node_terms(self, td, action, alpha) -> tuple | None:
         """The same as :meth:`_op_by_op_terms` with the actor and critic paths as one
-        autograd node each (:mod:`rl_trainers.objectives.sac_terms`), or None where those
+        autograd node each (:mod:`rl_trainers.fast.sac`), or None where those
         do not apply: other network shapes, batches of more than one dim, no gradients,
         ``torch.compile`` tracing."""
-        actor = fused_sac_actor(self.actor_network) if fast_paths.SAC_ONE_NODE else None
+        actor = _one_node_actor(self.actor_network) if fast.SAC_ONE_NODE else None
         if (
             actor is None
             or len(td.batch_size) != 1
@@ -325,7 +357,7 @@ class SACLoss(LossModule):
         s, s_next = td.get(key), td.get(("next", key))
         critic = self.qvalue_network_params
         target = self._target_net()
-        if not critic._fast or has_hooks(critic) or has_hooks(target):
+        if not critic._plain_mlp or has_hooks(critic) or has_hooks(target):
             return None  # not plain MLPs, or hooks that must see the critics called
         actor_parts = fused_mlp_parts(mlp, s)
         x = torch.cat(self._q_inputs(td, False, action), dim=-1)
@@ -342,7 +374,11 @@ class SACLoss(LossModule):
         eps = torch.randn(n, width, dtype=s.dtype, device=s.device)
         eps_next = torch.randn(n, width, dtype=s.dtype, device=s.device)
         nets = SACNets(
-            (acts, biases), (critic._act_codes, critic._has_bias), head, self.loss_function
+            (acts, biases),
+            (critic._act_codes, critic._has_bias),
+            head,
+            self.loss_function,
+            distance_loss,
         )
         fwd = sac_forward(
             nets,

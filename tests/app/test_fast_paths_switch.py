@@ -1,41 +1,14 @@
-"""One switch for every CPU fast path: a run with them all off (the plain paths) learns the
-same weights as a run with them on, to float rounding."""
+"""One switch for every CPU fast path (:mod:`rl_trainers.fast`): a run with them all off (the
+plain paths) learns the same weights as a run with them on, to float rounding."""
 
 from __future__ import annotations
-
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
 
-from rl_trainers import fast_paths
+from rl_trainers import fast
 from rl_trainers.algorithms.build import close_trainer
 from rl_trainers.trainers.algorithms import build_trainer
-
-
-def test_plain_turns_every_switch_off_and_restores_them(monkeypatch):
-    for name in fast_paths.SWITCHES:  # as they start without RL_TRAINERS_FAST_PATHS=0
-        monkeypatch.setattr(fast_paths, name, True)
-    with fast_paths.plain():
-        assert not any(fast_paths.state().values())
-    assert all(fast_paths.state().values())
-    with fast_paths.plain("FUSE_MLP"):
-        assert {k for k, v in fast_paths.state().items() if not v} == {"FUSE_MLP"}
-    assert all(fast_paths.state().values())
-    with pytest.raises(ValueError, match="unknown fast paths \\['FUSED'\\]"):
-        with fast_paths.plain("FUSED"):
-            pass
-
-
-def test_the_environment_variable_starts_every_switch_off():
-    code = "from rl_trainers import fast_paths; print(sorted(fast_paths.state().values()))"
-    env = dict(os.environ, RL_TRAINERS_FAST_PATHS="0")
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
-    )
-    assert out.stdout.strip() == str([False] * len(fast_paths.SWITCHES))
 
 
 def _trained_weights(config) -> list[torch.Tensor]:
@@ -61,12 +34,12 @@ def _trained_weights(config) -> list[torch.Tensor]:
 def test_a_run_on_the_plain_paths_learns_the_same_weights(
     algorithm, overrides, tiny_config, monkeypatch
 ):
-    for name in fast_paths.SWITCHES:
-        monkeypatch.setattr(fast_paths, name, True)
+    for name in fast.SWITCHES:
+        monkeypatch.setattr(fast, name, True)
     config = tiny_config(algorithm, [*overrides, "logger=csv"])
-    fast = _trained_weights(config)
-    with fast_paths.plain():
-        plain = _trained_weights(config)
-    assert len(fast) == len(plain)
-    for a, b in zip(fast, plain, strict=True):
+    fast_weights = _trained_weights(config)
+    with fast.plain():
+        plain_weights = _trained_weights(config)
+    assert len(fast_weights) == len(plain_weights)
+    for a, b in zip(fast_weights, plain_weights, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)

@@ -7,7 +7,7 @@ import torch
 from collector_fake_env import CountingEnv
 from tensordict import TensorDict
 
-from rl_trainers import fast_paths
+from rl_trainers import fast
 from rl_trainers.collectors import SyncDataCollector, split_trajectories
 from rl_trainers.data import LazyTensorStorage, MultiStep, TensorDictReplayBuffer
 
@@ -353,11 +353,11 @@ def test_array_rollout_equals_step_by_step_loop(
         return TransformedEnv(env, RewardSum()) if reward_sum else env
 
     policy_fn = _categorical_policy if with_policy else None
-    fast, fast_next = _collect(make_env, policy_fn, True, monkeypatch)
+    fast_run, fast_run_next = _collect(make_env, policy_fn, True, monkeypatch)
     slow, slow_next = _collect(make_env, policy_fn, False, monkeypatch)
-    assert any(b["next", "done"].any() for b in fast)
-    assert any(b["next", "truncated"].any() for b in fast) or env_name == "CartPole-v1"
-    _assert_same_collection((fast, fast_next), (slow, slow_next))
+    assert any(b["next", "done"].any() for b in fast_run)
+    assert any(b["next", "truncated"].any() for b in fast_run) or env_name == "CartPole-v1"
+    _assert_same_collection((fast_run, fast_run_next), (slow, slow_next))
 
 
 def test_transformed_env_keeps_its_transforms():
@@ -499,7 +499,7 @@ def test_array_rollout_with_normalisers_equals_step_by_step_loop(
     (TanhNormal, or SB3's unsquashed one), acting through the lean path or the policy's own
     forward, the collector's array path gives exactly the batches, next input, normaliser
     statistics and RNG state of the loop over step_and_maybe_reset, across autoresets."""
-    import rl_trainers.modules.lean_acting as lean_acting
+    import rl_trainers.fast.acting as lean_acting
     from rl_trainers.envs import (
         Compose,
         GymEnv,
@@ -519,7 +519,7 @@ def test_array_rollout_with_normalisers_equals_step_by_step_loop(
         envs.append(env)
         return env
 
-    monkeypatch.setattr(fast_paths, "LEAN_ACTING", lean)
+    monkeypatch.setattr(fast, "LEAN_ACTING", lean)
     taken = []
     original = lean_acting.GaussianActing.batch_outputs
     monkeypatch.setattr(
@@ -527,13 +527,13 @@ def test_array_rollout_with_normalisers_equals_step_by_step_loop(
         "batch_outputs",
         lambda self, *args: (taken.append(1), original(self, *args))[1],
     )
-    fast, fast_next = _collect(make_env, policy_fn, True, monkeypatch)
+    fast_run, fast_run_next = _collect(make_env, policy_fn, True, monkeypatch)
     fast_rng = torch.get_rng_state()
     assert bool(taken) == lean
     slow, slow_next = _collect(make_env, policy_fn, False, monkeypatch)
     assert torch.equal(fast_rng, torch.get_rng_state())
-    assert any(b["next", "done"].any() for b in fast)
-    _assert_same_collection((fast, fast_next), (slow, slow_next))
+    assert any(b["next", "done"].any() for b in fast_run)
+    _assert_same_collection((fast_run, fast_run_next), (slow, slow_next))
     fast_stats, slow_stats = (env.transform.state_dict() for env in envs)
     for key, value in fast_stats.items():
         assert torch.equal(value, slow_stats[key]), key

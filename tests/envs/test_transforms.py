@@ -4,7 +4,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from rl_trainers import fast_paths
+from rl_trainers import fast
 from rl_trainers.envs import (
     CatFrames,
     Compose,
@@ -276,7 +276,7 @@ def test_vecnorm_host_maths_equal_the_tensor_maths(shape, frozen_after, kwargs, 
     steps = [torch.randn(*shape, generator=gen) * 3 + 1 for _ in range(60)]
     results = {}
     for host in (True, False):
-        monkeypatch.setattr(fast_paths, "VECNORM_ON_HOST", host)
+        monkeypatch.setattr(fast, "VECNORM_ON_HOST", host)
         norm = VecNorm(in_keys=["observation"], **kwargs)
         outs = []
         for i, x in enumerate(steps):

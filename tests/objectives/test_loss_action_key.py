@@ -8,7 +8,7 @@ from tensordict import TensorDict
 from tensordict.nn import TensorDictModule, TensorDictSequential
 from torch import nn
 
-from rl_trainers import fast_paths
+from rl_trainers import fast
 from rl_trainers.envs.specs import Bounded, Composite, OneHot, Unbounded
 from rl_trainers.modules import (
     MLP,
@@ -116,10 +116,10 @@ def test_sac_renamed_action_matches_the_op_by_op_path():
     actor = _stochastic_actor()
     plain, renamed = _continuous_pair(lambda q: SACLoss(actor, q, gamma=0.9))
     batch = _batch(torch.rand(B, 1) * 4 - 2)
-    fast = _run(plain, batch.clone())
-    with fast_paths.plain("SAC_ONE_NODE"):
+    one_node = _run(plain, batch.clone())
+    with fast.plain("SAC_ONE_NODE"):
         slow = _run(renamed, _renamed(batch))
-    _assert_same(fast, slow, ["loss_actor", "loss_qvalue"])
+    _assert_same(one_node, slow, ["loss_actor", "loss_qvalue"])
 
 
 def test_sac_data_action_is_read_at_the_renamed_key():

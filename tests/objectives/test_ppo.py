@@ -7,9 +7,9 @@ from tensordict.nn import InteractionType, set_interaction_type
 from torch import nn
 
 from rl_trainers.envs.specs import Categorical, Composite, OneHot, Unbounded
+from rl_trainers.fast.ppo import ActorCriticClipPPOTerms, ClipPPOCategoricalTerms
 from rl_trainers.modules import make_actor, make_value
 from rl_trainers.objectives import A2CLoss, ClipPPOLoss, KLPENPPOLoss, SACLoss, explained_variance
-from rl_trainers.objectives.ppo_head import ActorCriticClipPPOTerms, ClipPPOCategoricalTerms
 
 
 class _FixedDist:

@@ -684,7 +684,7 @@ class GymWrapper(EnvBase):
         actions (``policy=None``) are drawn for all steps at once, from the same generator
         in the same order. Results equal the step-by-step loop's.
 
-        ``acting`` (a :mod:`~rl_trainers.modules.lean_acting` path of ``policy``) acts on
+        ``acting`` (a :mod:`~rl_trainers.fast.acting` path of ``policy``) acts on
         observation tensors instead of calling ``policy`` on a TensorDict per step, when the
         input and the action spec fit it (else ``policy`` is called); its entries are
         written for all steps at once.
@@ -787,12 +787,19 @@ class GymWrapper(EnvBase):
     def _fits(self, acting: Any, root: dict[str, Any]) -> bool:
         """Whether ``acting`` can replace the policy call on this input and action spec: the
         input holds only the observation, the done flags and the policy's own entries, and
-        what it samples is what the env takes (``acting.fits``)."""
+        what it samples is what the env takes: a categorical path's index (one-hot or not)
+        for a spec of as many categories, a continuous path's action of the spec's shape
+        (which the env converts)."""
         if acting is None or acting.obs_key != self._root_key:
             return False
         if set(root) - {self._root_key, *DONE_KEYS, *acting.out_keys}:
             return False
-        return acting.fits(self.action_spec, self._action_shape)
+        spec, shape = self.action_spec, self._action_shape
+        if acting.n_actions is None:
+            return tuple(getattr(spec, "shape", ())) == tuple(shape)
+        if acting.one_hot:
+            return isinstance(spec, OneHot) and shape == (shape[0], acting.n_actions)
+        return isinstance(spec, Categorical) and shape == (shape[0],) and spec.n == acting.n_actions
 
     def _acting_entries(
         self,

@@ -1,4 +1,5 @@
-"""The hot-path shortcuts compute exactly what the plain paths compute."""
+"""The fused MLP, numpy's tanh and the fused critic ensemble (rl_trainers.fast.mlp, .tanh,
+.ensemble) compute exactly what the plain paths compute."""
 
 import copy
 
@@ -8,16 +9,16 @@ from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 from torch import nn
 
-from rl_trainers import fast_paths
+from rl_trainers import fast
 from rl_trainers.envs.specs import OneHot, Unbounded
+from rl_trainers.fast import gemm
+from rl_trainers.fast import mlp as fused
 from rl_trainers.modules import (
     MLP,
     FastTanh,
     OneHotCategorical,
     ProbabilisticActor,
-    gemm,
     make_actor,
-    models,
 )
 
 
@@ -283,7 +284,7 @@ def test_fused_mlp_under_functional_call_and_vmap():
     xs = torch.randn(3, 7, 4, dtype=torch.float64)
     torch.testing.assert_close(vmap(mlp)(xs), _plain(mlp, xs))
     seen = []
-    vmap(lambda x_: seen.append(models._fusable_input(x_)) or x_)(xs)
+    vmap(lambda x_: seen.append(fused.fusable_input(x_)) or x_)(xs)
     assert seen == [False]
 
 
@@ -318,7 +319,7 @@ def test_fuse_flag_turns_the_fused_path_off(monkeypatch):
     mlp = MLP(4, 2, num_cells=[8])
     x = torch.randn(3, 4)
     assert _uses_fused_node(mlp, x)
-    monkeypatch.setattr(fast_paths, "FUSE_MLP", False)
+    monkeypatch.setattr(fast, "FUSE_MLP", False)
     assert not _uses_fused_node(mlp, x)
 
 
@@ -330,7 +331,7 @@ def test_fuse_flag_turns_the_fused_path_off(monkeypatch):
 def _ensemble_roles(ens, obs, act, fuse, monkeypatch):
     """Outputs and gradients of the three ways SAC/TD3 call critics: with gradients for the
     parameters, with detached parameters (gradient for the action only), without grad."""
-    monkeypatch.setattr(fast_paths, "FUSE_MLP", fuse)
+    monkeypatch.setattr(fast, "FUSE_MLP", fuse)
     act = act.detach().clone().requires_grad_()
     for p in ens.parameters():
         p.grad = None
@@ -422,10 +423,10 @@ def test_wide_mlp_on_onednn_without_grad_and_on_strided_inputs(monkeypatch):
 
 
 def test_ensemble_fused_node_gradcheck_and_wide_output():
-    from rl_trainers.objectives.ensemble import _EnsembleMLP
+    from rl_trainers.fast.ensemble import _EnsembleMLP
 
     torch.manual_seed(0)
-    acts, biases = (models._ACT_TANH, models._ACT_RELU, models._ACT_NONE), (True, False, True)
+    acts, biases = (fused.ACT_TANH, fused.ACT_RELU, fused.ACT_NONE), (True, False, True)
     shapes = [(2, 6, 5), (2, 6), (2, 4, 6), (2, 3, 4), (2, 3)]  # last layer: 3 outputs
     params = [torch.randn(s, dtype=torch.float64, requires_grad=True) for s in shapes]
     x = torch.randn(7, 5, dtype=torch.float64, requires_grad=True)

@@ -9,7 +9,8 @@ import pytest
 import torch
 from torch import nn
 
-from rl_trainers.core.optimizer_step import _lean_fused_adam_step, optimizer_step
+from rl_trainers.core.optimizer_step import optimizer_step
+from rl_trainers.fast.adam import lean_fused_adam_step
 
 
 def _net() -> nn.Module:
@@ -87,7 +88,7 @@ def test_first_step_creates_torchs_state_and_unsupported_cases_fall_back() -> No
     x = torch.randn(3, 4)
     net(x).sum().backward()
     ref_net(x).sum().backward()
-    assert _lean_fused_adam_step(opt)  # no state yet: Adam's own initialisation, then a step
+    assert lean_fused_adam_step(opt)  # no state yet: Adam's own initialisation, then a step
     ref_opt.step()
     for a, b in zip(ref_net.parameters(), net.parameters(), strict=True):
         assert torch.equal(a, b)
@@ -95,14 +96,14 @@ def test_first_step_creates_torchs_state_and_unsupported_cases_fall_back() -> No
         assert ref_state.keys() == state.keys()
         for name, value in ref_state.items():
             assert value.dtype == state[name].dtype and torch.equal(value, state[name]), name
-    assert _lean_fused_adam_step(opt)
+    assert lean_fused_adam_step(opt)
     net[0].weight.grad = None  # torch skips gradient-less parameters: the lean path declines
-    assert not _lean_fused_adam_step(opt)
+    assert not lean_fused_adam_step(opt)
 
     unfused = torch.optim.Adam(copy.deepcopy(net).parameters(), lr=1e-2, foreach=False)
-    assert not _lean_fused_adam_step(unfused)
+    assert not lean_fused_adam_step(unfused)
     sgd = torch.optim.SGD(net.parameters(), lr=1e-2)
-    assert not _lean_fused_adam_step(sgd)
+    assert not lean_fused_adam_step(sgd)
 
 
 def test_step_hooks_are_honoured() -> None:

@@ -1,4 +1,4 @@
-"""The collectors' lean acting path (rl_trainers.modules.lean_acting) for MLP categorical
+"""The collectors' lean acting path (rl_trainers.fast.acting) for MLP categorical
 actors: the same batches, next inputs and random draws as the policy's own forward, and the
 policy's forward whenever the lean path does not fit."""
 
@@ -8,8 +8,8 @@ import pytest
 import torch
 from tensordict.nn import InteractionType, TensorDictModule
 
-import rl_trainers.modules.lean_acting as lean_acting
-from rl_trainers import fast_paths
+import rl_trainers.fast.acting as lean_acting
+from rl_trainers import fast
 from rl_trainers.collectors import SyncDataCollector
 from rl_trainers.envs import GymEnv, RewardSum, TransformedEnv
 from rl_trainers.modules import MLP, ProbabilisticActor
@@ -32,7 +32,7 @@ def _actor(env, distribution_class=OneHotCategorical, actor_class=ProbabilisticA
 def _run(make_env, make_policy, lean: bool, monkeypatch, batches: int = 3, **collector_kw):
     """Batches, the next policy input and torch's RNG state after collecting."""
     with monkeypatch.context() as patch:
-        patch.setattr(fast_paths, "LEAN_ACTING", lean)
+        patch.setattr(fast, "LEAN_ACTING", lean)
         env = make_env()
         env.set_seed(3)
         policy = make_policy(env)
@@ -155,7 +155,7 @@ def test_policies_the_lean_path_does_not_fit_run_their_forward(
         lambda self, *args: (taken.append(1), original(self, *args))[1],
     )
     with monkeypatch.context() as patch:
-        patch.setattr(fast_paths, "LEAN_ACTING", True)
+        patch.setattr(fast, "LEAN_ACTING", True)
         env = make_env()
         policy = make_policy(env)
         collector = SyncDataCollector(

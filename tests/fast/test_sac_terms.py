@@ -1,4 +1,4 @@
-"""SAC's one-node loss paths (objectives/sac_terms.py) against the op-by-op graph."""
+"""SAC's one-node loss paths (rl_trainers.fast.sac) against the op-by-op graph."""
 
 import pytest
 import torch
@@ -6,7 +6,7 @@ from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 from torch import nn
 
-from rl_trainers import fast_paths
+from rl_trainers import fast
 from rl_trainers.envs.specs import Bounded, Composite, Unbounded
 from rl_trainers.modules import make_actor, make_qvalue
 from rl_trainers.objectives import SACLoss
@@ -47,7 +47,7 @@ def _sac(action_spec, activation=nn.ReLU, dtype=torch.float32, **kwargs):
 def _run(loss, td, fused, backward_keys, monkeypatch):
     """Losses, .grad of every parameter (None kept) and the next random number, for one
     forward and a backward of the sum of ``backward_keys``."""
-    monkeypatch.setattr(fast_paths, "FUSE_MLP", fused)
+    monkeypatch.setattr(fast, "FUSE_MLP", fused)
     for p in loss.parameters():
         p.grad = None
     torch.manual_seed(1)
@@ -190,7 +190,7 @@ def test_switch_off_runs_op_by_op_over_the_fused_nodes(monkeypatch):
     td = _batch(32, 1)
     torch.manual_seed(1)
     one_node = loss(td.clone())
-    monkeypatch.setattr(fast_paths, "SAC_ONE_NODE", False)
+    monkeypatch.setattr(fast, "SAC_ONE_NODE", False)
     torch.manual_seed(1)
     op_by_op = loss(td.clone())
     assert type(op_by_op["loss_actor"].grad_fn).__name__ != "SACActorTermsBackward"

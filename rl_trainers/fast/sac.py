@@ -1,11 +1,18 @@
 """SAC's two gradient paths as autograd nodes with closed-form backwards.
 
+Replaces ``SACLoss``'s op-by-op actor and critic losses under the switch ``SAC_ONE_NODE``
+(and ``FUSE_MLP``, which the networks' fused maths need). ``SACLoss`` decides where it
+applies (its ``_one_node_actor`` and ``_one_node_terms``), extracts the networks' parameters
+and layouts, and calls :func:`sac_forward`, :class:`SACCriticTerms` and
+:class:`SACActorTerms`; the TanhNormal distribution and the critic distance come in as
+arguments (:class:`TanhNormalHead`, :class:`SACNets`), so this module needs no library type.
+
 Op by op, a SAC loss is ~200 small ops forward and as many backward nodes around its sixteen
 256-wide matrix products; the products run near the core's peak, and the small ops and their
 autograd bookkeeping are most of what is left. For the usual networks
 (an MLP actor whose output a :class:`~tensordict.nn.NormalParamExtractor` splits into a
 TanhNormal's location and scale, plain MLP critics in a
-:class:`~rl_trainers.objectives.ensemble.CriticEnsemble`), :func:`sac_forward` computes the
+:class:`~rl_trainers.objectives.CriticEnsemble`), :func:`sac_forward` computes the
 whole forward without autograd, in fewer and larger products (the actor once on ``[s; s']``,
 the critics once on ``[(s, a); (s, a~)]``, the target critics on ``(s', a')``), and the two
 losses that carry gradients become one autograd node each:
@@ -24,27 +31,23 @@ Two nodes rather than one keep the op-by-op graph's behaviour: ``loss_actor.back
 ``loss_qvalue.backward()`` may be called one after the other, a backward of one loss leaves
 the other's parameters' ``.grad`` at None, and changing a parameter in place between the
 forward and the backward raises. :class:`~rl_trainers.objectives.SACLoss` takes this path
-when the networks have these shapes (:func:`fused_sac_actor`) and falls back to the op-by-op
-graph otherwise; the two agree to float rounding and draw the same noise
-(tests/objectives/test_sac_terms.py). ``rl_trainers.fast_paths.SAC_ONE_NODE = False`` (or
-``FUSE_MLP = False``, which also runs the networks layer by layer) turns it off.
+when the networks have these shapes and falls back to the op-by-op graph otherwise; the two
+agree to float rounding and draw the same noise (tests/fast/test_sac_terms.py).
+``rl_trainers.fast.SAC_ONE_NODE = False`` (or ``FUSE_MLP = False``, which also runs the
+networks layer by layer) turns it off.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
-from tensordict.nn import NormalParamExtractor, TensorDictModule
-from tensordict.nn.utils import biased_softplus
-from torch import nn
 
-from rl_trainers.modules.distributions import TanhNormal
-from rl_trainers.modules.models import _mlp_forward, has_hooks, mlp_backward
-from rl_trainers.objectives.common import distance_loss
-from rl_trainers.objectives.ensemble import _ensemble_backward, _ensemble_forward
-from rl_trainers.objectives.ppo_head import _critic_distance_grad
+from rl_trainers.fast.ensemble import ensemble_backward, ensemble_forward
+from rl_trainers.fast.mlp import mlp_backward, mlp_forward
+from rl_trainers.fast.ppo import distance_grad
 
 __all__ = [
     "SACActorTerms",
@@ -52,7 +55,6 @@ __all__ = [
     "SACForward",
     "SACNets",
     "TanhNormalHead",
-    "fused_sac_actor",
     "sac_forward",
 ]
 
@@ -61,47 +63,16 @@ _SOFTPLUS_THRESHOLD = 20.0  # F.softplus's default
 
 class TanhNormalHead(NamedTuple):
     """How the actor's ``[N, 2d]`` output becomes a TanhNormal: ``loc, raw = chunk(2)``,
-    ``scale = max(softplus(raw + shift) + min_val, scale_lb)``, actions in ``[low, high]``."""
+    ``scale = max(softplus(raw + shift) + min_val, scale_lb)``, actions in ``[low, high]``;
+    ``distribution`` is the TanhNormal class
+    (:class:`rl_trainers.modules.distributions.TanhNormal`), whose ``from_noise`` samples."""
 
     shift: float
     min_val: float
     scale_lb: float
     low: torch.Tensor | float
     high: torch.Tensor | float
-
-
-def fused_sac_actor(actor: nn.Module) -> tuple[nn.Sequential, TanhNormalHead] | None:
-    """``(mlp, head)`` when ``actor`` is a TanhNormal policy over ``Sequential(mlp,
-    NormalParamExtractor(biased softplus))`` on one observation key, as
-    :func:`~rl_trainers.modules.make_actor` builds it; None for any other actor."""
-    module = getattr(actor, "module", None)
-    if not (
-        type(module) is TensorDictModule
-        and getattr(actor, "distribution_class", None) is TanhNormal
-        and set(actor.distribution_kwargs) <= {"low", "high"}
-        and list(module.out_keys) == ["loc", "scale"]
-        and actor._dist_keys == {"loc": "loc", "scale": "scale"}
-        and len(module.in_keys) == 1
-    ):
-        return None
-    net = module.module
-    if not (type(net) is nn.Sequential and len(net) == 2):
-        return None
-    mlp, extractor = net
-    mapping = getattr(extractor, "scale_mapping", None)
-    if type(extractor) is not NormalParamExtractor or type(mapping) is not biased_softplus:
-        return None
-    if any(has_hooks(m) for m in (actor, module, net, extractor, mapping)):
-        return None
-    kwargs = actor._dist_kwargs()
-    head = TanhNormalHead(
-        float(mapping.bias),
-        float(mapping.min_val),
-        float(extractor.scale_lb),
-        kwargs.get("low", -1.0),
-        kwargs.get("high", 1.0),
-    )
-    return mlp, head
+    distribution: type
 
 
 def tanh_normal_sample(out: torch.Tensor, eps: torch.Tensor, head: TanhNormalHead):
@@ -114,7 +85,7 @@ def tanh_normal_sample(out: torch.Tensor, eps: torch.Tensor, head: TanhNormalHea
     shifted = raw + head.shift
     softplus = F.softplus(shifted) + head.min_val
     scale = softplus.clamp_min(head.scale_lb)
-    dist = TanhNormal(loc, scale, low=head.low, high=head.high)
+    dist = head.distribution(loc, scale, low=head.low, high=head.high)
     squashed, action, log_prob = dist.from_noise(eps)
     # the bounds' half range is 0-dim (scalar low/high, TanhNormal's default) or [d]: a view
     # expanded to [N, d] lets the callers cut rows out of every saved tensor alike
@@ -144,12 +115,15 @@ def _unpack(saved, sizes):
 
 class SACNets(NamedTuple):
     """The networks' fused-maths layouts: ``(acts, biases)`` of the actor MLP and of the
-    critics, how the actor's output becomes a TanhNormal, and the critic distance."""
+    critics, how the actor's output becomes a TanhNormal, and the critic distance: its
+    name and ``distance_loss(prediction, target, loss_function)``, elementwise
+    (:func:`rl_trainers.objectives.distance_loss`)."""
 
     actor: tuple
     critic: tuple
     head: TanhNormalHead
     loss_function: str
+    distance_loss: Callable[[torch.Tensor, torch.Tensor, str], torch.Tensor]
 
 
 class SACForward(NamedTuple):
@@ -204,20 +178,20 @@ def sac_forward(
     n = s.shape[0]
     actor_x = torch.cat([s, s_next])
     actor_outs: list[torch.Tensor] = []
-    out = _mlp_forward(actor_x, *nets.actor, actor_params, actor_outs)
+    out = mlp_forward(actor_x, *nets.actor, actor_params, actor_outs)
     action, log_prob, head_saved = tanh_normal_sample(out, torch.cat(noise), nets.head)
     x_next = _with_action(next_sides, action[n:])
-    q_next = _ensemble_forward(x_next, *nets.critic, target_params, None).min(0).values
+    q_next = ensemble_forward(x_next, *nets.critic, target_params, None).min(0).values
     target = target_value(q_next, log_prob[n:]).reshape(n, 1)
     critic_x = torch.cat([x_data, _with_action(sides, action[:n])])
     critic_params = tuple(p.detach() for p in critic_params)
     critic_outs: list[torch.Tensor] = []
-    q = _ensemble_forward(critic_x, *nets.critic, critic_params, critic_outs)
+    q = ensemble_forward(critic_x, *nets.critic, critic_params, critic_outs)
     q_data = q[:, :n]
     q_min, index = q[:, n:].min(0)
     log_prob = log_prob[:n]
     loss_actor = (alpha * log_prob.unsqueeze(-1) - q_min).mean()
-    distance = distance_loss(q_data, target, nets.loss_function)
+    distance = nets.distance_loss(q_data, target, nets.loss_function)
     loss_qvalue = 0.5 * distance.reshape(q.shape[0], -1).mean(1).sum()
     left = sides[0]
     return SACForward(
@@ -280,7 +254,7 @@ class SACActorTerms(torch.autograd.Function):
         # weights sliced to them
         start, width = ctx.action_cols
         action_weights = critic_params[0][:, :, start : start + width]
-        g_action, _ = _ensemble_backward(
+        g_action, _ = ensemble_backward(
             g_q,
             x,
             *nets.critic,
@@ -318,8 +292,8 @@ class SACCriticTerms(torch.autograd.Function):
         nets, n_params = ctx.layout
         x, diff, *rest = ctx.saved_tensors
         params, outs = rest[:n_params], rest[n_params:]
-        g_q = _critic_distance_grad(diff, nets.loss_function) * (0.5 * g_loss / diff[0].numel())
-        _, grads = _ensemble_backward(
+        g_q = distance_grad(diff, nets.loss_function) * (0.5 * g_loss / diff[0].numel())
+        _, grads = ensemble_backward(
             g_q, x, *nets.critic, params, outs, False, ctx.needs_input_grad[2:]
         )
         return (None, None, *grads)

@@ -1,6 +1,11 @@
 """Lean acting paths for the common actors: MLP -> logits -> categorical sample, and
 network -> (loc, scale) -> Gaussian or TanhNormal sample.
 
+They replace the policy's forward on a TensorDict per step in a collector's array rollout,
+under the switch ``LEAN_ACTING``. The collector decides where they apply (an exact
+``ProbabilisticActor`` of the right shape: ``rl_trainers.collectors.utils.lean_acting``) and
+builds them; the env's array rollout (``GymWrapper.rollout_batch``) runs them.
+
 A collector's policy call on a small network is mostly per-op and per-call overhead (the
 TensorDict reads and writes, the distribution object, the one-hot action and its cast, the
 log-probability), measured at ~95 us per call for PPO's 64x64 CartPole actor against ~20 us
@@ -18,13 +23,13 @@ log-probability) without the TensorDict reads and writes; the entries of all ste
 stacked once per batch.
 
 The values are those of the general path, bit for bit (the tests compare them).
-:func:`lean_acting` returns None whenever the policy is not exactly such an actor, so
-anything else keeps the general path.
 
-An acting object gives the env's array rollout (``GymWrapper.rollout_batch``) four things:
-``step(obs)`` (one step's record), ``env_action(record, convert)`` (what the env takes),
-``batch_outputs(records)`` (the policy's entries for stacked steps, in its write order)
-and ``fits(spec, action_shape)``.
+An acting object gives the env's array rollout (``GymWrapper.rollout_batch``) what it needs:
+``obs_key`` and ``out_keys``, ``step(obs)`` (one step's record), ``env_action(record,
+convert)`` (what the env takes), ``batch_outputs(records)`` (the policy's entries for
+stacked steps, in its write order), and ``n_actions`` (the number of categories a
+categorical path samples from, None for a continuous one) with ``one_hot``, for the env to
+check that what it samples is what it takes.
 """
 
 from __future__ import annotations
@@ -33,22 +38,14 @@ from typing import Any
 
 import torch
 from tensordict import TensorDictBase
-from tensordict.nn import InteractionType, TensorDictModule, interaction_type
+from tensordict.nn import InteractionType, interaction_type
 
-from rl_trainers import fast_paths
-from rl_trainers.modules.actors import ProbabilisticActor
-from rl_trainers.modules.distributions import (
-    Categorical,
-    IndependentNormal,
-    OneHotCategorical,
-    TanhNormal,
-)
-from rl_trainers.modules.models import MLP, _mlp_forward, fused_mlp_parts, has_hooks
+from rl_trainers.fast.mlp import has_hooks, mlp_forward
 
-__all__ = ["CategoricalActing", "GaussianActing", "lean_acting"]
+__all__ = ["CategoricalActing", "GaussianActing", "sampling_input"]
 
 
-def _sampling_input(
+def sampling_input(
     tensordict: TensorDictBase, policy: Any, module: Any, *networks: torch.nn.Module
 ) -> torch.Tensor | None:
     """The ``[B, in]`` observation a lean path acts on, or None where the policy's own
@@ -67,11 +64,13 @@ def _sampling_input(
 class CategoricalActing:
     """The acting maths of a ``ProbabilisticActor`` over an ``MLP``'s categorical logits.
 
-    Built by :meth:`from_policy`; one instance serves one batch (it holds the network's
-    parameters as they are when it is built).
+    ``plan`` is the MLP's ``(acts, biases, params)`` for the fused maths
+    (:func:`~rl_trainers.fast.mlp.fused_mlp_parts`); ``one_hot``: the distribution is a
+    ``OneHotCategorical`` (else a ``Categorical``). One instance serves one batch (it holds
+    the network's parameters as they are when it is built).
     """
 
-    def __init__(self, policy: ProbabilisticActor, plan: tuple) -> None:
+    def __init__(self, policy: Any, plan: tuple, one_hot: bool) -> None:
         module = policy.module
         self.obs_key = module.in_keys[0]
         self.logits_key = module.out_keys[0]
@@ -80,7 +79,7 @@ class CategoricalActing:
         self.out_keys = [self.logits_key, self.action_key]
         if self.log_prob_key is not None:
             self.out_keys.append(self.log_prob_key)
-        self.one_hot = policy.distribution_class is OneHotCategorical
+        self.one_hot = one_hot
         # a one-hot sample's own dtype (OneHotCategorical's ``dtype``), then the spec's
         self.one_hot_dtype = policy.distribution_kwargs.get("dtype")
         self.action_dtype = policy._action_dtype
@@ -90,46 +89,10 @@ class CategoricalActing:
         self.n_actions = params[-2 if biases[-1] else -1].shape[0]
         self._noise: torch.Tensor | None = None
 
-    @classmethod
-    def from_policy(cls, policy: Any, tensordict: TensorDictBase) -> CategoricalActing | None:
-        """The lean path for ``policy`` acting on ``tensordict`` (one step's input), or None.
-
-        Taken only for an exact ``ProbabilisticActor`` (no subclass, no hooks, not ``safe``)
-        over a ``TensorDictModule`` wrapping an ``MLP`` that runs fused, with one input and
-        the ``logits`` of a ``Categorical`` or ``OneHotCategorical`` without extra
-        arguments, sampling (``InteractionType.RANDOM``) without gradients on a 2-D input.
-        """
-        if not fast_paths.LEAN_ACTING or type(policy) is not ProbabilisticActor or policy.safe:
-            return None
-        module = policy.module
-        if type(module) is not TensorDictModule or len(module.in_keys) != 1:
-            return None
-        if list(policy._dist_keys.items()) != [("logits", module.out_keys[0])]:
-            return None
-        if module.out_keys != policy._param_keys:
-            return None
-        kwargs = set(policy._dist_kwargs())
-        if policy.distribution_class is OneHotCategorical:
-            kwargs.discard("dtype")
-        elif policy.distribution_class is not Categorical:
-            return None
-        if kwargs:
-            return None
-        mlp = module.module
-        if type(mlp) is not MLP or mlp.out_shape is not None:
-            return None
-        obs = _sampling_input(tensordict, policy, module, mlp)
-        if obs is None:
-            return None
-        plan = fused_mlp_parts(mlp, obs)
-        if plan is None:
-            return None
-        return cls(policy, plan)
-
     def logits(self, obs: torch.Tensor) -> torch.Tensor:
         """The network's output on one step's ``[B, in]`` observation."""
         acts, biases, params = self._plan
-        return _mlp_forward(obs, acts, biases, params, None)
+        return mlp_forward(obs, acts, biases, params, None)
 
     def sample(self, logits: torch.Tensor) -> torch.Tensor:
         """``[B, 1]`` sampled indices: ``Categorical._sample_index``'s ops and draws, with
@@ -175,28 +138,18 @@ class CategoricalActing:
         logits, index = zip(*records)
         return self.outputs(torch.stack(logits, time_dim), torch.stack(index, time_dim))
 
-    def fits(self, spec: Any, action_shape: torch.Size) -> bool:
-        """The sampled index is what the env takes: a one-hot spec of ``n_actions`` or an
-        index spec with ``n_actions`` values."""
-        from rl_trainers.envs.specs import Categorical as CategoricalSpec
-        from rl_trainers.envs.specs import OneHot
-
-        n = action_shape[0]
-        if self.one_hot:
-            return isinstance(spec, OneHot) and action_shape == (n, self.n_actions)
-        return (
-            isinstance(spec, CategoricalSpec) and action_shape == (n,) and spec.n == self.n_actions
-        )
-
 
 class GaussianActing:
     """The acting calls of a ``ProbabilisticActor`` whose network writes ``loc`` and
     ``scale`` for an ``IndependentNormal`` or a ``TanhNormal``, on tensors.
 
-    Built by :meth:`from_policy`; one instance serves one batch.
+    One instance serves one batch.
     """
 
-    def __init__(self, policy: ProbabilisticActor) -> None:
+    one_hot = False
+    n_actions = None  # continuous actions: the env converts them
+
+    def __init__(self, policy: Any) -> None:
         module = policy.module
         self.obs_key = module.in_keys[0]
         self.net = module.module
@@ -217,30 +170,6 @@ class GaussianActing:
             self.dist_class, "sample_and_log_prob"
         )
 
-    @classmethod
-    def from_policy(cls, policy: Any, tensordict: TensorDictBase) -> GaussianActing | None:
-        """The lean path for ``policy`` acting on ``tensordict``, or None.
-
-        Taken only for an exact ``ProbabilisticActor`` (no subclass, no hooks, not
-        ``safe``) over a ``TensorDictModule`` with one input whose outputs are exactly the
-        ``loc`` and ``scale`` of an ``IndependentNormal`` or ``TanhNormal``, sampling
-        (``InteractionType.RANDOM``) without gradients on a 2-D input.
-        """
-        if not fast_paths.LEAN_ACTING or type(policy) is not ProbabilisticActor or policy.safe:
-            return None
-        if policy.distribution_class not in (IndependentNormal, TanhNormal):
-            return None
-        module = policy.module
-        if type(module) is not TensorDictModule or len(module.in_keys) != 1:
-            return None
-        if sorted(policy._dist_keys) != ["loc", "scale"]:
-            return None
-        if module.out_keys != policy._param_keys:
-            return None
-        if _sampling_input(tensordict, policy, module, *module.module.modules()) is None:
-            return None
-        return cls(policy)
-
     def step(self, obs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """One step: the network's parameters, the sampled action and its log-probability,
         by the calls ``ProbabilisticActor.forward`` makes."""
@@ -248,7 +177,7 @@ class GaussianActing:
         if not isinstance(params, tuple):
             params = (params,)
         dist = self.dist_class(**dict(zip(self.param_names, params)), **self.dist_kwargs)
-        # gradients are off (``from_policy``): the sampling without its no_grad context
+        # gradients are off (:func:`sampling_input`): the sampling without its no_grad context
         if self.log_prob_key is not None and not self.batch_log_prob:
             action, log_prob = dist.rsample_and_log_prob()
         else:
@@ -271,16 +200,3 @@ class GaussianActing:
             action = out[self.action_key]
             out[self.log_prob_key] = dist.log_prob(action)
         return out
-
-    def fits(self, spec: Any, action_shape: torch.Size) -> bool:
-        """The sampled action has the spec's shape (the env converts it)."""
-        return tuple(getattr(spec, "shape", ())) == tuple(action_shape)
-
-
-def lean_acting(
-    policy: Any, tensordict: TensorDictBase
-) -> CategoricalActing | GaussianActing | None:
-    """The lean acting path that fits ``policy`` acting on ``tensordict``, or None."""
-    return CategoricalActing.from_policy(policy, tensordict) or GaussianActing.from_policy(
-        policy, tensordict
-    )

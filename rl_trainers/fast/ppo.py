@@ -1,5 +1,11 @@
 """Clipped-PPO loss terms of a categorical policy as one autograd node.
 
+Replaces ``ClipPPOLoss``'s op-by-op terms under the switch ``FUSE_MLP`` (with the fused MLP,
+:mod:`rl_trainers.fast.mlp`), for (one-hot) categorical policies without value clipping;
+``ClipPPOLoss`` decides where it applies and calls :class:`ActorCriticClipPPOTerms` (both
+networks and the terms), :class:`ClipPPOCategoricalTerms` (the terms after the networks) or
+:func:`actor_critic_grads` (the gradients without autograd).
+
 For discrete actions the whole loss after the two networks (log-softmax, the ratio, the
 clipped surrogate, the entropy bonus, the critic distance) is a few dozen tiny ops. Run by
 autograd that is ~25 backward nodes per minibatch step, and on small networks (PPO on
@@ -15,29 +21,31 @@ respect to the logits and the value in closed form:
 * entropy ``H = -sum(p * log p)``: ``dH / d logits = -p * (log p + H)``.
 * critic distance (``l2``, ``smooth_l1`` with beta 1, ``l1``) of ``value - target``.
 
-:class:`~rl_trainers.objectives.ClipPPOLoss` uses it for (one-hot) categorical policies
-without value clipping; results match the op-by-op graph to float rounding (tested).
+Results match the op-by-op graph to float rounding (tests/fast/test_ppo_terms.py and
+tests/objectives/test_ppo.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
 
-from rl_trainers.modules.models import _mlp_forward, mlp_backward
-from rl_trainers.objectives.common import distance_loss
+from rl_trainers.fast.mlp import mlp_backward, mlp_forward
 
 __all__ = [
     "ActorCriticClipPPOTerms",
     "ClipPPOCategoricalTerms",
     "ClipPPOSettings",
     "actor_critic_grads",
+    "distance_grad",
 ]
 
 
-def _critic_distance_grad(diff: torch.Tensor, loss_type: str) -> torch.Tensor:
-    """Derivative of :func:`~rl_trainers.objectives.common.distance_loss` in ``diff``."""
+def distance_grad(diff: torch.Tensor, loss_type: str) -> torch.Tensor:
+    """Derivative of :func:`~rl_trainers.objectives.distance_loss` (``l2``, ``l1``,
+    ``smooth_l1`` with beta 1) in ``diff = prediction - target``."""
     if loss_type == "l2":
         return 2.0 * diff
     if loss_type == "l1":
@@ -46,12 +54,15 @@ def _critic_distance_grad(diff: torch.Tensor, loss_type: str) -> torch.Tensor:
 
 
 class ClipPPOSettings(NamedTuple):
-    """The loss's coefficients, as the one-node functions take them."""
+    """The loss's coefficients, as the one-node functions take them, and its critic
+    distance: ``distance_loss(value, target, loss_type)``, elementwise
+    (:func:`rl_trainers.objectives.distance_loss`)."""
 
     eps: float
     critic_coef: float
     entropy_coef: float | None  # None: no entropy bonus
     loss_type: str
+    distance_loss: Callable[[torch.Tensor, torch.Tensor, str], torch.Tensor]
 
 
 def _terms_forward(
@@ -68,7 +79,7 @@ def _terms_forward(
     take_unclipped = unclipped <= clipped
     loss_objective = -torch.where(take_unclipped, unclipped, clipped).mean()
     diff = value - target
-    distance = distance_loss(value, target, settings.loss_type)
+    distance = settings.distance_loss(value, target, settings.loss_type)
     loss_critic = distance.mean() * settings.critic_coef
     p = log_p.exp()
     entropy = -(p * log_p).sum(-1, keepdim=True)
@@ -93,7 +104,7 @@ def _terms_backward(saved, settings: ClipPPOSettings, g_objective, g_critic, g_e
         # loss_entropy = -c * mean(H): d / d logits = (c / n) * p * (log p + H)
         grad_logits += p * (log_p + entropy) * (g_entropy * settings.entropy_coef / n)
     grad_logits.scatter_add_(-1, index, d_log_pa)
-    grad_value = _critic_distance_grad(diff, settings.loss_type)
+    grad_value = distance_grad(diff, settings.loss_type)
     grad_value *= g_critic * settings.critic_coef / n
     return grad_logits, grad_value
 
@@ -134,8 +145,8 @@ def _actor_critic_forward(nets, settings, x, index, old_log_prob, advantage, tar
     (actor_acts, actor_biases, n_actor), (critic_acts, critic_biases) = nets
     actor_outs: list[torch.Tensor] = []
     critic_outs: list[torch.Tensor] = []
-    logits = _mlp_forward(x, actor_acts, actor_biases, params[:n_actor], actor_outs)
-    value = _mlp_forward(x, critic_acts, critic_biases, params[n_actor:], critic_outs)
+    logits = mlp_forward(x, actor_acts, actor_biases, params[:n_actor], actor_outs)
+    value = mlp_forward(x, critic_acts, critic_biases, params[n_actor:], critic_outs)
     outputs, head = _terms_forward(logits, value, index, old_log_prob, advantage, target, settings)
     return (*outputs, value), (actor_outs, critic_outs, head)
 
@@ -181,7 +192,7 @@ class ActorCriticClipPPOTerms(torch.autograd.Function):
 
     ``apply(nets, settings, x, index, old_log_prob, advantage, target, *params)`` with
     ``nets = ((actor_acts, actor_biases, n_actor_params), (critic_acts, critic_biases))`` as
-    :func:`~rl_trainers.modules.models.fused_mlp_parts` gives them and ``params`` the
+    :func:`~rl_trainers.fast.mlp.fused_mlp_parts` gives them and ``params`` the
     actor's parameters then the critic's. Same outputs as :class:`ClipPPOCategoricalTerms`
     plus the value ``[N, 1]`` (no gradient; for diagnostics). :func:`actor_critic_grads`
     computes the same outputs and gradients without autograd.

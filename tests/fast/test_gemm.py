@@ -1,9 +1,9 @@
-"""rl_trainers.modules.gemm: big products on oneDNN (by CPU vendor), small ones on MKL, same results."""
+"""rl_trainers.fast.gemm: big products on oneDNN (by CPU vendor), small ones on MKL, same results."""
 
 import pytest
 import torch
 
-from rl_trainers.modules import gemm
+from rl_trainers.fast import gemm
 
 pytestmark = pytest.mark.skipif(
     not torch.backends.mkldnn.is_available(), reason="torch built without oneDNN"
