@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 from tensordict import TensorDictBase
-from tensordict.nn import TensorDictModule
+from tensordict.nn import AddStateIndependentNormalScale, TensorDictModule
 
 from rl_trainers import fast
 from rl_trainers.fast.acting import CategoricalActing, GaussianActing, sampling_input
@@ -146,6 +146,25 @@ def _gaussian_acting(
         return None
     if module.out_keys != policy._param_keys:
         return None
-    if sampling_input(tensordict, policy, module, *module.module.modules()) is None:
+    obs = sampling_input(tensordict, policy, module, *module.module.modules())
+    if obs is None:
         return None
-    return GaussianActing(policy)
+    return GaussianActing(policy, _mlp_and_state_independent_scale(module.module, obs))
+
+
+def _mlp_and_state_independent_scale(net: torch.nn.Module, obs: torch.Tensor) -> tuple | None:
+    """:class:`GaussianActing`'s ``split`` for ``nn.Sequential(MLP, scale)`` where the MLP
+    runs fused on ``obs`` and the scale module is tensordict's
+    ``AddStateIndependentNormalScale`` (exactly: a subclass may compute otherwise), else
+    None (the network's own forward runs)."""
+    if type(net) is not torch.nn.Sequential or len(net) != 2:
+        return None
+    mlp, head = net
+    if type(mlp) is not MLP or mlp.out_shape is not None:
+        return None
+    if type(head) is not AddStateIndependentNormalScale:
+        return None
+    plan = fused_mlp_parts(mlp, obs)
+    if plan is None:
+        return None
+    return plan, head, head.state_independent_scale

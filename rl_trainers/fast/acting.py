@@ -144,15 +144,27 @@ class GaussianActing:
     ``scale`` for an ``IndependentNormal`` or a ``TanhNormal``, on tensors.
 
     One instance serves one batch.
+
+    ``split``, where the network is an MLP that runs fused followed by a state-independent
+    scale (SB3's Gaussian policy: ``loc`` from the MLP, ``scale`` from a parameter, e.g.
+    tensordict's ``AddStateIndependentNormalScale``), is ``(plan, head, scale_param)``: the
+    MLP's ``(acts, biases, params)`` for :func:`~rl_trainers.fast.mlp.mlp_forward`, the
+    module mapping ``loc`` to ``(loc, scale)``, and the parameter the scale is made from. Per
+    step the MLP's maths then run without the module calls, and the scale, the same for every
+    step of the batch, is made once and remade only when ``scale_param`` changes in place
+    (``_version``) or ``loc`` changes shape.
     """
 
     one_hot = False
     n_actions = None  # continuous actions: the env converts them
 
-    def __init__(self, policy: Any) -> None:
+    def __init__(self, policy: Any, split: tuple | None = None) -> None:
         module = policy.module
         self.obs_key = module.in_keys[0]
         self.net = module.module
+        self.split = split
+        self._scale: torch.Tensor | None = None
+        self._scale_key: tuple = ()
         self.param_keys = list(module.out_keys)
         self.param_names = list(policy._dist_keys)
         self.dist_class = policy.distribution_class
@@ -173,9 +185,12 @@ class GaussianActing:
     def step(self, obs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """One step: the network's parameters, the sampled action and its log-probability,
         by the calls ``ProbabilisticActor.forward`` makes."""
-        params = self.net(obs)
-        if not isinstance(params, tuple):
-            params = (params,)
+        if self.split is None:
+            params = self.net(obs)
+            if not isinstance(params, tuple):
+                params = (params,)
+        else:
+            params = self._split_params(obs)
         dist = self.dist_class(**dict(zip(self.param_names, params)), **self.dist_kwargs)
         # gradients are off (:func:`sampling_input`): the sampling without its no_grad context
         if self.log_prob_key is not None and not self.batch_log_prob:
@@ -185,6 +200,17 @@ class GaussianActing:
         if self.action_dtype is not None and action.dtype != self.action_dtype:
             action = action.to(self.action_dtype)
         return (*params, action) if log_prob is None else (*params, action, log_prob)
+
+    def _split_params(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(loc, scale)`` as ``self.net(obs)`` computes them, from the MLP's maths and the
+        batch's scale (made by the scale module itself, so the values are its own)."""
+        (acts, biases, weights), head, scale_param = self.split
+        loc = mlp_forward(obs, acts, biases, weights, None)
+        key = (scale_param._version, loc.shape)
+        if key != self._scale_key:
+            self._scale = head(loc)[1]
+            self._scale_key = key
+        return loc, self._scale
 
     def env_action(self, record: tuple[torch.Tensor, ...], convert: Any) -> Any:
         """The action through the env's own conversion (clipped to a Box's bounds)."""

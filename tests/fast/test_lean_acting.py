@@ -198,3 +198,36 @@ def test_another_distribution_class_samples_with_its_own_methods():
     policy = _actor(env, _FirstActionOnly)
     batch = SyncDataCollector(env, policy, frames_per_batch=40, total_frames=40).next()
     assert (batch["action"].long().argmax(-1) == 0).all()
+
+
+def test_sb3_gaussian_runs_its_mlp_and_scale_apart_with_the_forward_values():
+    """SB3's Gaussian policy (an MLP's ``loc`` and a state-independent scale) acts through
+    the MLP's maths and a scale made once per batch: the same parameters, actions and
+    log-probabilities as the policy's forward, step after step, also after the scale's
+    parameter is updated in place mid-batch and when the batch size changes."""
+    from tensordict import TensorDict
+    from tensordict.nn import set_interaction_type
+
+    from rl_trainers.collectors.utils import lean_acting as pick_lean_acting
+    from rl_trainers.modules.builders import make_actor
+
+    env = GymEnv("Pendulum-v1", num_envs=2)
+    torch.manual_seed(0)
+    policy = make_actor(
+        env.observation_spec, env.action_spec, num_cells=[16], state_dependent_scale=False
+    )
+    scale_param = policy.module.module[1].state_independent_scale
+    obs = torch.randn(2, 3)
+    with torch.no_grad(), set_interaction_type(InteractionType.RANDOM):
+        acting = pick_lean_acting(policy, TensorDict({"observation": obs}, [2]))
+        assert isinstance(acting, lean_acting.GaussianActing) and acting.split is not None
+        for step, x in enumerate([obs, obs + 1, obs[:1], obs - 1]):
+            if step == 1:
+                scale_param.add_(0.25)  # an optimiser's in-place step
+            torch.manual_seed(step)
+            record = acting.step(x)
+            torch.manual_seed(step)
+            out = policy(TensorDict({"observation": x}, [x.shape[0]]))
+            expected = [out[k] for k in ("loc", "scale", "action", policy.log_prob_key)]
+            for got, want in zip(record, expected, strict=True):
+                assert torch.equal(got, want), step
