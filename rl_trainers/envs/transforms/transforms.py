@@ -1048,10 +1048,12 @@ class VecNorm(RunningStatistics):
     def _update_and_normalize(self, i: int, x: torch.Tensor, batch_dims: int) -> torch.Tensor:
         """Fold ``x`` (``[*batch, *shape]``) into the statistics of key ``i`` (unless
         frozen) and return it normalised by them (float32)."""
-        s, q, c = (getattr(self, f"{n}_{i}") for n in ("sum", "ssq", "count"))
+        buffers = self._buffers
+        s = buffers[f"sum_{i}"]
         if s is None:
             self._init_stats(i, x.shape[batch_dims:])
-            s, q, c = (getattr(self, f"{n}_{i}") for n in ("sum", "ssq", "count"))
+            s = buffers[f"sum_{i}"]
+        q, c = buffers[f"ssq_{i}"], buffers[f"count_{i}"]
         if x.device.type == "cpu" and s.device.type == "cpu" and fast.VECNORM_ON_HOST:
             # the fast path: the same float64 maths in numpy, on views of the buffers
             out = host_update_and_normalize(
