@@ -41,6 +41,10 @@ with the same settings as SB3's side (SBX's PPO asked for SB3's orthogonal initi
 At ``--sb3-threads 1`` it runs XLA's CPU backend on one thread (``XLA_FLAGS``); otherwise with
 XLA's default.
 
+``--frames N`` runs every side of every task for N frames instead of the task's budget (the
+same N everywhere); ``--compile`` has rl_trainers compile its loss (``trainer.compile=true``),
+the compilation counted in its wall time: worth it for long runs, not at these budgets.
+
 Peak memory is each subprocess's maximum resident set size (``wait4`` rusage).
 
 The last line is ``ratio ppo_cartpole=<x> sac_pendulum=<y> ppo_halfcheetah=<z> ...`` (median
@@ -106,13 +110,16 @@ def _run(cmd: list[str], timeout: float, env: dict | None = None) -> tuple[int, 
     return proc.returncode, out, usage.ru_maxrss / 1024  # Linux reports KiB
 
 
-def run_rl_trainers(task: str, seed: int, threads: int, timeout: float) -> dict:
+def run_rl_trainers(
+    task: str, seed: int, threads: int, timeout: float, frames: int, compile_loss: bool = False
+) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"bench_{task}_") as tmp:
         cmd = [
             sys.executable,
             TASKS[task]["script"],
             *TASKS[task].get("overrides", []),
-            f"trainer.total_frames={TASKS[task]['frames']}",
+            f"trainer.total_frames={frames}",
+            f"trainer.compile={str(compile_loss).lower()}",
             f"seed={seed}",
             f"eval.episodes={EVAL_EPISODES}",
             f"trainer.num_threads={threads}",
@@ -131,9 +138,12 @@ def run_rl_trainers(task: str, seed: int, threads: int, timeout: float) -> dict:
     }
 
 
-def run_sb3(task: str, seed: int, threads: int, timeout: float, library: str = "sb3") -> dict:
+def run_sb3(
+    task: str, seed: int, threads: int, timeout: float, frames: int, library: str = "sb3"
+) -> dict:
     """One SB3 (``library="sb3"``) or SBX (``"sbx"``) run of ``task`` in a subprocess."""
     cmd = [sys.executable, __file__, "--sb3-worker", task, "--seed", str(seed)]
+    cmd += ["--frames", str(frames)]
     cmd += ["--sb3-threads", str(threads), "--library", library]
     env = None
     if library == "sbx" and threads == 1:  # XLA's CPU backend on one thread
@@ -149,7 +159,7 @@ def run_sb3(task: str, seed: int, threads: int, timeout: float, library: str = "
 
 
 # ------------------------------------------------------------------ the SB3 side (worker)
-def sb3_worker(task: str, seed: int, threads: int, library: str = "sb3") -> None:
+def sb3_worker(task: str, seed: int, threads: int, frames: int, library: str = "sb3") -> None:
     """Train and evaluate ``task`` with SB3 or SBX (same settings), print ``SB3_RESULT {...}``."""
     import gymnasium as gym
     import torch
@@ -237,7 +247,7 @@ def sb3_worker(task: str, seed: int, threads: int, library: str = "sb3") -> None
     else:
         raise ValueError(f"unknown task {task!r}; choose from {sorted(TASKS)}")
     start = time.perf_counter()
-    model.learn(total_timesteps=TASKS[task]["frames"])
+    model.learn(total_timesteps=frames)
     wall = time.perf_counter() - start
     if isinstance(eval_env, VecNormalize):  # the trained observation statistics, frozen
         eval_env.obs_rms = env.obs_rms
@@ -288,12 +298,20 @@ def main() -> None:
         help="run SBX as a third side on its tasks (auto: when sbx is installed)",
     )
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per run")
+    parser.add_argument(
+        "--frames", type=int, default=0, help="frames per run, every side (0: each task's own)"
+    )
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="rl_trainers compiles its loss (trainer.compile=true; compiling counts in its time)",
+    )
     parser.add_argument("--sb3-worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--library", default="sb3", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sb3_worker:
-        sb3_worker(args.sb3_worker, args.seed, args.sb3_threads, args.library)
+        sb3_worker(args.sb3_worker, args.seed, args.sb3_threads, args.frames, args.library)
         return
 
     import torch
@@ -309,6 +327,8 @@ def main() -> None:
     sb3_threads = args.sb3_threads if args.sb3_threads > 0 else torch.get_num_threads()
     print(f"machine: {os.cpu_count()} logical CPUs, torch {torch.__version__}")
     print(f"threads: rl_trainers={rl_threads}  SB3={sb3_threads} (torch default when 0 is given)")
+    if args.compile:
+        print("rl_trainers: trainer.compile=true (torch.compile of the loss, compiling included)")
     if with_sbx:
         sbx_threads = "1 (XLA_FLAGS)" if args.sb3_threads == 1 else "XLA default"
         print(f"SBX: a third side, threads {sbx_threads}")
@@ -317,12 +337,16 @@ def main() -> None:
     sbx_ratios: dict[str, float] = {}
     for task in tasks:
         runs: dict[str, list[dict]] = {name: [] for name, _ in sides}
+        frames = args.frames or TASKS[task]["frames"]
+        print(f"[{task}] {frames} frames per run", flush=True)
         for i in range(args.pairs):
             for name, library in sides:
                 if library is None:
-                    result = run_rl_trainers(task, i, args.threads, args.timeout)
+                    result = run_rl_trainers(
+                        task, i, args.threads, args.timeout, frames, args.compile
+                    )
                 else:
-                    result = run_sb3(task, i, args.sb3_threads, args.timeout, library)
+                    result = run_sb3(task, i, args.sb3_threads, args.timeout, frames, library)
                 runs[name].append(result)
                 print(
                     f"[{task} pair {i}] {name:12} {result['wall_time_s']:.1f}s "
