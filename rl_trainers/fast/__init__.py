@@ -21,7 +21,8 @@ and where the library calls it:
   (layer by layer, ``MLP.forward``), also DQN's step without autograd
   (``DQNLoss.loss_and_grads``); :mod:`.ensemble`, a ``CriticEnsemble`` of MLPs as one node
   (batched products, ``CriticEnsemble.forward``); :mod:`.ppo`, PPO's clipped terms with the
-  actor-critic's networks as one node (op by op, ``ClipPPOLoss.forward``).
+  actor-critic's networks as one node, for categorical policies and SB3's Gaussian (op by
+  op, ``ClipPPOLoss.forward``).
 * ``NUMPY_TANH``: :mod:`.tanh`, ``FastTanh``, numpy's SIMD ``tanh`` on CPU tensors
   (``torch.tanh``; ``MLP`` builds it for ``nn.Tanh``).
 * ``SAC_ONE_NODE``: :mod:`.sac`, SAC's actor and critic losses as two nodes with

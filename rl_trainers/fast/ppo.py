@@ -1,32 +1,35 @@
-"""Clipped-PPO loss terms of a categorical policy as one autograd node.
+"""Clipped-PPO loss terms as one autograd node: categorical policies, and SB3's Gaussian.
 
 Replaces ``ClipPPOLoss``'s op-by-op terms under the switch ``FUSE_MLP`` (with the fused MLP,
-:mod:`rl_trainers.fast.mlp`), for (one-hot) categorical policies without value clipping;
-``ClipPPOLoss`` decides where it applies and calls :class:`ActorCriticClipPPOTerms` (both
-networks and the terms), :class:`ClipPPOCategoricalTerms` (the terms after the networks) or
-:func:`actor_critic_grads` (the gradients without autograd).
+:mod:`rl_trainers.fast.mlp`), without value clipping; ``ClipPPOLoss`` decides where it
+applies and calls :class:`ActorCriticClipPPOTerms` (a categorical actor's and the critic's
+MLPs and the terms), :class:`ClipPPOCategoricalTerms` (the terms after the networks),
+:func:`actor_critic_grads` (the gradients without autograd) or
+:class:`GaussianActorCriticClipPPOTerms` (SB3's Gaussian actor: an MLP's mean and a
+state-independent ``exp`` scale, with the critic's MLP and the terms).
 
-For discrete actions the whole loss after the two networks (log-softmax, the ratio, the
-clipped surrogate, the entropy bonus, the critic distance) is a few dozen tiny ops. Run by
-autograd that is ~25 backward nodes per minibatch step, and on small networks (PPO on
-CartPole: [256, 4] inputs, 64-wide layers) their dispatch costs more than the matmuls.
-:class:`ClipPPOCategoricalTerms` computes the same terms and writes their gradients with
-respect to the logits and the value in closed form:
+After the networks the loss (the log-probability, the ratio, the clipped surrogate, the
+entropy bonus, the critic distance) is a few dozen tiny ops. Run by autograd that is ~25
+backward nodes per minibatch step, and on small networks (PPO on CartPole: [256, 4] inputs,
+64-wide layers; on MuJoCo: [64, 17]) their dispatch costs more than the matmuls. These
+nodes compute the same terms and write their gradients in closed form:
 
-* ``ratio = exp(log_softmax(logits)[a] - old_log_prob)``; the objective is
+* ``ratio = exp(log pi(a) - old_log_prob)``; the objective is
   ``-mean(min(ratio * A, clip(ratio, 1 - eps, 1 + eps) * A))``. Its derivative with respect
   to ``log pi(a)`` is ``-ratio * A / n`` where the unclipped term is the minimum (ties
   included: there torch's ``minimum`` splits the gradient and ``clamp`` passes its half), 0
-  where the clipped one is; and ``d log pi(a) / d logits = onehot(a) - softmax(logits)``.
-* entropy ``H = -sum(p * log p)``: ``dH / d logits = -p * (log p + H)``.
+  where the clipped one is.
+* categorical: ``log pi(a) = log_softmax(logits)[a]``, ``d log pi(a) / d logits = onehot(a)
+  - softmax(logits)``; entropy ``H = -sum(p * log p)``, ``dH / d logits = -p * (log p + H)``.
+* Gaussian: see :func:`_gaussian_terms_backward`.
 * critic distance (``l2``, ``smooth_l1`` with beta 1, ``l1``) of ``value - target``.
 
-Results match the op-by-op graph to float rounding (tests/fast/test_ppo_terms.py and
-tests/objectives/test_ppo.py).
+Results match the op-by-op graph to float rounding (tests/objectives/test_ppo.py).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -36,6 +39,7 @@ from rl_trainers.fast.mlp import mlp_backward, mlp_forward
 
 __all__ = [
     "ActorCriticClipPPOTerms",
+    "GaussianActorCriticClipPPOTerms",
     "ClipPPOCategoricalTerms",
     "ClipPPOSettings",
     "actor_critic_grads",
@@ -65,22 +69,47 @@ class ClipPPOSettings(NamedTuple):
     distance_loss: Callable[[torch.Tensor, torch.Tensor, str], torch.Tensor]
 
 
+def _surrogate(log_pa, old_log_prob, advantage, eps: float):
+    """The clipped objective from the actions' new log-probabilities ``log_pa`` ``[N, 1]``:
+    ``(loss_objective, log_weight, ratio, take_unclipped)``."""
+    log_weight = log_pa - old_log_prob.unsqueeze(-1)
+    ratio = log_weight.exp()
+    unclipped = ratio * advantage
+    clipped = ratio.clamp(1.0 - eps, 1.0 + eps) * advantage
+    take_unclipped = unclipped <= clipped
+    loss_objective = -torch.where(take_unclipped, unclipped, clipped).mean()
+    return loss_objective, log_weight, ratio, take_unclipped
+
+
+def _surrogate_grad(ratio, take_unclipped, advantage, g_objective):
+    """``d loss / d log pi(a)`` per sample ``[N, 1]`` (see the module docstring)."""
+    n = ratio.shape[0]
+    return torch.where(take_unclipped, ratio * advantage, 0.0) * (-g_objective / n)
+
+
+def _critic_terms(value, target, settings: ClipPPOSettings):
+    """``(value - target, loss_critic)``."""
+    distance = settings.distance_loss(value, target, settings.loss_type)
+    return value - target, distance.mean() * settings.critic_coef
+
+
+def _critic_grad(diff, settings: ClipPPOSettings, g_critic):
+    """The value's gradient ``[N, 1]``."""
+    grad_value = distance_grad(diff, settings.loss_type)
+    grad_value *= g_critic * settings.critic_coef / diff.shape[0]
+    return grad_value
+
+
 def _terms_forward(
     logits, value, index, old_log_prob, advantage, target, settings: ClipPPOSettings
 ):
     """The loss terms, and what :func:`_terms_backward` needs."""
     log_p = torch.log_softmax(logits, -1)
     index = index.unsqueeze(-1)
-    log_weight = log_p.gather(-1, index) - old_log_prob.unsqueeze(-1)
-    ratio = log_weight.exp()
-    unclipped = ratio * advantage
-    eps = settings.eps
-    clipped = ratio.clamp(1.0 - eps, 1.0 + eps) * advantage
-    take_unclipped = unclipped <= clipped
-    loss_objective = -torch.where(take_unclipped, unclipped, clipped).mean()
-    diff = value - target
-    distance = settings.distance_loss(value, target, settings.loss_type)
-    loss_critic = distance.mean() * settings.critic_coef
+    loss_objective, log_weight, ratio, take_unclipped = _surrogate(
+        log_p.gather(-1, index), old_log_prob, advantage, settings.eps
+    )
+    diff, loss_critic = _critic_terms(value, target, settings)
     p = log_p.exp()
     entropy = -(p * log_p).sum(-1, keepdim=True)
     mean_entropy = entropy.mean()
@@ -97,16 +126,13 @@ def _terms_backward(saved, settings: ClipPPOSettings, g_objective, g_critic, g_e
     """Gradients of the logits and the value (see the module docstring)."""
     p, log_p, index, ratio, take_unclipped, advantage, diff, entropy = saved
     n = p.shape[0]
-    # d loss / d log pi(a), per sample: [N, 1]
-    d_log_pa = torch.where(take_unclipped, ratio * advantage, 0.0) * (-g_objective / n)
+    d_log_pa = _surrogate_grad(ratio, take_unclipped, advantage, g_objective)
     grad_logits = p * -d_log_pa
     if settings.entropy_coef is not None:
         # loss_entropy = -c * mean(H): d / d logits = (c / n) * p * (log p + H)
         grad_logits += p * (log_p + entropy) * (g_entropy * settings.entropy_coef / n)
     grad_logits.scatter_add_(-1, index, d_log_pa)
-    grad_value = distance_grad(diff, settings.loss_type)
-    grad_value *= g_critic * settings.critic_coef / n
-    return grad_logits, grad_value
+    return grad_logits, _critic_grad(diff, settings, g_critic)
 
 
 class ClipPPOCategoricalTerms(torch.autograd.Function):
@@ -246,3 +272,107 @@ def actor_critic_grads(
         needs = [o is not None for o in out]
         _actor_critic_backward(nets, settings, x, params, saved, *scales, needs, out)
     return outputs
+
+
+# ------------------------------------------------------------------ Gaussian policies
+#: ``log(sqrt(2 pi))``, the constant of the Gaussian log-density (the library's own).
+HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def _gaussian_terms_forward(
+    loc, log_scale, scale_lb, action, value, old_log_prob, advantage, target, settings
+):
+    """The loss terms of a diagonal Gaussian over ``loc`` ``[N, d]`` with the
+    state-independent scale ``max(exp(log_scale), scale_lb)`` ``[d]``, and what
+    :func:`_gaussian_terms_backward` needs.
+
+    ``log pi(a) = sum_j(-z_j^2 / 2 - log scale_j - log sqrt(2 pi))`` with
+    ``z = (a - loc) / scale``; the entropy ``sum_j(1/2 + log sqrt(2 pi) + log scale_j)`` is
+    the same for every sample."""
+    unclamped = log_scale.exp()
+    scale = unclamped.clamp_min(scale_lb)
+    log_scale_c = scale.log()
+    z = (action - loc) / scale
+    log_pa = (-0.5 * z.pow(2) - log_scale_c - HALF_LOG_2PI).sum(-1, keepdim=True)
+    loss_objective, log_weight, ratio, take_unclipped = _surrogate(
+        log_pa, old_log_prob, advantage, settings.eps
+    )
+    diff, loss_critic = _critic_terms(value, target, settings)
+    mean_entropy = (0.5 + HALF_LOG_2PI + log_scale_c).sum()
+    if settings.entropy_coef is None:
+        loss_entropy = torch.zeros((), dtype=loc.dtype)
+    else:
+        loss_entropy = -settings.entropy_coef * mean_entropy
+    outputs = (loss_objective, loss_critic, loss_entropy, mean_entropy, log_weight)
+    saved = (z, scale, unclamped, scale_lb, ratio, take_unclipped, advantage, diff)
+    return outputs, saved
+
+
+def _gaussian_terms_backward(saved, settings, g_objective, g_critic, g_entropy):
+    """Gradients of ``loc``, ``log_scale`` and the value:
+
+    ``d log pi(a) / d loc = z / scale``; ``d log pi(a) / d scale = (z^2 - 1) / scale``,
+    summed over the samples; the entropy bonus adds ``-c / scale`` (its mean over samples
+    of ``1 / scale``); through the clamp where ``exp(log_scale) >= scale_lb`` (as
+    ``clamp_min`` passes it) and ``d exp(u) / du = exp(u)``."""
+    z, scale, unclamped, scale_lb, ratio, take_unclipped, advantage, diff = saved
+    d_log_pa = _surrogate_grad(ratio, take_unclipped, advantage, g_objective)
+    grad_loc = d_log_pa * z / scale
+    grad_scale = (d_log_pa * (z * z - 1.0)).sum(0) / scale
+    if settings.entropy_coef is not None:
+        grad_scale = grad_scale - g_entropy * settings.entropy_coef / scale
+    grad_log_scale = torch.where(unclamped >= scale_lb, grad_scale * unclamped, 0.0)
+    return grad_loc, grad_log_scale, _critic_grad(diff, settings, g_critic)
+
+
+class GaussianActorCriticClipPPOTerms(torch.autograd.Function):
+    """SB3's Gaussian actor (an MLP's ``loc``, a state-independent ``exp`` scale), a critic
+    MLP on the same input and the clipped-PPO terms, as one node.
+
+    ``apply(nets, settings, scale_lb, x, action, old_log_prob, advantage, target,
+    log_scale, *params)`` with ``nets`` and ``params`` as for
+    :class:`ActorCriticClipPPOTerms`, ``action`` ``[N, d]`` and ``log_scale`` ``[d]`` the
+    scale's parameter. Same outputs as :class:`ActorCriticClipPPOTerms`. Not twice
+    differentiable.
+    """
+
+    @staticmethod
+    def forward(
+        ctx, nets, settings, scale_lb, x, action, old_log_prob, advantage, target, log_scale,
+        *params,
+    ):  # fmt: skip
+        (actor_acts, actor_biases, n_actor), (critic_acts, critic_biases) = nets
+        actor_outs: list[torch.Tensor] = []
+        critic_outs: list[torch.Tensor] = []
+        loc = mlp_forward(x, actor_acts, actor_biases, params[:n_actor], actor_outs)
+        value = mlp_forward(x, critic_acts, critic_biases, params[n_actor:], critic_outs)
+        outputs, head = _gaussian_terms_forward(
+            loc, log_scale, scale_lb, action, value, old_log_prob, advantage, target, settings
+        )
+        # attributes, not save_for_backward: see ActorCriticClipPPOTerms.forward
+        ctx.saved = (x, params, actor_outs, critic_outs, head)
+        ctx.nets = nets
+        ctx.settings = settings
+        outputs = (*outputs, value)
+        ctx.mark_non_differentiable(*outputs[3:])
+        return outputs
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g_objective, g_critic, g_entropy, _g_entropy, _g_log_weight, _g_value):
+        (actor_acts, actor_biases, n_actor), (critic_acts, critic_biases) = ctx.nets
+        x, params, actor_outs, critic_outs, head = ctx.saved
+        grad_loc, grad_log_scale, grad_value = _gaussian_terms_backward(
+            head, ctx.settings, g_objective, g_critic, g_entropy
+        )
+        needs = ctx.needs_input_grad[9:]
+        _, actor_grads = mlp_backward(
+            grad_loc, x, actor_acts, actor_biases, params[:n_actor], actor_outs, False,
+            needs[:n_actor],
+        )  # fmt: skip
+        _, critic_grads = mlp_backward(
+            grad_value, x, critic_acts, critic_biases, params[n_actor:], critic_outs, False,
+            needs[n_actor:],
+        )  # fmt: skip
+        grad_log_scale = grad_log_scale if ctx.needs_input_grad[8] else None
+        return (None,) * 8 + (grad_log_scale, *actor_grads, *critic_grads)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import torch
 from tensordict import TensorDict, TensorDictBase
-from tensordict.nn import TensorDictModule
+from tensordict.nn import AddStateIndependentNormalScale, TensorDictModule
 from torch import nn
 
 from rl_trainers.fast.mlp import GLOBAL_HOOKS, fused_mlp_parts, has_hooks
@@ -23,10 +23,16 @@ from rl_trainers.fast.ppo import (
     ActorCriticClipPPOTerms,
     ClipPPOCategoricalTerms,
     ClipPPOSettings,
+    GaussianActorCriticClipPPOTerms,
     actor_critic_grads,
 )
 from rl_trainers.modules.actors import ProbabilisticActor
-from rl_trainers.modules.distributions import Categorical, OneHotCategorical, one_hot_index
+from rl_trainers.modules.distributions import (
+    Categorical,
+    IndependentNormal,
+    OneHotCategorical,
+    one_hot_index,
+)
 from rl_trainers.modules.models import MLP
 from rl_trainers.objectives.common import (
     LossModule,
@@ -401,15 +407,53 @@ class ClipPPOLoss(PPOLoss):
 
     def _actor_critic_terms(self, td: TensorDictBase, adv: torch.Tensor, out: dict) -> bool:
         """Both networks and the loss terms as one autograd node
-        (:class:`ActorCriticClipPPOTerms`) where :meth:`_actor_critic_inputs` applies; False,
-        writing nothing, otherwise."""
+        (:class:`ActorCriticClipPPOTerms` where :meth:`_actor_critic_inputs` applies,
+        :class:`GaussianActorCriticClipPPOTerms` where :meth:`_gaussian_inputs` does);
+        False, writing nothing, otherwise."""
         inputs = self._actor_critic_inputs(td, adv)
+        node = ActorCriticClipPPOTerms
+        if inputs is None:
+            inputs, node = self._gaussian_inputs(td, adv), GaussianActorCriticClipPPOTerms
         if inputs is None:
             return False
         args, params, target = inputs
-        *terms, value = ActorCriticClipPPOTerms.apply(*args, *params)
+        *terms, value = node.apply(*args, *params)
         self._write_terms(out, terms, value, target)
         return True
+
+    def _gaussian_inputs(self, td: TensorDictBase, adv: torch.Tensor) -> tuple | None:
+        """``(args, params, target)`` for :class:`GaussianActorCriticClipPPOTerms` when the
+        actor is SB3's Gaussian over a plain MLP (:func:`_gaussian_mlp_actor_critic`) and the
+        critic a plain MLP on the same input; None otherwise."""
+        nets = _gaussian_mlp_actor_critic(self.actor_network, self.critic_network)
+        if nets is None or self.clip_value is not None:
+            return None
+        actor_mlp, head, critic_mlp, key = nets
+        x = td.get(key)
+        actor_parts, critic_parts = fused_mlp_parts(actor_mlp, x), fused_mlp_parts(critic_mlp, x)
+        if actor_parts is None or critic_parts is None or adv.requires_grad:
+            return None
+        log_scale = head.state_independent_scale
+        action, target = td.get(self.action_key), td.get(self.value_target_key)
+        n = x[..., 0].numel()
+        d = log_scale.numel()
+        if log_scale.shape != (d,) or action.shape != (*x.shape[:-1], d):
+            return None
+        if not adv.numel() == target.numel() == n or action.dtype != x.dtype:
+            return None
+        (actor_acts, actor_biases, actor_params) = actor_parts
+        (critic_acts, critic_biases, critic_params) = critic_parts
+        args = (
+            ((actor_acts, actor_biases, len(actor_params)), (critic_acts, critic_biases)),
+            self._terms_settings(),
+            float(head.scale_lb),
+            x.reshape(n, -1),
+            action.reshape(n, d),
+            td.get(self.log_prob_key).reshape(n),
+            adv.reshape(n, 1),
+            target.reshape(n, 1),
+        )
+        return args, (log_scale, *actor_params, *critic_params), target
 
     def loss_and_grads(
         self, tensordict: TensorDictBase, loss_keys: Sequence[str] | None = None
@@ -518,6 +562,45 @@ def _categorical_mlp_actor_critic(actor: nn.Module, critic: nn.Module | None) ->
     if len(critic.out_keys) != 1 or not linears or linears[-1].out_features != 1:
         return None
     return actor_mlp, critic_mlp, module.in_keys[0]
+
+
+def _gaussian_mlp_actor_critic(actor: nn.Module, critic: nn.Module | None) -> tuple | None:
+    """``(actor MLP, scale module, critic MLP, input key)`` when the actor is a
+    ProbabilisticActor with an ``IndependentNormal`` (no extra arguments) over
+    ``nn.Sequential(MLP, AddStateIndependentNormalScale)`` with the ``exp`` mapping (SB3's
+    Gaussian policy) and the critic a one-output MLP on the same single input, both wrapped
+    by plain TensorDictModules, nothing hooked; else None."""
+    module = getattr(actor, "module", None)
+    if type(actor) is not ProbabilisticActor or type(module) is not TensorDictModule:
+        return None
+    if actor.distribution_class is not IndependentNormal or actor._dist_kwargs():
+        return None
+    if sorted(actor._dist_keys) != ["loc", "scale"] or module.out_keys != actor._param_keys:
+        return None
+    if actor._dist_keys["loc"] != module.out_keys[0]:
+        return None
+    net = module.module
+    if type(net) is not nn.Sequential or len(net) != 2:
+        return None
+    actor_mlp, head = net
+    if type(head) is not AddStateIndependentNormalScale or head.scale_mapping != "exp":
+        return None
+    if not isinstance(critic, TensorDictModule) or type(critic).forward is not (
+        TensorDictModule.forward
+    ):
+        return None
+    if len(module.in_keys) != 1 or list(critic.in_keys) != list(module.in_keys):
+        return None
+    critic_mlp = critic.module
+    for mlp in (actor_mlp, critic_mlp):
+        if type(mlp) is not MLP or mlp.out_shape is not None:
+            return None
+    if any(has_hooks(m) for m in (actor, module, net, head, critic, actor_mlp, critic_mlp)):
+        return None  # the modules are not called on this path: a hook must see its call
+    linears = [m for m in critic_mlp if type(m) is nn.Linear]
+    if len(critic.out_keys) != 1 or not linears or linears[-1].out_features != 1:
+        return None
+    return actor_mlp, head, critic_mlp, module.in_keys[0]
 
 
 class KLPENPPOLoss(PPOLoss):

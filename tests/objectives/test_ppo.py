@@ -488,3 +488,84 @@ def test_one_backward_pass_per_network_through_the_same_forward(path, entropy_bo
     assert all(p.grad is None or not p.grad.any() for p in actor_params)
     for param, grad in zip(critic_params, expected_critic, strict=True):
         torch.testing.assert_close(param.grad, grad)
+
+
+def _gaussian_batch(n: int = 64, d: int = 3, seed: int = 0) -> TensorDict:
+    """Actions drawn away from the policy's mean, stored log-probabilities off the current
+    ones: ratios on both sides of the clip range, both advantage signs."""
+    gen = torch.Generator().manual_seed(seed)
+    return TensorDict(
+        {
+            "observation": torch.randn(n, 4, generator=gen),
+            "action": torch.randn(n, d, generator=gen) * 1.5,
+            "sample_log_prob": torch.randn(n, generator=gen) - 4.0,
+            "advantage": torch.randn(n, 1, generator=gen),
+            "value_target": torch.randn(n, 1, generator=gen) * 3,
+        },
+        batch_size=[n],
+    )
+
+
+@pytest.mark.parametrize("loss_type", ["l2", "smooth_l1"])
+@pytest.mark.parametrize("entropy_bonus", [False, True])
+@pytest.mark.parametrize("diagnostics", [False, True])
+@pytest.mark.parametrize("log_std_init", [0.0, -0.5, -12.0], ids=["std1", "std0.6", "clamped"])
+def test_gaussian_clip_terms_match_the_op_by_op_graph(
+    loss_type, entropy_bonus, diagnostics, log_std_init, monkeypatch
+):
+    """SB3's Gaussian policy (an MLP's loc and a state-independent exp scale) with an MLP
+    critic runs as one node (GaussianActorCriticClipPPOTerms): the op-by-op graph's losses,
+    diagnostics and gradients (the scale's parameter included; none where the scale sits at
+    its lower bound)."""
+    from rl_trainers.envs.specs import Bounded
+    from rl_trainers.fast.ppo import GaussianActorCriticClipPPOTerms
+
+    obs = Composite(observation=Unbounded(shape=(4,)))
+    action_spec = Bounded(-1.0, 1.0, torch.Size([3]))
+    torch.manual_seed(0)
+    actor = make_actor(
+        obs, action_spec, state_dependent_scale=False, squash=False, log_std_init=log_std_init
+    )
+    critic = make_value(obs)
+
+    def run(fused: bool):
+        loss = ClipPPOLoss(
+            actor,
+            critic,
+            clip_epsilon=0.2,
+            entropy_bonus=entropy_bonus,
+            entropy_coef=0.05,
+            critic_coef=0.7,
+            loss_critic_type=loss_type,
+        )
+        loss.diagnostics = diagnostics
+        calls = []
+        with monkeypatch.context() as patch:
+            if not fused:
+                patch.setattr(ClipPPOLoss, "_actor_critic_terms", lambda *args: False)
+            original = GaussianActorCriticClipPPOTerms.apply
+            patch.setattr(
+                GaussianActorCriticClipPPOTerms, "apply", lambda *a: calls.append(1) or original(*a)
+            )
+            out = loss(_gaussian_batch())
+        assert bool(calls) == fused, "the expected path was not taken"
+        params = list(loss.parameters())
+        total = sum(v for k, v in out.items() if k.startswith("loss_"))
+        return out, torch.autograd.grad(total, params, allow_unused=True)
+
+    fused_out, fused_grads = run(True)
+    plain_out, plain_grads = run(False)
+    assert list(fused_out.keys()) == list(plain_out.keys())
+    for key in plain_out.keys():
+        torch.testing.assert_close(fused_out[key], plain_out[key], msg=key)
+    for a, b in zip(fused_grads, plain_grads, strict=True):
+        if b is None:
+            assert a is None or not a.any()
+        else:
+            torch.testing.assert_close(a, b)
+    log_std = actor.module.module[1].state_independent_scale
+    loss_params = list(ClipPPOLoss(actor, critic).parameters())
+    index = next(i for i, q in enumerate(loss_params) if q is log_std)
+    assert bool(fused_grads[index].any()) == (log_std_init > -10)  # the clamp stops it
+    if diagnostics and log_std_init > -10:
+        assert 0 < plain_out["clip_fraction"] < 1  # both clipped and unclipped samples
