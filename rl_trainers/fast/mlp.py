@@ -286,6 +286,16 @@ _FusedMLP = fused_mlp_node(
 )
 
 
+def _linear_tensors(lin: nn.Linear) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """``(lin.weight, lin.bias)`` where ``nn.Module`` finds them, without ``__getattr__``:
+    its parameters, else its buffers (a target network holds its copies as buffers); the
+    weight is None when neither holds it (replaced by a plain attribute)."""
+    params, buffers = lin._parameters, lin._buffers
+    weight = params["weight"] if "weight" in params else buffers.get("weight")
+    bias = params["bias"] if "bias" in params else buffers.get("bias")
+    return weight, bias
+
+
 def fused_mlp_parts(mlp: nn.Sequential, x: torch.Tensor) -> tuple | None:
     """``(acts, biases, params)`` of ``mlp`` for the fused maths on input ``x``, or None.
 
@@ -303,11 +313,10 @@ def fused_mlp_parts(mlp: nn.Sequential, x: torch.Tensor) -> tuple | None:
     params: list[torch.Tensor] = []
     biases: list[bool] = []
     for lin in linears:
-        registered = lin._parameters  # what lin.weight / lin.bias read, without __getattr__
-        if registered.get("weight") is None:
+        weight, bias = _linear_tensors(lin)
+        if weight is None:
             return None  # weight replaced by a plain attribute: nn.Linear's own forward
-        params.append(registered["weight"])
-        bias = registered.get("bias")
+        params.append(weight)
         biases.append(bias is not None)
         if bias is not None:
             params.append(bias)

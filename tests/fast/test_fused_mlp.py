@@ -209,6 +209,33 @@ def test_fused_mlp_no_grad_and_inference_mode():
     assert frozen(x).grad_fn is None  # nothing requires grad: the cheap forward, no node
 
 
+@pytest.mark.parametrize("activation", [nn.Tanh, nn.ReLU])
+def test_a_target_copy_with_buffer_weights_runs_fused_with_the_layer_by_layer_values(
+    activation, monkeypatch
+):
+    """A loss's target network (``buffer_copy``: its weights and biases held as buffers)
+    takes the fused path too, with nn.Linear's values; a weight swapped for a plain
+    attribute still runs layer by layer."""
+    from rl_trainers.objectives.common import buffer_copy
+
+    torch.manual_seed(0)
+    target = buffer_copy(MLP(4, 2, num_cells=[16, 16], activation_class=activation))
+    assert not list(target.parameters())
+    x = torch.randn(9, 4)
+    assert fused.fused_mlp_parts(target, x) is not None
+    with torch.no_grad():
+        torch.testing.assert_close(target(x), _plain(target, x), rtol=0, atol=1e-6)
+    calls = []
+    original = fused.mlp_forward
+    monkeypatch.setattr(fused, "mlp_forward", lambda *a: calls.append(1) or original(*a))
+    with torch.no_grad():
+        target(x)
+    assert calls, "the target copy did not run fused"
+    weight = target[0]._buffers.pop("weight")
+    target[0].__dict__["weight"] = weight  # a plain attribute: nn.Linear's own forward
+    assert fused.fused_mlp_parts(target, x) is None
+
+
 def test_fused_mlp_gradcheck_and_accumulation():
     torch.manual_seed(4)
     mlp = MLP(3, 2, num_cells=[5, 4], activation_class=nn.Tanh).double()
