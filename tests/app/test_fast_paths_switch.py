@@ -28,7 +28,10 @@ def _trained_weights(config) -> list[torch.Tensor]:
     [
         ("ppo", ["env=cartpole"]),  # categorical acting, the fused actor-critic terms
         ("ppo", ["env=pendulum", "env.normalize_observations=true"]),  # Gaussian, VecNorm
+        # SB3's Gaussian (state-independent scale): its acting, the one-node PPO terms
+        ("ppo", ["experiment=ppo_halfcheetah", "env=pendulum"]),
         ("sac", ["env=pendulum"]),  # SAC's one-node losses, the critic ensemble
+        ("td3", ["env=pendulum"]),  # the fused target actor
     ],
 )
 def test_a_run_on_the_plain_paths_learns_the_same_weights(
