@@ -25,8 +25,8 @@ task, seed ``i`` for pair ``i`` on both sides:
 
 * rl_trainers runs its real entry point ``sota-implementations/<algo>_trainer/train.py`` with the
   default recipe (plus ``seed``, ``eval.episodes=20``, no progress bar) and reports
-  ``wall_time_s`` (building + training, no evaluation) and ``eval_return_mean`` from the run's
-  ``summary.json``.
+  ``wall_time_s`` (loading torch, building and training, no evaluation), ``train_time_s``
+  (the training alone) and ``eval_return_mean`` from the run's ``summary.json``.
 * SB3 is timed around ``model.learn()`` only (building excluded), then evaluated on 20
   deterministic episodes with ``evaluate_policy``.
 
@@ -48,8 +48,10 @@ the compilation counted in its wall time: worth it for long runs, not at these b
 Peak memory is each subprocess's maximum resident set size (``wait4`` rusage).
 
 The last line is ``ratio ppo_cartpole=<x> sac_pendulum=<y> ppo_halfcheetah=<z> ...`` (median
-rl_trainers wall time over median SB3 wall time, for every task run); with SBX, the line
-before it is ``ratio_to_sbx ...``, the same against SBX.
+rl_trainers wall time over median SB3 wall time, for every task run); the line before it,
+``ratio_training ...``, is the like-for-like one: rl_trainers' training alone over SB3's
+``learn()`` (neither loading torch nor building); with SBX, ``ratio_to_sbx ...`` is the
+wall-time ratio against SBX.
 """
 
 from __future__ import annotations
@@ -133,6 +135,7 @@ def run_rl_trainers(
         summary = json.loads(summary_file.read_text())
     return {
         "wall_time_s": summary["wall_time_s"],
+        "train_time_s": summary["train_time_s"],
         "eval_return": summary["eval_return_mean"],
         "max_rss_mb": rss,
     }
@@ -335,6 +338,8 @@ def main() -> None:
     sides = [("rl_trainers", None), ("SB3", "sb3")] + ([("SBX", "sbx")] if with_sbx else [])
     ratios: dict[str, float] = {}
     sbx_ratios: dict[str, float] = {}
+    train_ratios: dict[str, float] = {}
+    sbx_train_ratios: dict[str, float] = {}
     for task in tasks:
         runs: dict[str, list[dict]] = {name: [] for name, _ in sides}
         frames = args.frames or TASKS[task]["frames"]
@@ -348,13 +353,18 @@ def main() -> None:
                 else:
                     result = run_sb3(task, i, args.sb3_threads, args.timeout, frames, library)
                 runs[name].append(result)
+                train = result.get("train_time_s", result["wall_time_s"])
                 print(
                     f"[{task} pair {i}] {name:12} {result['wall_time_s']:.1f}s "
-                    f"return {result['eval_return']:.1f} rss {result['max_rss_mb']:.0f}MiB",
+                    f"(training {train:.1f}s) return {result['eval_return']:.1f} "
+                    f"rss {result['max_rss_mb']:.0f}MiB",
                     flush=True,
                 )
         t_ours = _median(runs["rl_trainers"], "wall_time_s")
         ratios[task] = t_ours / _median(runs["SB3"], "wall_time_s")
+        train_ratios[task] = _median(runs["rl_trainers"], "train_time_s") / _median(
+            runs["SB3"], "wall_time_s"
+        )
         print(f"== {task} (medians of {args.pairs} alternating runs per side)")
         print(f"   {'':12} {'wall s':>8} {'eval return':>12} {'max RSS MiB':>12}")
         for name, side_runs in runs.items():
@@ -363,11 +373,23 @@ def main() -> None:
                 f"{_median(side_runs, 'eval_return'):12.1f} {_median(side_runs, 'max_rss_mb'):12.0f}"
             )
         print(f"   ratio rl_trainers/SB3 = {ratios[task]:.3f}", flush=True)
+        print(f"   ratio rl_trainers training/SB3 learn() = {train_ratios[task]:.3f}", flush=True)
         if with_sbx:
             sbx_ratios[task] = t_ours / _median(runs["SBX"], "wall_time_s")
+            sbx_train_ratios[task] = _median(runs["rl_trainers"], "train_time_s") / _median(
+                runs["SBX"], "wall_time_s"
+            )
             print(f"   ratio rl_trainers/SBX = {sbx_ratios[task]:.3f}", flush=True)
+            print(
+                f"   ratio rl_trainers training/SBX learn() = {sbx_train_ratios[task]:.3f}",
+                flush=True,
+            )
     if sbx_ratios:
+        print(
+            "ratio_training_to_sbx " + " ".join(f"{t}={r:.3f}" for t, r in sbx_train_ratios.items())
+        )
         print("ratio_to_sbx " + " ".join(f"{t}={r:.3f}" for t, r in sbx_ratios.items()))
+    print("ratio_training " + " ".join(f"{t}={r:.3f}" for t, r in train_ratios.items()))
     print("ratio " + " ".join(f"{t}={r:.3f}" for t, r in ratios.items()))
 
 

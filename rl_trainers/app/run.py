@@ -110,7 +110,9 @@ def _train_and_summarise(
     # fps is this session's throughput: frames collected by this process (not those of the
     # sessions before a resume) over this process's building, loading and training time
     first_frame = int(trainer.collected_frames)
+    train_start = time.perf_counter()
     trainer.train()
+    train_time = time.perf_counter() - train_start
     if trainer.world_size > 1:
         check_ranks_in_sync(trainer)
     if trainer.interrupted is not None:
@@ -149,6 +151,7 @@ def _train_and_summarise(
         "session_frames": session_frames,
         "resumed_from_frame": first_frame,
         "wall_time_s": round(wall_time, 3),
+        "train_time_s": round(train_time, 3),
         "fps": round(session_frames / max(wall_time, 1e-9), 1),
         "num_threads": torch.get_num_threads(),
         "eval_return_mean": float(sum(returns) / len(returns)),

@@ -29,6 +29,7 @@ def _check_summary(out, frames: int) -> dict:
     for key in (
         "frames",
         "wall_time_s",
+        "train_time_s",
         "fps",
         "eval_return_mean",
         "eval_return_std",
@@ -36,6 +37,7 @@ def _check_summary(out, frames: int) -> dict:
     ):
         assert key in summary
     assert summary["eval_episodes"] == 2
+    assert 0 < summary["train_time_s"] <= summary["wall_time_s"]  # training within the run
     return summary
 
 
