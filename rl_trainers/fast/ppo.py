@@ -40,6 +40,7 @@ from rl_trainers.fast.mlp import mlp_backward, mlp_forward
 __all__ = [
     "ActorCriticClipPPOTerms",
     "GaussianActorCriticClipPPOTerms",
+    "gaussian_actor_critic_grads",
     "ClipPPOCategoricalTerms",
     "ClipPPOSettings",
     "actor_critic_grads",
@@ -325,6 +326,51 @@ def _gaussian_terms_backward(saved, settings, g_objective, g_critic, g_entropy):
     return grad_loc, grad_log_scale, _critic_grad(diff, settings, g_critic)
 
 
+def _gaussian_actor_critic_forward(
+    nets, settings, scale_lb, x, action, old_log_prob, advantage, target, params
+):
+    """Both MLPs and the Gaussian terms: ``(outputs, saved)`` with the outputs of
+    :class:`GaussianActorCriticClipPPOTerms`; ``params`` is ``(log_scale, *actor's,
+    *critic's)``."""
+    (actor_acts, actor_biases, n_actor), (critic_acts, critic_biases) = nets
+    log_scale, nets_params = params[0], params[1:]
+    actor_outs: list[torch.Tensor] = []
+    critic_outs: list[torch.Tensor] = []
+    loc = mlp_forward(x, actor_acts, actor_biases, nets_params[:n_actor], actor_outs)
+    value = mlp_forward(x, critic_acts, critic_biases, nets_params[n_actor:], critic_outs)
+    outputs, head = _gaussian_terms_forward(
+        loc, log_scale, scale_lb, action, value, old_log_prob, advantage, target, settings
+    )
+    return (*outputs, value), (actor_outs, critic_outs, head)
+
+
+def _gaussian_actor_critic_backward(
+    nets, settings, x, params, saved, g_objective, g_critic, g_entropy, needs, out=None
+) -> list:
+    """The gradients of ``params`` (None where ``needs`` is False); written into ``out``
+    (one tensor per parameter) when given."""
+    (actor_acts, actor_biases, n_actor), (critic_acts, critic_biases) = nets
+    actor_outs, critic_outs, head = saved
+    grad_loc, grad_log_scale, grad_value = _gaussian_terms_backward(
+        head, settings, g_objective, g_critic, g_entropy
+    )
+    nets_params, nets_needs = params[1:], needs[1:]
+    actor_out = critic_out = None
+    if out is not None:
+        actor_out, critic_out = out[1 : 1 + n_actor], out[1 + n_actor :]
+        if needs[0]:
+            grad_log_scale = out[0].copy_(grad_log_scale)
+    _, actor_grads = mlp_backward(
+        grad_loc, x, actor_acts, actor_biases, nets_params[:n_actor], actor_outs, False,
+        nets_needs[:n_actor], actor_out,
+    )  # fmt: skip
+    _, critic_grads = mlp_backward(
+        grad_value, x, critic_acts, critic_biases, nets_params[n_actor:], critic_outs, False,
+        nets_needs[n_actor:], critic_out,
+    )  # fmt: skip
+    return [grad_log_scale if needs[0] else None, *actor_grads, *critic_grads]
+
+
 class GaussianActorCriticClipPPOTerms(torch.autograd.Function):
     """SB3's Gaussian actor (an MLP's ``loc``, a state-independent ``exp`` scale), a critic
     MLP on the same input and the clipped-PPO terms, as one node.
@@ -333,46 +379,44 @@ class GaussianActorCriticClipPPOTerms(torch.autograd.Function):
     log_scale, *params)`` with ``nets`` and ``params`` as for
     :class:`ActorCriticClipPPOTerms`, ``action`` ``[N, d]`` and ``log_scale`` ``[d]`` the
     scale's parameter. Same outputs as :class:`ActorCriticClipPPOTerms`. Not twice
-    differentiable.
+    differentiable. :func:`gaussian_actor_critic_grads` computes the same outputs and
+    gradients without autograd.
     """
 
     @staticmethod
-    def forward(
-        ctx, nets, settings, scale_lb, x, action, old_log_prob, advantage, target, log_scale,
-        *params,
-    ):  # fmt: skip
-        (actor_acts, actor_biases, n_actor), (critic_acts, critic_biases) = nets
-        actor_outs: list[torch.Tensor] = []
-        critic_outs: list[torch.Tensor] = []
-        loc = mlp_forward(x, actor_acts, actor_biases, params[:n_actor], actor_outs)
-        value = mlp_forward(x, critic_acts, critic_biases, params[n_actor:], critic_outs)
-        outputs, head = _gaussian_terms_forward(
-            loc, log_scale, scale_lb, action, value, old_log_prob, advantage, target, settings
+    def forward(ctx, nets, settings, scale_lb, x, action, old_log_prob, advantage, target, *params):
+        outputs, saved = _gaussian_actor_critic_forward(
+            nets, settings, scale_lb, x, action, old_log_prob, advantage, target, params
         )
         # attributes, not save_for_backward: see ActorCriticClipPPOTerms.forward
-        ctx.saved = (x, params, actor_outs, critic_outs, head)
+        ctx.saved = (x, params, saved)
         ctx.nets = nets
         ctx.settings = settings
-        outputs = (*outputs, value)
         ctx.mark_non_differentiable(*outputs[3:])
         return outputs
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, g_objective, g_critic, g_entropy, _g_entropy, _g_log_weight, _g_value):
-        (actor_acts, actor_biases, n_actor), (critic_acts, critic_biases) = ctx.nets
-        x, params, actor_outs, critic_outs, head = ctx.saved
-        grad_loc, grad_log_scale, grad_value = _gaussian_terms_backward(
-            head, ctx.settings, g_objective, g_critic, g_entropy
+        x, params, saved = ctx.saved
+        grads = _gaussian_actor_critic_backward(
+            ctx.nets, ctx.settings, x, params, saved, g_objective, g_critic, g_entropy,
+            ctx.needs_input_grad[8:],
+        )  # fmt: skip
+        return (None,) * 8 + tuple(grads)
+
+
+def gaussian_actor_critic_grads(
+    nets, settings, scale_lb, x, action, old_log_prob, advantage, target, params, scales, out
+) -> tuple:
+    """:class:`GaussianActorCriticClipPPOTerms`'s outputs and its backward pass in one call,
+    without autograd, as :func:`actor_critic_grads` for the categorical node: the gradient of
+    ``scales[0] * loss_objective + scales[1] * loss_critic + scales[2] * loss_entropy`` in
+    each parameter is written into ``out[i]`` (skipped where ``out[i]`` is None)."""
+    with torch.no_grad():
+        outputs, saved = _gaussian_actor_critic_forward(
+            nets, settings, scale_lb, x, action, old_log_prob, advantage, target, params
         )
-        needs = ctx.needs_input_grad[9:]
-        _, actor_grads = mlp_backward(
-            grad_loc, x, actor_acts, actor_biases, params[:n_actor], actor_outs, False,
-            needs[:n_actor],
-        )  # fmt: skip
-        _, critic_grads = mlp_backward(
-            grad_value, x, critic_acts, critic_biases, params[n_actor:], critic_outs, False,
-            needs[n_actor:],
-        )  # fmt: skip
-        grad_log_scale = grad_log_scale if ctx.needs_input_grad[8] else None
-        return (None,) * 8 + (grad_log_scale, *actor_grads, *critic_grads)
+        needs = [o is not None for o in out]
+        _gaussian_actor_critic_backward(nets, settings, x, params, saved, *scales, needs, out)
+    return outputs

@@ -25,6 +25,7 @@ from rl_trainers.fast.ppo import (
     ClipPPOSettings,
     GaussianActorCriticClipPPOTerms,
     actor_critic_grads,
+    gaussian_actor_critic_grads,
 )
 from rl_trainers.modules.actors import ProbabilisticActor
 from rl_trainers.modules.distributions import (
@@ -458,8 +459,9 @@ class ClipPPOLoss(PPOLoss):
     def loss_and_grads(
         self, tensordict: TensorDictBase, loss_keys: Sequence[str] | None = None
     ) -> TensorDictBase | None:
-        """See :meth:`LossModule.loss_and_grads`: done for a categorical MLP actor and an
-        MLP critic on the same input (the one-node path of :meth:`forward`)."""
+        """See :meth:`LossModule.loss_and_grads`: done for a categorical MLP actor, or SB3's
+        Gaussian over an MLP, and an MLP critic on the same input (the one-node paths of
+        :meth:`forward`)."""
         if has_hooks(self) or any(GLOBAL_HOOKS):
             return None  # forward hooks must see the call
         entries = ["loss_objective", "loss_critic"]
@@ -469,16 +471,18 @@ class ClipPPOLoss(PPOLoss):
         if not keys or not set(keys) <= set(entries):
             return None
         adv = self._advantage(tensordict)
-        inputs = self._actor_critic_inputs(tensordict, adv)
+        inputs, grads = self._actor_critic_inputs(tensordict, adv), actor_critic_grads
+        if inputs is None:
+            inputs, grads = self._gaussian_inputs(tensordict, adv), gaussian_actor_critic_grads
         if inputs is None or not torch.is_grad_enabled():
             return None
         args, params, target = inputs
-        x = args[2]
+        x = params[-1]
         scales = [
             constant(float(k in keys), x.dtype, x.device)
             for k in ("loss_objective", "loss_critic", "loss_entropy")
         ]
-        *terms, value = actor_critic_grads(*args, params, scales, gradient_buffers(params))
+        *terms, value = grads(*args, params, scales, gradient_buffers(params))
         out: dict = {}
         self._write_terms(out, terms, value, target)
         return TensorDict._new_unsafe(out, batch_size=torch.Size([]))

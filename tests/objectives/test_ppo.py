@@ -569,3 +569,39 @@ def test_gaussian_clip_terms_match_the_op_by_op_graph(
     assert bool(fused_grads[index].any()) == (log_std_init > -10)  # the clamp stops it
     if diagnostics and log_std_init > -10:
         assert 0 < plain_out["clip_fraction"] < 1  # both clipped and unclipped samples
+
+
+@pytest.mark.parametrize("entropy_bonus", [False, True])
+@pytest.mark.parametrize(
+    "keys", [None, ["loss_objective"], ["loss_critic"], ["loss_critic", "loss_objective"]]
+)
+def test_gaussian_loss_and_grads_gives_forward_and_backward_bitwise(entropy_bonus, keys):
+    """SB3's Gaussian policy: the gradients without autograd are bitwise those of a backward
+    pass through its one node (the scale's parameter included)."""
+    from rl_trainers.envs.specs import Bounded
+
+    torch.manual_seed(0)
+    actor = make_actor(
+        Composite(observation=Unbounded(shape=(4,))),
+        Bounded(-1.0, 1.0, torch.Size([3])),
+        state_dependent_scale=False,
+        squash=False,
+        log_std_init=-0.5,
+    )
+    loss = ClipPPOLoss(
+        actor,
+        make_value(Composite(observation=Unbounded(shape=(4,)))),
+        entropy_bonus=entropy_bonus,
+        entropy_coef=0.05,
+        critic_coef=0.7,
+        normalize_advantage=True,
+    )
+    td = _gaussian_batch()
+    expected_out, expected_grads = _autograd_grads(loss, td, keys)
+    out = loss.loss_and_grads(td.clone(), keys)
+    assert out is not None
+    assert list(out.keys()) == list(expected_out.keys())
+    for key in expected_out.keys():
+        assert torch.equal(out[key], expected_out[key].detach()), key
+    for param, grad in zip(loss.parameters(), expected_grads, strict=True):
+        assert torch.equal(param.grad, grad)
