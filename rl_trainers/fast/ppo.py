@@ -88,6 +88,13 @@ def _surrogate_grad(ratio, take_unclipped, advantage, g_objective):
     return torch.where(take_unclipped, ratio * advantage, 0.0) * (-g_objective / n)
 
 
+def _entropy_term(mean_entropy, settings: ClipPPOSettings):
+    """``loss_entropy``: ``-entropy_coef * mean_entropy``, a zero without the bonus."""
+    if settings.entropy_coef is None:
+        return torch.zeros((), dtype=mean_entropy.dtype)
+    return -settings.entropy_coef * mean_entropy
+
+
 def _critic_terms(value, target, settings: ClipPPOSettings):
     """``(value - target, loss_critic)``."""
     distance = settings.distance_loss(value, target, settings.loss_type)
@@ -114,10 +121,7 @@ def _terms_forward(
     p = log_p.exp()
     entropy = -(p * log_p).sum(-1, keepdim=True)
     mean_entropy = entropy.mean()
-    if settings.entropy_coef is None:
-        loss_entropy = torch.zeros((), dtype=logits.dtype)
-    else:
-        loss_entropy = -settings.entropy_coef * mean_entropy
+    loss_entropy = _entropy_term(mean_entropy, settings)
     outputs = (loss_objective, loss_critic, loss_entropy, mean_entropy, log_weight)
     saved = (p, log_p, index, ratio, take_unclipped, advantage, diff, entropy)
     return outputs, saved
@@ -300,10 +304,7 @@ def _gaussian_terms_forward(
     )
     diff, loss_critic = _critic_terms(value, target, settings)
     mean_entropy = (0.5 + HALF_LOG_2PI + log_scale_c).sum()
-    if settings.entropy_coef is None:
-        loss_entropy = torch.zeros((), dtype=loc.dtype)
-    else:
-        loss_entropy = -settings.entropy_coef * mean_entropy
+    loss_entropy = _entropy_term(mean_entropy, settings)
     outputs = (loss_objective, loss_critic, loss_entropy, mean_entropy, log_weight)
     saved = (z, scale, unclamped, scale_lb, ratio, take_unclipped, advantage, diff)
     return outputs, saved

@@ -550,22 +550,32 @@ def _categorical_mlp_actor_critic(actor: nn.Module, critic: nn.Module | None) ->
         return None
     if list(actor._dist_keys) != ["logits"] or list(module.out_keys) != actor._param_keys:
         return None
+    actor_mlp, critic_mlp = module.module, _critic_mlp(critic, module.in_keys)
+    if critic_mlp is None or not isinstance(actor_mlp, MLP) or actor_mlp.out_shape is not None:
+        return None
+    if any(has_hooks(m) for m in (actor, module, actor_mlp)):
+        return None  # the modules are not called on this path: a hook must see its call
+    return actor_mlp, critic_mlp, module.in_keys[0]
+
+
+def _critic_mlp(critic: nn.Module | None, in_keys: list) -> MLP | None:
+    """The one-output MLP of a plain TensorDictModule ``critic`` reading exactly the single
+    key ``in_keys``, nothing hooked (the one-node paths do not call it); else None."""
     if not isinstance(critic, TensorDictModule) or type(critic).forward is not (
         TensorDictModule.forward
     ):
         return None
-    if len(module.in_keys) != 1 or list(critic.in_keys) != list(module.in_keys):
+    if len(in_keys) != 1 or list(critic.in_keys) != list(in_keys):
         return None
-    actor_mlp, critic_mlp = module.module, critic.module
-    for mlp in (actor_mlp, critic_mlp):
-        if not isinstance(mlp, MLP) or mlp.out_shape is not None:
-            return None
-    if any(has_hooks(m) for m in (actor, module, critic, actor_mlp, critic_mlp)):
-        return None  # the modules are not called on this path: a hook must see its call
-    linears = [m for m in critic_mlp if type(m) is nn.Linear]
+    mlp = critic.module
+    if not isinstance(mlp, MLP) or mlp.out_shape is not None:
+        return None
+    if has_hooks(critic) or has_hooks(mlp):
+        return None
+    linears = [m for m in mlp if type(m) is nn.Linear]
     if len(critic.out_keys) != 1 or not linears or linears[-1].out_features != 1:
         return None
-    return actor_mlp, critic_mlp, module.in_keys[0]
+    return mlp
 
 
 def _gaussian_mlp_actor_critic(actor: nn.Module, critic: nn.Module | None) -> tuple | None:
@@ -589,21 +599,11 @@ def _gaussian_mlp_actor_critic(actor: nn.Module, critic: nn.Module | None) -> tu
     actor_mlp, head = net
     if type(head) is not AddStateIndependentNormalScale or head.scale_mapping != "exp":
         return None
-    if not isinstance(critic, TensorDictModule) or type(critic).forward is not (
-        TensorDictModule.forward
-    ):
+    critic_mlp = _critic_mlp(critic, module.in_keys)
+    if critic_mlp is None or type(actor_mlp) is not MLP or actor_mlp.out_shape is not None:
         return None
-    if len(module.in_keys) != 1 or list(critic.in_keys) != list(module.in_keys):
-        return None
-    critic_mlp = critic.module
-    for mlp in (actor_mlp, critic_mlp):
-        if type(mlp) is not MLP or mlp.out_shape is not None:
-            return None
-    if any(has_hooks(m) for m in (actor, module, net, head, critic, actor_mlp, critic_mlp)):
+    if any(has_hooks(m) for m in (actor, module, net, head, actor_mlp)):
         return None  # the modules are not called on this path: a hook must see its call
-    linears = [m for m in critic_mlp if type(m) is nn.Linear]
-    if len(critic.out_keys) != 1 or not linears or linears[-1].out_features != 1:
-        return None
     return actor_mlp, head, critic_mlp, module.in_keys[0]
 
 
