@@ -170,56 +170,105 @@ class ClipPPOCategoricalTerms(torch.autograd.Function):
         return grad_logits, grad_value, None, None, None, None, None
 
 
-def _actor_critic_forward(nets, settings, x, index, old_log_prob, advantage, target, params):
-    """Both MLPs and the loss terms: ``(outputs, saved)`` with the outputs of
-    :class:`ActorCriticClipPPOTerms` and what :func:`_actor_critic_backward` needs."""
+def _mlps_forward(nets, x, params):
+    """The actor's and the critic's MLPs on ``x`` (``params``: the actor's, then the
+    critic's): ``(actor output, value, saved)``."""
     (actor_acts, actor_biases, n_actor), (critic_acts, critic_biases) = nets
     actor_outs: list[torch.Tensor] = []
     critic_outs: list[torch.Tensor] = []
-    logits = mlp_forward(x, actor_acts, actor_biases, params[:n_actor], actor_outs)
+    head = mlp_forward(x, actor_acts, actor_biases, params[:n_actor], actor_outs)
     value = mlp_forward(x, critic_acts, critic_biases, params[n_actor:], critic_outs)
-    outputs, head = _terms_forward(logits, value, index, old_log_prob, advantage, target, settings)
-    return (*outputs, value), (actor_outs, critic_outs, head)
+    return head, value, (actor_outs, critic_outs)
 
 
-def _actor_critic_backward(
-    nets, settings, x, params, saved, g_objective, g_critic, g_entropy, needs, out=None
-) -> list:
-    """The parameters' gradients (None where ``needs`` is False); written into ``out``
-    (one tensor per parameter) when given."""
+def _mlps_backward(nets, x, params, saved, grad_head, grad_value, needs, out=None) -> list:
+    """Both MLPs' parameter gradients from their outputs' (None where ``needs`` is False),
+    written into ``out`` (one tensor per parameter) when given."""
     (actor_acts, actor_biases, n_actor), (critic_acts, critic_biases) = nets
-    actor_outs, critic_outs, head = saved
-    grad_logits, grad_value = _terms_backward(head, settings, g_objective, g_critic, g_entropy)
+    actor_outs, critic_outs = saved
     actor_out = critic_out = None
     if out is not None:
         actor_out, critic_out = out[:n_actor], out[n_actor:]
     _, actor_grads = mlp_backward(
-        grad_logits,
-        x,
-        actor_acts,
-        actor_biases,
-        params[:n_actor],
-        actor_outs,
-        False,
-        needs[:n_actor],
-        actor_out,
-    )
+        grad_head, x, actor_acts, actor_biases, params[:n_actor], actor_outs, False,
+        needs[:n_actor], actor_out,
+    )  # fmt: skip
     _, critic_grads = mlp_backward(
-        grad_value,
-        x,
-        critic_acts,
-        critic_biases,
-        params[n_actor:],
-        critic_outs,
-        False,
-        needs[n_actor:],
-        critic_out,
-    )
+        grad_value, x, critic_acts, critic_biases, params[n_actor:], critic_outs, False,
+        needs[n_actor:], critic_out,
+    )  # fmt: skip
     return [*actor_grads, *critic_grads]
 
 
-class ActorCriticClipPPOTerms(torch.autograd.Function):
-    """The actor and critic MLPs on a shared input and the terms above, as one node.
+def _actor_critic_forward(nets, settings, x, index, old_log_prob, advantage, target, params):
+    """Both MLPs and the loss terms: ``(outputs, saved)`` with the outputs of
+    :class:`ActorCriticClipPPOTerms` and what :func:`_actor_critic_backward` needs."""
+    logits, value, mlps = _mlps_forward(nets, x, params)
+    outputs, head = _terms_forward(logits, value, index, old_log_prob, advantage, target, settings)
+    return (*outputs, value), (mlps, head)
+
+
+def _actor_critic_backward(
+    args, params, saved, g_objective, g_critic, g_entropy, needs, out=None
+) -> list:
+    """The parameters' gradients (None where ``needs`` is False); written into ``out``
+    (one tensor per parameter) when given. ``args``: the node's arguments before the
+    parameters."""
+    nets, settings, x = args[:3]
+    mlps, head = saved
+    grad_logits, grad_value = _terms_backward(head, settings, g_objective, g_critic, g_entropy)
+    return _mlps_backward(nets, x, params, mlps, grad_logits, grad_value, needs, out)
+
+
+def _actor_critic_node(name: str, forward_fn, backward_fn, n_args: int, doc: str) -> type:
+    """An autograd Function running both MLPs and the loss terms as one node:
+    ``apply(*args, *params)``, the ``n_args`` arguments ``args`` (``nets``, ``settings``...)
+    before the parameters; ``forward_fn(*args, params)`` gives ``(outputs, saved)``,
+    ``backward_fn(args, params, saved, g_objective, g_critic, g_entropy, needs)`` the
+    parameters' gradients. Outputs 3 and on carry no gradient. Not twice differentiable."""
+
+    def forward(ctx, *inputs):
+        args, params = inputs[:n_args], inputs[n_args:]
+        outputs, saved = forward_fn(*args, params)
+        # attributes rather than save_for_backward (the inputs, leaf parameters and
+        # intermediates: no reference cycle), so that a backward pass on some of the terms
+        # does not free them: torchrl lets each term have its own optimizer (one
+        # OptimizerHook per loss component), each running its own pass on the same output
+        ctx.saved = (args, params, saved)
+        ctx.mark_non_differentiable(*outputs[3:])
+        return outputs
+
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g_objective, g_critic, g_entropy, *_no_gradient):
+        args, params, saved = ctx.saved
+        grads = backward_fn(
+            args, params, saved, g_objective, g_critic, g_entropy, ctx.needs_input_grad[n_args:]
+        )
+        return (None,) * n_args + tuple(grads)
+
+    body = {"forward": staticmethod(forward), "backward": staticmethod(backward), "__doc__": doc}
+    return type(name, (torch.autograd.Function,), body)
+
+
+def _grads_without_autograd(forward_fn, backward_fn, args, params, scales, out) -> tuple:
+    """A node's outputs and its backward pass in one call, without autograd: the gradient of
+    ``scales[0] * loss_objective + scales[1] * loss_critic + scales[2] * loss_entropy``
+    (``scales``: 0-d tensors) in each parameter is written into ``out[i]`` (skipped where
+    ``out[i]`` is None). The values are bitwise those that ``backward()`` through the node
+    gives."""
+    with torch.no_grad():
+        outputs, saved = forward_fn(*args, params)
+        needs = [o is not None for o in out]
+        backward_fn(args, params, saved, *scales, needs, out)
+    return outputs
+
+
+ActorCriticClipPPOTerms = _actor_critic_node(
+    "ActorCriticClipPPOTerms",
+    _actor_critic_forward,
+    _actor_critic_backward,
+    7,
+    """The actor and critic MLPs on a shared input and the categorical terms, as one node.
 
     ``apply(nets, settings, x, index, old_log_prob, advantage, target, *params)`` with
     ``nets = ((actor_acts, actor_biases, n_actor_params), (critic_acts, critic_biases))`` as
@@ -227,56 +276,18 @@ class ActorCriticClipPPOTerms(torch.autograd.Function):
     actor's parameters then the critic's. Same outputs as :class:`ClipPPOCategoricalTerms`
     plus the value ``[N, 1]`` (no gradient; for diagnostics). :func:`actor_critic_grads`
     computes the same outputs and gradients without autograd.
-    """
-
-    @staticmethod
-    def forward(ctx, nets, settings, x, index, old_log_prob, advantage, target, *params):
-        outputs, saved = _actor_critic_forward(
-            nets, settings, x, index, old_log_prob, advantage, target, params
-        )
-        # attributes rather than save_for_backward (the input x, leaf parameters and
-        # intermediates: no reference cycle), so that a backward pass on some of the terms
-        # does not free them: torchrl lets each term have its own optimizer (one
-        # OptimizerHook per loss component), each running its own pass on the same output
-        ctx.saved = (x, params, saved)
-        ctx.nets = nets
-        ctx.settings = settings
-        ctx.mark_non_differentiable(*outputs[3:])
-        return outputs
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, g_objective, g_critic, g_entropy, _g_entropy, _g_log_weight, _g_value):
-        x, params, saved = ctx.saved
-        grads = _actor_critic_backward(
-            ctx.nets,
-            ctx.settings,
-            x,
-            params,
-            saved,
-            g_objective,
-            g_critic,
-            g_entropy,
-            ctx.needs_input_grad[7:],
-        )
-        return (None,) * 7 + tuple(grads)
+    """,
+)
 
 
 def actor_critic_grads(
     nets, settings, x, index, old_log_prob, advantage, target, params, scales, out
 ) -> tuple:
-    """:class:`ActorCriticClipPPOTerms`'s outputs and its backward pass in one call, without
-    autograd: the gradient of ``scales[0] * loss_objective + scales[1] * loss_critic +
-    scales[2] * loss_entropy`` (``scales``: 0-d tensors) in each parameter is written into
-    ``out[i]`` (skipped where ``out[i]`` is None). The values are bitwise those that
-    ``backward()`` through the node gives."""
-    with torch.no_grad():
-        outputs, saved = _actor_critic_forward(
-            nets, settings, x, index, old_log_prob, advantage, target, params
-        )
-        needs = [o is not None for o in out]
-        _actor_critic_backward(nets, settings, x, params, saved, *scales, needs, out)
-    return outputs
+    """:class:`ActorCriticClipPPOTerms` without autograd (:func:`_grads_without_autograd`)."""
+    args = (nets, settings, x, index, old_log_prob, advantage, target)
+    return _grads_without_autograd(
+        _actor_critic_forward, _actor_critic_backward, args, params, scales, out
+    )
 
 
 # ------------------------------------------------------------------ Gaussian policies
@@ -333,91 +344,56 @@ def _gaussian_actor_critic_forward(
     """Both MLPs and the Gaussian terms: ``(outputs, saved)`` with the outputs of
     :class:`GaussianActorCriticClipPPOTerms`; ``params`` is ``(log_scale, *actor's,
     *critic's)``."""
-    (actor_acts, actor_biases, n_actor), (critic_acts, critic_biases) = nets
-    log_scale, nets_params = params[0], params[1:]
-    actor_outs: list[torch.Tensor] = []
-    critic_outs: list[torch.Tensor] = []
-    loc = mlp_forward(x, actor_acts, actor_biases, nets_params[:n_actor], actor_outs)
-    value = mlp_forward(x, critic_acts, critic_biases, nets_params[n_actor:], critic_outs)
+    loc, value, mlps = _mlps_forward(nets, x, params[1:])
     outputs, head = _gaussian_terms_forward(
-        loc, log_scale, scale_lb, action, value, old_log_prob, advantage, target, settings
+        loc, params[0], scale_lb, action, value, old_log_prob, advantage, target, settings
     )
-    return (*outputs, value), (actor_outs, critic_outs, head)
+    return (*outputs, value), (mlps, head)
 
 
 def _gaussian_actor_critic_backward(
-    nets, settings, x, params, saved, g_objective, g_critic, g_entropy, needs, out=None
+    args, params, saved, g_objective, g_critic, g_entropy, needs, out=None
 ) -> list:
     """The gradients of ``params`` (None where ``needs`` is False); written into ``out``
-    (one tensor per parameter) when given."""
-    (actor_acts, actor_biases, n_actor), (critic_acts, critic_biases) = nets
-    actor_outs, critic_outs, head = saved
+    (one tensor per parameter) when given. ``args``: the node's arguments before the
+    parameters."""
+    nets, settings, _scale_lb, x = args[:4]
+    mlps, head = saved
     grad_loc, grad_log_scale, grad_value = _gaussian_terms_backward(
         head, settings, g_objective, g_critic, g_entropy
     )
-    nets_params, nets_needs = params[1:], needs[1:]
-    actor_out = critic_out = None
-    if out is not None:
-        actor_out, critic_out = out[1 : 1 + n_actor], out[1 + n_actor :]
-        if needs[0]:
-            grad_log_scale = out[0].copy_(grad_log_scale)
-    _, actor_grads = mlp_backward(
-        grad_loc, x, actor_acts, actor_biases, nets_params[:n_actor], actor_outs, False,
-        nets_needs[:n_actor], actor_out,
-    )  # fmt: skip
-    _, critic_grads = mlp_backward(
-        grad_value, x, critic_acts, critic_biases, nets_params[n_actor:], critic_outs, False,
-        nets_needs[n_actor:], critic_out,
-    )  # fmt: skip
-    return [grad_log_scale if needs[0] else None, *actor_grads, *critic_grads]
+    if not needs[0]:
+        grad_log_scale = None
+    elif out is not None:
+        grad_log_scale = out[0].copy_(grad_log_scale)
+    nets_out = None if out is None else out[1:]
+    grads = _mlps_backward(nets, x, params[1:], mlps, grad_loc, grad_value, needs[1:], nets_out)
+    return [grad_log_scale, *grads]
 
 
-class GaussianActorCriticClipPPOTerms(torch.autograd.Function):
+GaussianActorCriticClipPPOTerms = _actor_critic_node(
+    "GaussianActorCriticClipPPOTerms",
+    _gaussian_actor_critic_forward,
+    _gaussian_actor_critic_backward,
+    8,
     """SB3's Gaussian actor (an MLP's ``loc``, a state-independent ``exp`` scale), a critic
     MLP on the same input and the clipped-PPO terms, as one node.
 
-    ``apply(nets, settings, scale_lb, x, action, old_log_prob, advantage, target,
-    log_scale, *params)`` with ``nets`` and ``params`` as for
-    :class:`ActorCriticClipPPOTerms`, ``action`` ``[N, d]`` and ``log_scale`` ``[d]`` the
-    scale's parameter. Same outputs as :class:`ActorCriticClipPPOTerms`. Not twice
-    differentiable. :func:`gaussian_actor_critic_grads` computes the same outputs and
-    gradients without autograd.
-    """
-
-    @staticmethod
-    def forward(ctx, nets, settings, scale_lb, x, action, old_log_prob, advantage, target, *params):
-        outputs, saved = _gaussian_actor_critic_forward(
-            nets, settings, scale_lb, x, action, old_log_prob, advantage, target, params
-        )
-        # attributes, not save_for_backward: see ActorCriticClipPPOTerms.forward
-        ctx.saved = (x, params, saved)
-        ctx.nets = nets
-        ctx.settings = settings
-        ctx.mark_non_differentiable(*outputs[3:])
-        return outputs
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, g_objective, g_critic, g_entropy, _g_entropy, _g_log_weight, _g_value):
-        x, params, saved = ctx.saved
-        grads = _gaussian_actor_critic_backward(
-            ctx.nets, ctx.settings, x, params, saved, g_objective, g_critic, g_entropy,
-            ctx.needs_input_grad[8:],
-        )  # fmt: skip
-        return (None,) * 8 + tuple(grads)
+    ``apply(nets, settings, scale_lb, x, action, old_log_prob, advantage, target, log_scale,
+    *params)`` with ``nets`` and ``params`` as for :class:`ActorCriticClipPPOTerms`,
+    ``action`` ``[N, d]`` and ``log_scale`` ``[d]`` the scale's parameter. Same outputs as
+    :class:`ActorCriticClipPPOTerms`. :func:`gaussian_actor_critic_grads` computes the same
+    outputs and gradients without autograd.
+    """,
+)
 
 
 def gaussian_actor_critic_grads(
     nets, settings, scale_lb, x, action, old_log_prob, advantage, target, params, scales, out
 ) -> tuple:
-    """:class:`GaussianActorCriticClipPPOTerms`'s outputs and its backward pass in one call,
-    without autograd, as :func:`actor_critic_grads` for the categorical node: the gradient of
-    ``scales[0] * loss_objective + scales[1] * loss_critic + scales[2] * loss_entropy`` in
-    each parameter is written into ``out[i]`` (skipped where ``out[i]`` is None)."""
-    with torch.no_grad():
-        outputs, saved = _gaussian_actor_critic_forward(
-            nets, settings, scale_lb, x, action, old_log_prob, advantage, target, params
-        )
-        needs = [o is not None for o in out]
-        _gaussian_actor_critic_backward(nets, settings, x, params, saved, *scales, needs, out)
-    return outputs
+    """:class:`GaussianActorCriticClipPPOTerms` without autograd
+    (:func:`_grads_without_autograd`)."""
+    args = (nets, settings, scale_lb, x, action, old_log_prob, advantage, target)
+    return _grads_without_autograd(
+        _gaussian_actor_critic_forward, _gaussian_actor_critic_backward, args, params, scales, out
+    )
