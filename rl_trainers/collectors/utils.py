@@ -6,12 +6,13 @@ from typing import Any
 
 import torch
 from tensordict import TensorDictBase
-from tensordict.nn import AddStateIndependentNormalScale, TensorDictModule
+from tensordict.nn import TensorDictModule
 
 from rl_trainers import fast
 from rl_trainers.fast.acting import CategoricalActing, GaussianActing, sampling_input
 from rl_trainers.fast.mlp import fused_mlp_parts
 from rl_trainers.modules.actors import ProbabilisticActor
+from rl_trainers.modules.builders import state_independent_gaussian_net
 from rl_trainers.modules.distributions import (
     Categorical,
     IndependentNormal,
@@ -153,17 +154,13 @@ def _gaussian_acting(
 
 
 def _mlp_and_state_independent_scale(net: torch.nn.Module, obs: torch.Tensor) -> tuple | None:
-    """:class:`GaussianActing`'s ``split`` for ``nn.Sequential(MLP, scale)`` where the MLP
-    runs fused on ``obs`` and the scale module is tensordict's
-    ``AddStateIndependentNormalScale`` (exactly: a subclass may compute otherwise), else
-    None (the network's own forward runs)."""
-    if type(net) is not torch.nn.Sequential or len(net) != 2:
+    """:class:`GaussianActing`'s ``split`` for SB3's Gaussian network
+    (:func:`~rl_trainers.modules.builders.state_independent_gaussian_net`) whose MLP runs
+    fused on ``obs``, else None (the network's own forward runs)."""
+    parts = state_independent_gaussian_net(net)
+    if parts is None:
         return None
-    mlp, head = net
-    if type(mlp) is not MLP or mlp.out_shape is not None:
-        return None
-    if type(head) is not AddStateIndependentNormalScale:
-        return None
+    mlp, head = parts
     plan = fused_mlp_parts(mlp, obs)
     if plan is None:
         return None

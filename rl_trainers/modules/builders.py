@@ -129,6 +129,22 @@ def _action_bounds(action_spec) -> tuple[torch.Tensor, torch.Tensor]:
     return low.reshape(-1, low.shape[-1])[0].clone(), high.reshape(-1, high.shape[-1])[0].clone()
 
 
+def state_independent_gaussian_net(net: nn.Module) -> tuple[MLP, nn.Module] | None:
+    """``(mlp, scale module)`` when ``net`` is exactly ``nn.Sequential(MLP,
+    AddStateIndependentNormalScale)`` with the MLP's output not reshaped: the network
+    :func:`make_actor` builds for SB3's Gaussian policy (``state_dependent_scale=False``),
+    which the fast paths run as the MLP's maths and the scale; else None (exact types: a
+    subclass may compute otherwise)."""
+    if type(net) is not nn.Sequential or len(net) != 2:
+        return None
+    mlp, head = net
+    if type(mlp) is not MLP or mlp.out_shape is not None:
+        return None
+    if type(head) is not AddStateIndependentNormalScale:
+        return None
+    return mlp, head
+
+
 def make_actor(
     observation_spec,
     action_spec,

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import torch
 from tensordict import TensorDict, TensorDictBase
-from tensordict.nn import AddStateIndependentNormalScale, TensorDictModule
+from tensordict.nn import TensorDictModule
 from torch import nn
 
 from rl_trainers.fast.mlp import GLOBAL_HOOKS, fused_mlp_parts, has_hooks
@@ -28,6 +28,7 @@ from rl_trainers.fast.ppo import (
     gaussian_actor_critic_grads,
 )
 from rl_trainers.modules.actors import ProbabilisticActor
+from rl_trainers.modules.builders import state_independent_gaussian_net
 from rl_trainers.modules.distributions import (
     Categorical,
     IndependentNormal,
@@ -384,19 +385,14 @@ class ClipPPOLoss(PPOLoss):
         if nets is None or self.clip_value is not None:
             return None
         actor_mlp, critic_mlp, key = nets
-        x = td.get(key)
-        actor_parts, critic_parts = fused_mlp_parts(actor_mlp, x), fused_mlp_parts(critic_mlp, x)
-        target = td.get(self.value_target_key)
-        n = x[..., 0].numel()
-        if actor_parts is None or critic_parts is None or adv.requires_grad:
+        x, target = td.get(key), td.get(self.value_target_key)
+        fused = _fused_actor_critic(actor_mlp, critic_mlp, x, adv, target)
+        if fused is None:
             return None
-        if not adv.numel() == target.numel() == n:
-            return None
-        (actor_acts, actor_biases, actor_params) = actor_parts
-        (critic_acts, critic_biases, critic_params) = critic_parts
+        mlps, params, n = fused
         one_hot = self.actor_network.distribution_class is OneHotCategorical
         args = (
-            ((actor_acts, actor_biases, len(actor_params)), (critic_acts, critic_biases)),
+            mlps,
             self._terms_settings(),
             x.reshape(n, -1),
             self._action_index(td, one_hot, n),
@@ -404,7 +400,7 @@ class ClipPPOLoss(PPOLoss):
             adv.reshape(n, 1),
             target.reshape(n, 1),
         )
-        return args, (*actor_params, *critic_params), target
+        return args, params, target
 
     def _actor_critic_terms(self, td: TensorDictBase, adv: torch.Tensor, out: dict) -> bool:
         """Both networks and the loss terms as one autograd node
@@ -430,22 +426,20 @@ class ClipPPOLoss(PPOLoss):
         if nets is None or self.clip_value is not None:
             return None
         actor_mlp, head, critic_mlp, key = nets
-        x = td.get(key)
-        actor_parts, critic_parts = fused_mlp_parts(actor_mlp, x), fused_mlp_parts(critic_mlp, x)
-        if actor_parts is None or critic_parts is None or adv.requires_grad:
+        x, target = td.get(key), td.get(self.value_target_key)
+        fused = _fused_actor_critic(actor_mlp, critic_mlp, x, adv, target)
+        if fused is None:
             return None
+        mlps, params, n = fused
         log_scale = head.state_independent_scale
-        action, target = td.get(self.action_key), td.get(self.value_target_key)
-        n = x[..., 0].numel()
+        action = td.get(self.action_key)
         d = log_scale.numel()
         if log_scale.shape != (d,) or action.shape != (*x.shape[:-1], d):
             return None
-        if not adv.numel() == target.numel() == n or action.dtype != x.dtype:
+        if action.dtype != x.dtype:
             return None
-        (actor_acts, actor_biases, actor_params) = actor_parts
-        (critic_acts, critic_biases, critic_params) = critic_parts
         args = (
-            ((actor_acts, actor_biases, len(actor_params)), (critic_acts, critic_biases)),
+            mlps,
             self._terms_settings(),
             float(head.scale_lb),
             x.reshape(n, -1),
@@ -454,7 +448,7 @@ class ClipPPOLoss(PPOLoss):
             adv.reshape(n, 1),
             target.reshape(n, 1),
         )
-        return args, (log_scale, *actor_params, *critic_params), target
+        return args, (log_scale, *params), target
 
     def loss_and_grads(
         self, tensordict: TensorDictBase, loss_keys: Sequence[str] | None = None
@@ -477,9 +471,9 @@ class ClipPPOLoss(PPOLoss):
         if inputs is None or not torch.is_grad_enabled():
             return None
         args, params, target = inputs
-        x = params[-1]
+        like = params[-1]  # the constants' dtype and device
         scales = [
-            constant(float(k in keys), x.dtype, x.device)
+            constant(float(k in keys), like.dtype, like.device)
             for k in ("loss_objective", "loss_critic", "loss_entropy")
         ]
         *terms, value = grads(*args, params, scales, gradient_buffers(params))
@@ -539,6 +533,24 @@ class ClipPPOLoss(PPOLoss):
         out["loss_critic"] = loss_critic
 
 
+def _fused_actor_critic(actor_mlp: MLP, critic_mlp: MLP, x, adv, target) -> tuple | None:
+    """``(nets, params, n)`` for the one-node paths: both MLPs' fused parts on ``x`` as
+    the nodes take them (``((actor_acts, actor_biases, n_actor_params), (critic_acts,
+    critic_biases))``, the actor's parameters then the critic's) and the number of samples;
+    None where an MLP cannot run fused, the advantage needs a gradient, or the advantage and
+    target are not one value per sample."""
+    actor_parts, critic_parts = fused_mlp_parts(actor_mlp, x), fused_mlp_parts(critic_mlp, x)
+    if actor_parts is None or critic_parts is None or adv.requires_grad:
+        return None
+    n = x[..., 0].numel()
+    if not adv.numel() == target.numel() == n:
+        return None
+    (actor_acts, actor_biases, actor_params) = actor_parts
+    (critic_acts, critic_biases, critic_params) = critic_parts
+    nets = ((actor_acts, actor_biases, len(actor_params)), (critic_acts, critic_biases))
+    return nets, (*actor_params, *critic_params), n
+
+
 def _categorical_mlp_actor_critic(actor: nn.Module, critic: nn.Module | None) -> tuple | None:
     """``(actor MLP, critic MLP, input key)`` when the actor is a categorical
     ProbabilisticActor over the logits of a plain MLP and the critic a one-output MLP on the
@@ -594,13 +606,12 @@ def _gaussian_mlp_actor_critic(actor: nn.Module, critic: nn.Module | None) -> tu
     if actor._dist_keys["loc"] != module.out_keys[0]:
         return None
     net = module.module
-    if type(net) is not nn.Sequential or len(net) != 2:
+    parts = state_independent_gaussian_net(net)
+    if parts is None or parts[1].scale_mapping != "exp":
         return None
-    actor_mlp, head = net
-    if type(head) is not AddStateIndependentNormalScale or head.scale_mapping != "exp":
-        return None
+    actor_mlp, head = parts
     critic_mlp = _critic_mlp(critic, module.in_keys)
-    if critic_mlp is None or type(actor_mlp) is not MLP or actor_mlp.out_shape is not None:
+    if critic_mlp is None:
         return None
     if any(has_hooks(m) for m in (actor, module, net, head, actor_mlp)):
         return None  # the modules are not called on this path: a hook must see its call
