@@ -309,7 +309,8 @@ def _gaussian_terms_forward(
     scale = unclamped.clamp_min(scale_lb)
     log_scale_c = scale.log()
     z = (action - loc) / scale
-    log_pa = (-0.5 * z.pow(2) - log_scale_c - HALF_LOG_2PI).sum(-1, keepdim=True)
+    z_sq = z.pow(2)
+    log_pa = (-0.5 * z_sq - log_scale_c - HALF_LOG_2PI).sum(-1, keepdim=True)
     loss_objective, log_weight, ratio, take_unclipped = _surrogate(
         log_pa, old_log_prob, advantage, settings.eps
     )
@@ -317,7 +318,7 @@ def _gaussian_terms_forward(
     mean_entropy = (0.5 + HALF_LOG_2PI + log_scale_c).sum()
     loss_entropy = _entropy_term(mean_entropy, settings)
     outputs = (loss_objective, loss_critic, loss_entropy, mean_entropy, log_weight)
-    saved = (z, scale, unclamped, scale_lb, ratio, take_unclipped, advantage, diff)
+    saved = (z, z_sq, scale, unclamped, scale_lb, ratio, take_unclipped, advantage, diff)
     return outputs, saved
 
 
@@ -328,10 +329,10 @@ def _gaussian_terms_backward(saved, settings, g_objective, g_critic, g_entropy):
     summed over the samples; the entropy bonus adds ``-c / scale`` (its mean over samples
     of ``1 / scale``); through the clamp where ``exp(log_scale) >= scale_lb`` (as
     ``clamp_min`` passes it) and ``d exp(u) / du = exp(u)``."""
-    z, scale, unclamped, scale_lb, ratio, take_unclipped, advantage, diff = saved
+    z, z_sq, scale, unclamped, scale_lb, ratio, take_unclipped, advantage, diff = saved
     d_log_pa = _surrogate_grad(ratio, take_unclipped, advantage, g_objective)
     grad_loc = d_log_pa * z / scale
-    grad_scale = (d_log_pa * (z * z - 1.0)).sum(0) / scale
+    grad_scale = (d_log_pa * (z_sq - 1.0)).sum(0) / scale
     if settings.entropy_coef is not None:
         grad_scale = grad_scale - g_entropy * settings.entropy_coef / scale
     grad_log_scale = torch.where(unclamped >= scale_lb, grad_scale * unclamped, 0.0)
