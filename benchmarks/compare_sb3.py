@@ -336,10 +336,18 @@ def main() -> None:
         sbx_threads = "1 (XLA_FLAGS)" if args.sb3_threads == 1 else "XLA default"
         print(f"SBX: a third side, threads {sbx_threads}")
     sides = [("rl_trainers", None), ("SB3", "sb3")] + ([("SBX", "sbx")] if with_sbx else [])
-    ratios: dict[str, float] = {}
-    sbx_ratios: dict[str, float] = {}
-    train_ratios: dict[str, float] = {}
-    sbx_train_ratios: dict[str, float] = {}
+    # (summary line, reference side, rl_trainers' time, label): rl_trainers' median time over
+    # the reference's median wall time; the summary lines print in reverse, "ratio" last
+    lines = [
+        ("ratio", "SB3", "wall_time_s", "rl_trainers/SB3"),
+        ("ratio_training", "SB3", "train_time_s", "rl_trainers training/SB3 learn()"),
+    ]
+    if with_sbx:
+        lines += [
+            ("ratio_to_sbx", "SBX", "wall_time_s", "rl_trainers/SBX"),
+            ("ratio_training_to_sbx", "SBX", "train_time_s", "rl_trainers training/SBX learn()"),
+        ]
+    ratios: dict[str, dict[str, float]] = {line[0]: {} for line in lines}
     for task in tasks:
         runs: dict[str, list[dict]] = {name: [] for name, _ in sides}
         frames = args.frames or TASKS[task]["frames"]
@@ -360,11 +368,10 @@ def main() -> None:
                     f"rss {result['max_rss_mb']:.0f}MiB",
                     flush=True,
                 )
-        t_ours = _median(runs["rl_trainers"], "wall_time_s")
-        ratios[task] = t_ours / _median(runs["SB3"], "wall_time_s")
-        train_ratios[task] = _median(runs["rl_trainers"], "train_time_s") / _median(
-            runs["SB3"], "wall_time_s"
-        )
+        for name, reference, ours, _ in lines:
+            ratios[name][task] = _median(runs["rl_trainers"], ours) / _median(
+                runs[reference], "wall_time_s"
+            )
         print(f"== {task} (medians of {args.pairs} alternating runs per side)")
         print(f"   {'':12} {'wall s':>8} {'eval return':>12} {'max RSS MiB':>12}")
         for name, side_runs in runs.items():
@@ -372,25 +379,10 @@ def main() -> None:
                 f"   {name:12} {_median(side_runs, 'wall_time_s'):8.1f} "
                 f"{_median(side_runs, 'eval_return'):12.1f} {_median(side_runs, 'max_rss_mb'):12.0f}"
             )
-        print(f"   ratio rl_trainers/SB3 = {ratios[task]:.3f}", flush=True)
-        print(f"   ratio rl_trainers training/SB3 learn() = {train_ratios[task]:.3f}", flush=True)
-        if with_sbx:
-            sbx_ratios[task] = t_ours / _median(runs["SBX"], "wall_time_s")
-            sbx_train_ratios[task] = _median(runs["rl_trainers"], "train_time_s") / _median(
-                runs["SBX"], "wall_time_s"
-            )
-            print(f"   ratio rl_trainers/SBX = {sbx_ratios[task]:.3f}", flush=True)
-            print(
-                f"   ratio rl_trainers training/SBX learn() = {sbx_train_ratios[task]:.3f}",
-                flush=True,
-            )
-    if sbx_ratios:
-        print(
-            "ratio_training_to_sbx " + " ".join(f"{t}={r:.3f}" for t, r in sbx_train_ratios.items())
-        )
-        print("ratio_to_sbx " + " ".join(f"{t}={r:.3f}" for t, r in sbx_ratios.items()))
-    print("ratio_training " + " ".join(f"{t}={r:.3f}" for t, r in train_ratios.items()))
-    print("ratio " + " ".join(f"{t}={r:.3f}" for t, r in ratios.items()))
+        for name, _, _, label in lines:
+            print(f"   ratio {label} = {ratios[name][task]:.3f}", flush=True)
+    for name, *_ in reversed(lines):
+        print(f"{name} " + " ".join(f"{t}={r:.3f}" for t, r in ratios[name].items()))
 
 
 if __name__ == "__main__":
