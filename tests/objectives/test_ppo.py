@@ -244,6 +244,36 @@ def _off_policy_batch(spec, n: int = 64, seed: int = 0) -> TensorDict:
     )
 
 
+def _run_on_path(loss, batch, node, declined, monkeypatch, allow_unused=False) -> tuple:
+    """``loss(batch)``'s entries, the gradients of their ``loss_*`` sum in the loss's
+    parameters, and whether ``node`` ran, with the ``ClipPPOLoss`` methods ``declined``
+    made to decline their path."""
+    calls = []
+    with monkeypatch.context() as patch:
+        for method in declined:
+            patch.setattr(ClipPPOLoss, method, lambda *args: False)
+        original = node.apply
+        patch.setattr(node, "apply", lambda *a: calls.append(1) or original(*a))
+        out = loss(batch)
+    total = sum(v for k, v in out.items() if k.startswith("loss_"))
+    grads = torch.autograd.grad(total, list(loss.parameters()), allow_unused=allow_unused)
+    return out, grads, bool(calls)
+
+
+def _assert_same_entries_and_grads(fused, plain) -> None:
+    """The same entries in the same order, and the same gradients, to float rounding (a
+    parameter the plain graph does not reach gets none or zeros)."""
+    (fused_out, fused_grads), (plain_out, plain_grads) = fused, plain
+    assert list(fused_out.keys()) == list(plain_out.keys())
+    for key in plain_out.keys():
+        torch.testing.assert_close(fused_out[key], plain_out[key], msg=key)
+    for a, b in zip(fused_grads, plain_grads, strict=True):
+        if b is None:
+            assert a is None or not a.any()
+        else:
+            torch.testing.assert_close(a, b)
+
+
 @pytest.mark.parametrize("path", ["networks_and_terms", "terms"])
 @pytest.mark.parametrize("spec", [OneHot(3), Categorical(3)], ids=["one_hot", "index"])
 @pytest.mark.parametrize("loss_type", ["l2", "smooth_l1", "l1"])
@@ -273,29 +303,20 @@ def test_categorical_clip_terms_match_the_op_by_op_graph(
             normalize_advantage=normalize_advantage,
         )
         loss.diagnostics = diagnostics
-        with monkeypatch.context() as patch:
-            if not fused or path == "terms":
-                patch.setattr(ClipPPOLoss, "_actor_critic_terms", lambda *args: False)
-            if not fused:
-                patch.setattr(ClipPPOLoss, "_categorical_terms", lambda *args: False)
-            calls = []
-            original = one_node[path].apply
-            patch.setattr(one_node[path], "apply", lambda *a: calls.append(1) or original(*a))
-            out = loss(_off_policy_batch(spec))
-        assert bool(calls) == fused, "the expected path was not taken"
-        params = list(loss.parameters())
-        total = sum(v for k, v in out.items() if k.startswith("loss_"))
-        return out, torch.autograd.grad(total, params)
+        declined = []
+        if not fused or path == "terms":
+            declined.append("_actor_critic_terms")
+        if not fused:
+            declined.append("_categorical_terms")
+        batch = _off_policy_batch(spec)
+        out, grads, ran = _run_on_path(loss, batch, one_node[path], declined, monkeypatch)
+        assert ran == fused, "the expected path was not taken"
+        return out, grads
 
-    fused_out, fused_grads = run(True)
-    plain_out, plain_grads = run(False)
-    assert list(fused_out.keys()) == list(plain_out.keys())
-    for key in plain_out.keys():
-        torch.testing.assert_close(fused_out[key], plain_out[key], msg=key)
-    for a, b in zip(fused_grads, plain_grads, strict=True):
-        torch.testing.assert_close(a, b)
+    plain = run(False)
+    _assert_same_entries_and_grads(run(True), plain)
     if diagnostics:
-        assert 0 < plain_out["clip_fraction"] < 1  # both clipped and unclipped samples
+        assert 0 < plain[0]["clip_fraction"] < 1  # both clipped and unclipped samples
 
 
 def test_one_node_path_needs_plain_mlps_on_one_input():
@@ -539,30 +560,17 @@ def test_gaussian_clip_terms_match_the_op_by_op_graph(
             loss_critic_type=loss_type,
         )
         loss.diagnostics = diagnostics
-        calls = []
-        with monkeypatch.context() as patch:
-            if not fused:
-                patch.setattr(ClipPPOLoss, "_actor_critic_terms", lambda *args: False)
-            original = GaussianActorCriticClipPPOTerms.apply
-            patch.setattr(
-                GaussianActorCriticClipPPOTerms, "apply", lambda *a: calls.append(1) or original(*a)
-            )
-            out = loss(_gaussian_batch())
-        assert bool(calls) == fused, "the expected path was not taken"
-        params = list(loss.parameters())
-        total = sum(v for k, v in out.items() if k.startswith("loss_"))
-        return out, torch.autograd.grad(total, params, allow_unused=True)
+        declined = [] if fused else ["_actor_critic_terms"]
+        node = GaussianActorCriticClipPPOTerms
+        out, grads, ran = _run_on_path(
+            loss, _gaussian_batch(), node, declined, monkeypatch, allow_unused=True
+        )
+        assert ran == fused, "the expected path was not taken"
+        return out, grads
 
-    fused_out, fused_grads = run(True)
-    plain_out, plain_grads = run(False)
-    assert list(fused_out.keys()) == list(plain_out.keys())
-    for key in plain_out.keys():
-        torch.testing.assert_close(fused_out[key], plain_out[key], msg=key)
-    for a, b in zip(fused_grads, plain_grads, strict=True):
-        if b is None:
-            assert a is None or not a.any()
-        else:
-            torch.testing.assert_close(a, b)
+    fused, plain = run(True), run(False)
+    _assert_same_entries_and_grads(fused, plain)
+    fused_grads, plain_out = fused[1], plain[0]
     log_std = actor.module.module[1].state_independent_scale
     loss_params = list(ClipPPOLoss(actor, critic).parameters())
     index = next(i for i, q in enumerate(loss_params) if q is log_std)
