@@ -799,3 +799,23 @@ def test_update_priority_takes_a_sampled_tensordict_as_torchrls_scripts_pass_it(
     rb.update_priority(torch.tensor([2]), torch.tensor([1e-6]))  # the (index, priority) form
     with pytest.raises(TypeError, match="needs a priority"):
         rb.update_priority(torch.tensor([1]))
+
+
+@pytest.mark.parametrize("buffer_type", [TensorDictReplayBuffer, ReplayBuffer])
+def test_saved_buffer_size_follows_its_items_not_its_capacity(buffer_type):
+    import io
+
+    rb = buffer_type(storage=LazyTensorStorage(1_000_000), batch_size=4)
+    rb.extend(make_batch(600) if buffer_type is TensorDictReplayBuffer else torch.randn(600, 17))
+    out = io.BytesIO()
+    torch.save(rb.state_dict(), out)
+    assert out.tell() < 1_000_000  # 600 items, not the 1M rows the storage has room for
+    out.seek(0)
+    restored = buffer_type(storage=LazyTensorStorage(1_000_000), batch_size=4)
+    restored.load_state_dict(torch.load(out, weights_only=False))
+    assert len(restored) == 600
+    held, back = rb.storage.get(torch.arange(600)), restored.storage.get(torch.arange(600))
+    if buffer_type is TensorDictReplayBuffer:
+        _assert_td_equal(held, back)
+    else:
+        assert torch.equal(held, back)

@@ -406,9 +406,11 @@ class TensorStorage(Storage):
         return storage[index]
 
     def state_dict(self) -> dict[str, Any]:
+        """The items held, as copies: ``torch.save`` of a slice writes the whole tensor it
+        views, so a 1M-capacity buffer holding 600 items would otherwise save 1M rows."""
         data = self._storage
         if isinstance(data, TensorDictBase):
-            data = data[: self._len]
+            data = data[: self._len].clone()
             data = {"__tensordict__": data.to_dict(), "batch_size": list(data.batch_size)}
         elif data is not None:
             data = data[: self._len].clone()
