@@ -8,6 +8,11 @@
    (:mod:`rl_trainers.fast.acting`) and through the actor's own forward, alternating.
 3. Microseconds per ``sample()`` of 256 items from a full 1M-capacity LazyTensorStorage buffer,
    uniform (target < 200 us) and prioritized (target < 1 ms), plus a priority update.
+4. An off-policy frame's buffer work on MuJoCo transitions (HalfCheetah's shapes, with every
+   entry the SAC preset's collector writes): one frame written through the trainer's replay
+   hook, then 256 transitions sampled, from a full 1M-capacity buffer; the packed storage
+   (``fast.PACKED_STORAGE``) against one tensor per leaf, and SB3's ``ReplayBuffer``
+   (``add`` and ``sample(256)``) when stable-baselines3 is installed; alternating blocks.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from rl_trainers.data import (
     TensorDictReplayBuffer,
 )
 from rl_trainers.envs import GymEnv
+from rl_trainers.hooks import ReplayBufferTrainer
 
 NUM_ENVS = 8
 
@@ -118,6 +124,103 @@ def transitions(n: int) -> TensorDict:
     )
 
 
+def mujoco_frame(obs_dim: int = 17, act_dim: int = 6) -> TensorDict:
+    """One collected frame (batch ``[1, 1]``: one env, one step) with the entries the SAC
+    HalfCheetah preset's collector writes."""
+    flag = torch.zeros(1, 1, 1, dtype=torch.bool)
+
+    def floats(n: int) -> torch.Tensor:
+        return torch.randn(1, 1, n)
+
+    return TensorDict(
+        {
+            "observation": floats(obs_dim),
+            "action": floats(act_dim),
+            "loc": floats(act_dim),
+            "scale": floats(act_dim),
+            "episode_reward": floats(1),
+            "done": flag,
+            "terminated": flag.clone(),
+            "truncated": flag.clone(),
+            "collector": {"traj_ids": torch.zeros(1, 1, dtype=torch.long)},
+            "next": {
+                "observation": floats(obs_dim),
+                "reward": floats(1),
+                "episode_reward": floats(1),
+                "done": flag.clone(),
+                "terminated": flag.clone(),
+                "truncated": flag.clone(),
+            },
+        },
+        batch_size=[1, 1],
+        device="cpu",
+    )
+
+
+def off_policy_frame_step(size: int, packed: bool):
+    """``step()``: write one MuJoCo frame through the replay hook, sample 256."""
+    frame = mujoco_frame()
+    fast.PACKED_STORAGE = packed
+    try:
+        rb = TensorDictReplayBuffer(storage=LazyTensorStorage(size), batch_size=256)
+        chunk = frame.reshape(-1).expand(100_000).clone()
+        for _ in range(0, size, len(chunk)):
+            rb.extend(chunk)
+    finally:
+        fast.PACKED_STORAGE = True
+    hook = ReplayBufferTrainer(rb, flatten_tensordicts=True)
+
+    def step() -> None:
+        hook.extend(frame)
+        hook.sample()
+
+    return step
+
+
+def sb3_frame_step(size: int):
+    """``step()`` for SB3's ``ReplayBuffer`` on the same shapes (None without SB3)."""
+    try:
+        import numpy as np
+        from gymnasium import spaces
+        from stable_baselines3.common.buffers import ReplayBuffer as SB3ReplayBuffer
+    except ImportError:
+        return None
+    obs_space = spaces.Box(-np.inf, np.inf, (17,), np.float32)
+    rb = SB3ReplayBuffer(size, obs_space, spaces.Box(-1, 1, (6,), np.float32), device="cpu")
+    rng = np.random.default_rng(0)
+    rb.observations[:] = rng.standard_normal(rb.observations.shape, np.float32)
+    rb.next_observations[:] = rng.standard_normal(rb.next_observations.shape, np.float32)
+    rb.full = True
+    obs = rng.standard_normal((1, 17), np.float32)
+    action = rng.standard_normal((1, 6), np.float32)
+    reward, done, infos = np.zeros(1, np.float32), np.zeros(1, np.float32), [{}]
+
+    def step() -> None:
+        rb.add(obs, obs, action, reward, done, infos)
+        rb.sample(256)
+
+    return step
+
+
+def off_policy_frame_us(size: int, iters: int, repeats: int) -> dict[str, float]:
+    """Median microseconds per frame step of each side, in alternating blocks of ``iters``."""
+    steps = {
+        "packed storage": off_policy_frame_step(size, packed=True),
+        "a tensor per leaf": off_policy_frame_step(size, packed=False),
+    }
+    sb3 = sb3_frame_step(size)
+    if sb3 is not None:
+        steps["SB3 ReplayBuffer"] = sb3
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for i in range(2 * repeats):
+        for name in list(steps) if i % 2 == 0 else list(steps)[::-1]:
+            start = time.perf_counter()
+            for _ in range(iters):
+                steps[name]()
+            times[name].append((time.perf_counter() - start) / iters * 1e6)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def sample_us(sampler, size: int, iters: int) -> tuple[float, float]:
     rb = TensorDictReplayBuffer(storage=LazyTensorStorage(size), sampler=sampler, batch_size=256)
     chunk = 100_000
@@ -137,16 +240,7 @@ def sample_us(sampler, size: int, iters: int) -> tuple[float, float]:
     return per_sample, per_update
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--frames", type=int, default=40_000)
-    parser.add_argument("--frames-per-batch", type=int, default=1024)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--buffer-size", type=int, default=1_000_000)
-    parser.add_argument("--iters", type=int, default=1000)
-    args = parser.parse_args()
-    torch.set_num_threads(1)
-
+def collector_section(args) -> None:
     raw, ours = [], []
     for _ in range(args.repeats):
         raw.append(raw_gym_fps(args.frames))
@@ -157,6 +251,8 @@ def main() -> None:
     print(f"  SyncDataCollector           : {ours_med:10.0f} frames/s (median)")
     print(f"  ratio collector / raw       : {ours_med / raw_med:10.2f} (target >= 0.8)")
 
+
+def acting_section(args) -> None:
     lean, general = [], []
     for i in range(args.repeats):
         for flag in (True, False) if i % 2 else (False, True):
@@ -168,6 +264,8 @@ def main() -> None:
     print(f"  lean acting path            : {lean_med:10.0f} frames/s (median)")
     print(f"  time lean / forward         : {general_med / lean_med:10.2f}")
 
+
+def sample_section(args) -> None:
     for name, sampler, target in (
         ("uniform (RandomSampler)", RandomSampler(), 200),
         ("prioritized", PrioritizedSampler(args.buffer_size, alpha=0.6, beta=0.4), 1000),
@@ -177,6 +275,43 @@ def main() -> None:
             f"sample(256) from a full {args.buffer_size:,} buffer, {name}: {per_sample:7.1f} us "
             f"(target < {target} us); update_priority(256): {per_update:7.1f} us"
         )
+
+
+def frame_section(args) -> None:
+    frame_us = off_policy_frame_us(args.buffer_size, args.iters, args.repeats)
+    print(
+        f"MuJoCo transitions (17-dim observations, 6-dim actions), write 1 frame + sample 256 "
+        f"from a full {args.buffer_size:,} buffer, {2 * args.repeats} alternating blocks"
+    )
+    for name, us in frame_us.items():
+        print(f"  {name:<26}: {us:8.1f} us per frame (median)")
+    if "SB3 ReplayBuffer" in frame_us:
+        ratio = frame_us["packed storage"] / frame_us["SB3 ReplayBuffer"]
+        print(f"  ratio packed / SB3        : {ratio:8.2f}")
+
+
+SECTIONS = {
+    "collector": collector_section,
+    "acting": acting_section,
+    "sample": sample_section,
+    "frame": frame_section,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, default=40_000)
+    parser.add_argument("--frames-per-batch", type=int, default=1024)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--buffer-size", type=int, default=1_000_000)
+    parser.add_argument("--iters", type=int, default=1000)
+    parser.add_argument(
+        "--only", default=",".join(SECTIONS), help=f"comma-separated among {', '.join(SECTIONS)}"
+    )
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    for name in args.only.split(","):
+        SECTIONS[name.strip()](args)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,10 @@ and where the library calls it:
   (its tensor maths).
 * ``LEAN_ADAM``: :mod:`.adam`, torch's fused Adam kernel on the optimiser's state without
   ``Optimizer.step``'s wrappers (``optimizer.step()``; ``core.optimizer_step``).
+* ``PACKED_STORAGE``: :mod:`.packed`, a replay buffer's in-memory TensorDict storage with
+  its leaves as column views of one table per dtype, so a sample gathers each dtype's rows
+  at once (one tensor per leaf, gathered and written leaf by leaf;
+  ``TensorStorage._allocate`` picks the layout).
 
 The array rollout is the one fast path outside this package: it is ``GymWrapper``'s own
 batch loop over the env's arrays (``GymWrapper.rollout_batch``), so it stays with the env;
@@ -77,6 +81,7 @@ LEAN_ACTING = DEFAULT
 ARRAY_ROLLOUT = DEFAULT
 VECNORM_ON_HOST = DEFAULT
 LEAN_ADAM = DEFAULT
+PACKED_STORAGE = DEFAULT
 
 #: Every switch, by name.
 SWITCHES = (
@@ -87,6 +92,7 @@ SWITCHES = (
     "ARRAY_ROLLOUT",
     "VECNORM_ON_HOST",
     "LEAN_ADAM",
+    "PACKED_STORAGE",
 )
 
 

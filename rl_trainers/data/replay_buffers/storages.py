@@ -28,7 +28,9 @@ from typing import Any
 import torch
 from tensordict import MemoryMappedTensor, TensorDict, TensorDictBase
 
+from rl_trainers import fast
 from rl_trainers.envs.utils import flatten_batch
+from rl_trainers.fast.packed import PackedColumns
 
 __all__ = ["LazyMemmapStorage", "LazyTensorStorage", "ListStorage", "Storage", "TensorStorage"]
 
@@ -221,8 +223,11 @@ def _layout_of(td: TensorDictBase) -> list[tuple[str, Any]]:
 
 def _pair_leaves(layout: list[tuple[str, Any]], data: TensorDict, pairs: list) -> bool:
     """Append ``(storage column, data leaf)`` for every leaf of ``layout``; False when
-    ``data`` lacks one, nests differently or holds a leaf of another item shape."""
+    ``data`` lacks one, has another, nests differently or holds a leaf of another item
+    shape."""
     entries = data._tensordict
+    if len(entries) != len(layout):
+        return False
     for key, column in layout:
         value = entries.get(key)
         if isinstance(column, list):
@@ -279,6 +284,8 @@ class TensorStorage(Storage):
             self._len = min(int(storage.shape[0]), self.max_size)
         self._layout: tuple[Any, list] | None = None
         self._leaf_keys: tuple[Any, set] | None = None
+        #: the packed columns the storage's leaves view (set when it allocates them so)
+        self._packed: PackedColumns | None = None
 
     @property
     def initialized(self) -> bool:
@@ -289,6 +296,15 @@ class TensorStorage(Storage):
         shape = (self.max_size, *data.shape[1:])
         if isinstance(data, torch.Tensor):
             return torch.empty(shape, dtype=data.dtype, device=self.device)
+        if data.shape[0] and fast.PACKED_STORAGE and PackedColumns.fits(data[0]):
+            packed = PackedColumns(data[0], self.max_size, self.device)
+            self._packed = packed
+            return data[0].named_apply(
+                lambda key, _: packed.columns[key],
+                nested_keys=True,
+                batch_size=shape,
+                device=self.device,
+            )
         if data.shape[0]:
             try:
                 # uninitialised leaves: pages are only mapped (counted in RSS) once written,
@@ -320,25 +336,30 @@ class TensorStorage(Storage):
                     f"data of batch size {tuple(data.batch_size)} does not fit a storage of "
                     f"item shape {tuple(stored_shape)}"
                 )
-            same_leaves = self._add_new_leaves(data)
-        else:
-            same_leaves = False
         if index.numel() == 1 or bool((index[1:] - index[:-1] == 1).all()):
             start = int(index[0])
             where: slice | torch.Tensor = slice(start, start + index.numel())
         else:
             where = index
-        if not (same_leaves and self._scatter(data, where)):
+        if not (isinstance(data, TensorDictBase) and self._scatter(data, where)):
+            if isinstance(data, TensorDictBase):
+                self._add_new_leaves(data)
             self._storage[where] = data
-        self._note_write(index)
+        if isinstance(where, slice):
+            self._len = max(self._len, where.stop)
+            self._last_cursor = where.stop % self.max_size
+        else:
+            self._note_write(index)
 
     def _scatter(self, data: TensorDictBase, where: slice | torch.Tensor) -> bool:
-        """Write ``data`` leaf by leaf (the mirror of the gather in :meth:`get`, several times
+        """Write ``data`` leaf by leaf, or each packed dtype's rows at once (several times
         faster than TensorDict's indexed assignment for one-step batches); False, writing
-        nothing, unless both are plain TensorDicts whose leaves match in shape."""
+        nothing, unless both are plain TensorDicts with the same leaves of the same shapes."""
         storage = self._storage
         if type(storage) is not TensorDict or type(data) is not TensorDict:
             return False
+        if self._packed is not None:
+            return self._packed.write(where, data)
         if self._layout is None or self._layout[0] is not storage:
             self._layout = (storage, _layout_of(storage))
         pairs: list[tuple[torch.Tensor, torch.Tensor]] = []
@@ -365,19 +386,37 @@ class TensorStorage(Storage):
             return len(data_keys) == len(stored)
         locked = storage.is_locked
         storage.unlock_()
-        for key in new_keys:
-            leaf = data.get(key)
-            column = torch.empty(
-                (self.max_size, *leaf.shape[1:]), dtype=leaf.dtype, device=self.device
-            )
-            column[: self._len].zero_()
-            storage.set(key, column)
+        if self._packed is not None:
+            self._repack(data, new_keys)
+        else:
+            for key in new_keys:
+                leaf = data.get(key)
+                column = torch.empty(
+                    (self.max_size, *leaf.shape[1:]), dtype=leaf.dtype, device=self.device
+                )
+                column[: self._len].zero_()
+                storage.set(key, column)
         self._stored_new_leaves()
         if locked:
             storage.lock_()
         self._leaf_keys = None
         self._layout = None
         return False
+
+    def _repack(self, data: TensorDictBase, new_keys: list) -> None:
+        """Pack the storage's leaves and ``data``'s ``new_keys`` anew: the items held are
+        copied, the new leaves read zeros there."""
+        template = self._storage[0].clone()
+        for key in new_keys:
+            template.set(key, data.get(key)[0])
+        old, n = self._packed, self._len
+        self._packed = packed = PackedColumns(template, self.max_size, self.device)
+        for key, column in packed.columns.items():
+            if key in old.columns:
+                column[:n] = old.columns[key][:n]
+            else:
+                column[:n] = 0
+            self._storage.set(key, column)
 
     def _stored_new_leaves(self) -> None:
         """Called after :meth:`_add_new_leaves` added columns (subclasses persist them)."""
@@ -394,12 +433,17 @@ class TensorStorage(Storage):
             and index.dtype == torch.long
             and type(storage) is TensorDict
         ):
-            # Fast path: gather every leaf with index_select and build the result without
-            # TensorDict's per-key validation (about twice as fast as ``storage[index]``).
-            if self._layout is None or self._layout[0] is not storage:
-                self._layout = (storage, _layout_of(storage))
+            # Fast path: gather every leaf with index_select (each packed dtype's rows at
+            # once) and build the result without TensorDict's per-key validation (about
+            # twice as fast as ``storage[index]``).
+            if self._packed is not None:
+                gathered = self._packed.gather(index)
+            else:
+                if self._layout is None or self._layout[0] is not storage:
+                    self._layout = (storage, _layout_of(storage))
+                gathered = _gather(self._layout[1], index)
             return TensorDict._new_unsafe(
-                _gather(self._layout[1], index),
+                gathered,
                 batch_size=torch.Size([index.numel(), *storage.batch_size[1:]]),
                 device=storage.device,
             )
