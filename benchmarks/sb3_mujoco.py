@@ -126,6 +126,7 @@ def main() -> None:
         "eval_return_mean": float(np.mean(returns)),
         "eval_return_std": float(np.std(returns)),
         "eval_episodes": args.eval_episodes,
+        "eval_returns": [round(float(r), 3) for r in returns],
     }
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     # what rl_trainers.plot reads to name a run's curve (algorithm=sb3_sac beside ours)

@@ -157,6 +157,7 @@ def _train_and_summarise(
         "eval_return_mean": float(sum(returns) / len(returns)),
         "eval_return_std": float(_std(returns)),
         "eval_episodes": len(returns),
+        "eval_returns": [round(float(r), 3) for r in returns],
         "finished_early": trainer.finished_early,
         "output_dir": str(out),
     }

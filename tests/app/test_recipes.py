@@ -36,7 +36,9 @@ def _check_summary(out, frames: int) -> dict:
         "eval_episodes",
     ):
         assert key in summary
-    assert summary["eval_episodes"] == 2
+    assert summary["eval_episodes"] == len(summary["eval_returns"]) == 2
+    mean = sum(summary["eval_returns"]) / 2
+    assert abs(mean - summary["eval_return_mean"]) < 1e-2  # the episodes the mean is over
     assert 0 < summary["train_time_s"] <= summary["wall_time_s"]  # training within the run
     return summary
 
