@@ -819,3 +819,25 @@ def test_saved_buffer_size_follows_its_items_not_its_capacity(buffer_type):
         _assert_td_equal(held, back)
     else:
         assert torch.equal(held, back)
+
+
+def test_non_tensor_entries_are_stored_sampled_and_restored():
+    from tensordict import NonTensorData, NonTensorStack
+
+    words = [f"step {i}" for i in range(6)]
+    data = TensorDict(
+        {
+            "obs": torch.arange(6.0).unsqueeze(-1),
+            "text": NonTensorStack(*[NonTensorData(w) for w in words]),
+        },
+        [6],
+    )
+    rb = TensorDictReplayBuffer(storage=LazyTensorStorage(10), batch_size=4)
+    rb.extend(data)
+    sample = rb.sample()
+    for i, text in zip(sample["index"].tolist(), sample["text"]):
+        assert text == words[i]
+        assert sample["obs"][sample["index"] == i][0].item() == i
+    restored = TensorDictReplayBuffer(storage=LazyTensorStorage(10), batch_size=4)
+    restored.load_state_dict(rb.state_dict())
+    assert list(restored[2:5]["text"]) == words[2:5]

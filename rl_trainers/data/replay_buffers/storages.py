@@ -208,16 +208,21 @@ def _as_storable(data: Any) -> Any:
     )
 
 
-def _layout_of(td: TensorDictBase) -> list[tuple[str, Any]]:
-    """Nested ``[(key, tensor or sub-layout)]`` mirror of a TensorDict's leaves."""
+def _layout_of(td: TensorDictBase) -> list[tuple[str, Any]] | None:
+    """Nested ``[(key, tensor or sub-layout)]`` mirror of a TensorDict's leaves; None unless
+    every leaf is a plain tensor in plain nested TensorDicts (non-tensor data, e.g.
+    strings, go through TensorDict's own indexing)."""
     layout = []
     for key, value in td.items():
-        if isinstance(value, TensorDictBase):
-            if type(value) is not TensorDict:
-                raise TypeError("fast gather supports plain nested TensorDicts only")
-            layout.append((key, _layout_of(value)))
-        else:
+        if type(value) is TensorDict:
+            sub = _layout_of(value)
+            if sub is None:
+                return None
+            layout.append((key, sub))
+        elif type(value) is torch.Tensor:
             layout.append((key, value))
+        else:
+            return None
     return layout
 
 
@@ -363,7 +368,7 @@ class TensorStorage(Storage):
         if self._layout is None or self._layout[0] is not storage:
             self._layout = (storage, _layout_of(storage))
         pairs: list[tuple[torch.Tensor, torch.Tensor]] = []
-        if not _pair_leaves(self._layout[1], data, pairs):
+        if self._layout[1] is None or not _pair_leaves(self._layout[1], data, pairs):
             return False
         for column, value in pairs:
             column[where] = value
@@ -436,12 +441,14 @@ class TensorStorage(Storage):
             # Fast path: gather every leaf with index_select (each packed dtype's rows at
             # once) and build the result without TensorDict's per-key validation (about
             # twice as fast as ``storage[index]``).
+            if self._layout is None or self._layout[0] is not storage:
+                self._layout = (storage, _layout_of(storage))
             if self._packed is not None:
                 gathered = self._packed.gather(index)
-            else:
-                if self._layout is None or self._layout[0] is not storage:
-                    self._layout = (storage, _layout_of(storage))
+            elif self._layout[1] is not None:
                 gathered = _gather(self._layout[1], index)
+            else:
+                return storage[index]
             return TensorDict._new_unsafe(
                 gathered,
                 batch_size=torch.Size([index.numel(), *storage.batch_size[1:]]),
