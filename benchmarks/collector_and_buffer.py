@@ -23,6 +23,7 @@ import time
 
 import gymnasium as gym
 import torch
+from mlp_fast_path import compare
 from tensordict import TensorDict
 
 from rl_trainers import fast
@@ -211,14 +212,8 @@ def off_policy_frame_us(size: int, iters: int, repeats: int) -> dict[str, float]
     sb3 = sb3_frame_step(size)
     if sb3 is not None:
         steps["SB3 ReplayBuffer"] = sb3
-    times: dict[str, list[float]] = {name: [] for name in steps}
-    for i in range(2 * repeats):
-        for name in list(steps) if i % 2 == 0 else list(steps)[::-1]:
-            start = time.perf_counter()
-            for _ in range(iters):
-                steps[name]()
-            times[name].append((time.perf_counter() - start) / iters * 1e6)
-    return {name: statistics.median(t) for name, t in times.items()}
+    seconds = compare(steps, iters, 2 * repeats)
+    return {name: s * 1e6 for name, s in seconds.items()}
 
 
 def sample_us(sampler, size: int, iters: int) -> tuple[float, float]:

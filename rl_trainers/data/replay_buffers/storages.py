@@ -333,6 +333,11 @@ class TensorStorage(Storage):
             raise ValueError(f"got {data.shape[0]} items for {index.numel()} indices")
         if self._storage is None:
             self._storage = self._allocate(data)
+        if index.numel() == 1 or bool((index[1:] - index[:-1] == 1).all()):
+            start = int(index[0])
+            where: slice | torch.Tensor = slice(start, start + index.numel())
+        else:
+            where = index
         if isinstance(data, TensorDictBase):
             data = data.to(self.device) if data.device != self.device else data
             stored_shape = self._storage.shape[1:]
@@ -341,20 +346,12 @@ class TensorStorage(Storage):
                     f"data of batch size {tuple(data.batch_size)} does not fit a storage of "
                     f"item shape {tuple(stored_shape)}"
                 )
-        if index.numel() == 1 or bool((index[1:] - index[:-1] == 1).all()):
-            start = int(index[0])
-            where: slice | torch.Tensor = slice(start, start + index.numel())
-        else:
-            where = index
-        if not (isinstance(data, TensorDictBase) and self._scatter(data, where)):
-            if isinstance(data, TensorDictBase):
+            if not self._scatter(data, where):
                 self._add_new_leaves(data)
-            self._storage[where] = data
-        if isinstance(where, slice):
-            self._len = max(self._len, where.stop)
-            self._last_cursor = where.stop % self.max_size
+                self._storage[where] = data
         else:
-            self._note_write(index)
+            self._storage[where] = data
+        self._note_write(index)
 
     def _scatter(self, data: TensorDictBase, where: slice | torch.Tensor) -> bool:
         """Write ``data`` leaf by leaf, or each packed dtype's rows at once (several times
@@ -441,14 +438,14 @@ class TensorStorage(Storage):
             # Fast path: gather every leaf with index_select (each packed dtype's rows at
             # once) and build the result without TensorDict's per-key validation (about
             # twice as fast as ``storage[index]``).
-            if self._layout is None or self._layout[0] is not storage:
-                self._layout = (storage, _layout_of(storage))
             if self._packed is not None:
                 gathered = self._packed.gather(index)
-            elif self._layout[1] is not None:
-                gathered = _gather(self._layout[1], index)
             else:
-                return storage[index]
+                if self._layout is None or self._layout[0] is not storage:
+                    self._layout = (storage, _layout_of(storage))
+                if self._layout[1] is None:
+                    return storage[index]
+                gathered = _gather(self._layout[1], index)
             return TensorDict._new_unsafe(
                 gathered,
                 batch_size=torch.Size([index.numel(), *storage.batch_size[1:]]),
