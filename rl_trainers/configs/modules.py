@@ -75,6 +75,12 @@ class TanhNormalModelConfig(PolicyModelConfig):
         "initial log of the learned scale (SB3's log_std_init); only with "
         "state_dependent_scale=false (null: 0, a scale of 1)",
     )
+    scale_mapping: str = config_field(
+        "biased_softplus_1.0",
+        "how the network's output x becomes the scale: biased_softplus_1.0 (torchrl's: "
+        "softplus, 1 at x=0, at least 0.01), clamped_exp (SB3's SAC: exp(clamp(x, -20, 2))), "
+        "exp, softplus, expln; only with a state-dependent scale",
+    )
     use_sde: bool = config_field(
         False,
         "explore with gSDE (SB3's use_sde; PPO, A2C, PG): noise linear in the last hidden "

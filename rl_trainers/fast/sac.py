@@ -10,8 +10,9 @@ arguments (:class:`TanhNormalHead`, :class:`SACNets`), so this module needs no l
 Op by op, a SAC loss is ~200 small ops forward and as many backward nodes around its sixteen
 256-wide matrix products; the products run near the core's peak, and the small ops and their
 autograd bookkeeping are most of what is left. For the usual networks
-(an MLP actor whose output a :class:`~tensordict.nn.NormalParamExtractor` splits into a
-TanhNormal's location and scale, plain MLP critics in a
+(an MLP actor whose output a :class:`~tensordict.nn.NormalParamExtractor` or a
+:class:`~rl_trainers.modules.ClampedLogStdExtractor` splits into a TanhNormal's location
+and scale, plain MLP critics in a
 :class:`~rl_trainers.objectives.CriticEnsemble`), :func:`sac_forward` computes the
 whole forward without autograd, in fewer and larger products (the actor once on ``[s; s']``,
 the critics once on ``[(s, a); (s, a~)]``, the target critics on ``(s', a')``), and the two
@@ -22,8 +23,9 @@ losses that carry gradients become one autograd node each:
   attained it, the critics' input gradient gives ``d / d a~``, then, with
   ``u = loc + scale * eps`` and ``t = tanh(u)``, ``d a~ / d u = half * (1 - t^2)``,
   ``d log p / d u = 2 t`` (the log-det term), ``d log p / d scale = -1 / scale`` (plus ``eps``
-  through ``u``), and the biased softplus and its clamp give the gradient of the actor's raw
-  scale output; then the actor MLP's hand-written backward.
+  through ``u``), and the scale's map (a biased softplus and its clamp, or SB3's clamped
+  exp) gives the gradient of the actor's raw scale output; then the actor MLP's
+  hand-written backward.
 * :class:`SACCriticTerms`, ``loss_qvalue = 0.5 * sum_i mean(distance(Q_i(s, a), y))``: the
   critics' backward on the replay rows.
 
@@ -63,8 +65,10 @@ _SOFTPLUS_THRESHOLD = 20.0  # F.softplus's default
 
 class TanhNormalHead(NamedTuple):
     """How the actor's ``[N, 2d]`` output becomes a TanhNormal: ``loc, raw = chunk(2)``,
-    ``scale = max(softplus(raw + shift) + min_val, scale_lb)``, actions in ``[low, high]``;
-    ``distribution`` is the TanhNormal class
+    ``scale = max(softplus(raw + shift) + min_val, scale_lb)`` (tensordict's
+    NormalParamExtractor with a biased softplus) or, with ``log_std_bounds = (lo, hi)``,
+    ``scale = exp(clamp(raw, lo, hi))`` (SB3's SAC actor; ``shift``, ``min_val`` and
+    ``scale_lb`` unused); actions in ``[low, high]``; ``distribution`` is the TanhNormal class
     (:class:`rl_trainers.modules.distributions.TanhNormal`), whose ``from_noise`` samples."""
 
     shift: float
@@ -73,34 +77,48 @@ class TanhNormalHead(NamedTuple):
     low: torch.Tensor | float
     high: torch.Tensor | float
     distribution: type
+    log_std_bounds: tuple[float, float] | None = None
+
+
+def _scale(raw: torch.Tensor, head: TanhNormalHead):
+    """``(scale, kept, pre)``: the scale from the raw output, where its clamp passes the
+    gradient, and what :func:`tanh_normal_backward` maps the gradient back through (the
+    softplus's input; None for the clamped exp, whose gradient is the scale itself)."""
+    if head.log_std_bounds is not None:
+        lo, hi = head.log_std_bounds
+        return raw.clamp(lo, hi).exp(), (raw >= lo) & (raw <= hi), None
+    shifted = raw + head.shift
+    softplus = F.softplus(shifted) + head.min_val
+    return softplus.clamp_min(head.scale_lb), softplus >= head.scale_lb, shifted
 
 
 def tanh_normal_sample(out: torch.Tensor, eps: torch.Tensor, head: TanhNormalHead):
     """``(action, log_prob [N], saved)`` from the actor output ``out [N, 2d]`` and the noise
-    ``eps [N, d]``: NormalParamExtractor's split and scale, then TanhNormal's sample and
-    log-density (:meth:`~rl_trainers.modules.distributions.TanhNormal.from_noise`); ``saved``
-    is what :func:`tanh_normal_backward` needs."""
+    ``eps [N, d]``: the split and scale (:class:`TanhNormalHead`), then TanhNormal's sample
+    and log-density (:meth:`~rl_trainers.modules.distributions.TanhNormal.from_noise`);
+    ``saved`` is what :func:`tanh_normal_backward` needs."""
     d = out.shape[1] // 2
     loc, raw = out[:, :d], out[:, d:]
-    shifted = raw + head.shift
-    softplus = F.softplus(shifted) + head.min_val
-    scale = softplus.clamp_min(head.scale_lb)
+    scale, kept, pre = _scale(raw, head)
     dist = head.distribution(loc, scale, low=head.low, high=head.high)
     squashed, action, log_prob = dist.from_noise(eps)
     # the bounds' half range is 0-dim (scalar low/high, TanhNormal's default) or [d]: a view
     # expanded to [N, d] lets the callers cut rows out of every saved tensor alike
     half = dist._half.expand_as(loc)
-    return action, log_prob, (eps, squashed, scale, shifted, softplus, half)
+    saved = (eps, squashed, scale, kept, half)
+    return action, log_prob, saved if pre is None else (*saved, pre)
 
 
-def tanh_normal_backward(g_action, g_log_prob, saved, scale_lb: float) -> torch.Tensor:
+def tanh_normal_backward(g_action, g_log_prob, saved) -> torch.Tensor:
     """The gradient of the actor output ``[N, 2d]`` from those of the action ``[N, d]`` and
     of the log-density ``[N, 1]`` (see the module docstring)."""
-    eps, t, scale, shifted, softplus, half = saved
+    eps, t, scale, kept, half, *pre = saved
     g_u = torch.addcmul(g_action * half * (1.0 - t * t), g_log_prob, 2.0 * t)
-    g_scale = g_u * eps - g_log_prob / scale
-    g_scale = g_scale * (softplus >= scale_lb)  # clamp_min passes the gradient where kept
-    g_raw = torch.ops.aten.softplus_backward(g_scale, shifted, 1.0, _SOFTPLUS_THRESHOLD)
+    g_scale = (g_u * eps - g_log_prob / scale) * kept  # a clamp passes the gradient where kept
+    if pre:  # the biased softplus, at its input
+        g_raw = torch.ops.aten.softplus_backward(g_scale, pre[0], 1.0, _SOFTPLUS_THRESHOLD)
+    else:  # d exp(x) / dx = exp(x), the scale
+        g_raw = g_scale * scale
     return torch.cat([g_u, g_raw], dim=1)
 
 
@@ -264,7 +282,7 @@ class SACActorTerms(torch.autograd.Function):
             (False,) * n_critic,
         )
         g_log_prob = (g_loss * alpha / n).expand(n, 1)
-        g_out = tanh_normal_backward(g_action, g_log_prob, head_saved, nets.head.scale_lb)
+        g_out = tanh_normal_backward(g_action, g_log_prob, head_saved)
         _, grads = mlp_backward(
             g_out, s, *nets.actor, actor_params, actor_outs, False, ctx.needs_input_grad[2:]
         )

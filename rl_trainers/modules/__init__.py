@@ -14,6 +14,7 @@ from rl_trainers.modules.actors import (
 )
 from rl_trainers.modules.batchrenorm import BatchRenorm1d
 from rl_trainers.modules.builders import (
+    ClampedLogStdExtractor,
     EncodedQValueNet,
     action_size,
     encoded_size,
@@ -94,6 +95,7 @@ from rl_trainers.modules.rnn import (
 OneHotCategoricalDist = OneHotCategorical
 
 __all__ = [
+    "ClampedLogStdExtractor",
     "BatchRenorm1d",
     "MLP",
     "ConvNet",

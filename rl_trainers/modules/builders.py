@@ -35,6 +35,7 @@ from rl_trainers.modules.distributions import (
 from rl_trainers.modules.models import MLP
 
 __all__ = [
+    "ClampedLogStdExtractor",
     "make_actor",
     "make_value",
     "make_qvalue",
@@ -145,6 +146,61 @@ def state_independent_gaussian_net(net: nn.Module) -> tuple[MLP, nn.Module] | No
     return mlp, head
 
 
+#: ``make_actor``'s ``scale_mapping`` for :class:`ClampedLogStdExtractor` (SB3's SAC actor);
+#: any other name is a tensordict mapping for ``NormalParamExtractor``.
+CLAMPED_EXP = "clamped_exp"
+#: the names :func:`scale_extractor` takes, for messages
+SCALE_MAPPINGS = (
+    "clamped_exp (SB3's SAC: exp(clamp(x, -20, 2))), biased_softplus_<bias>[_<min>] "
+    "(torchrl's default: biased_softplus_1.0), exp, softplus or expln"
+)
+
+
+class ClampedLogStdExtractor(nn.Module):
+    """Splits the last dim of its input into a location and a log-std, and returns
+    ``(loc, exp(clamp(log_std, log_std_min, log_std_max)))``: the scale of
+    Stable-Baselines3's SAC actor (log-std clipped to ``[-20, 2]``), where tensordict's
+    :class:`~tensordict.nn.NormalParamExtractor` maps it with a biased softplus (at least
+    0.01).
+
+    Args:
+        log_std_min: the lowest log-std.
+        log_std_max: the highest log-std.
+    """
+
+    def __init__(self, log_std_min: float = -20.0, log_std_max: float = 2.0) -> None:
+        super().__init__()
+        if not log_std_min < log_std_max:
+            raise ValueError(
+                f"log_std_min ({log_std_min}) must be below log_std_max ({log_std_max})"
+            )
+        self.log_std_min = float(log_std_min)
+        self.log_std_max = float(log_std_max)
+
+    def forward(self, tensor: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        loc, log_std = tensor.chunk(2, -1)
+        return loc, log_std.clamp(self.log_std_min, self.log_std_max).exp()
+
+    def extra_repr(self) -> str:
+        return f"log_std_min={self.log_std_min}, log_std_max={self.log_std_max}"
+
+
+def scale_extractor(scale_mapping: str) -> nn.Module:
+    """The module splitting a network's ``[..., 2A]`` output into ``(loc, scale)``:
+    :class:`ClampedLogStdExtractor` for ``"clamped_exp"``, else tensordict's
+    ``NormalParamExtractor(scale_mapping)`` (``"biased_softplus_1.0"``, ``"exp"``, ...).
+
+    Raises:
+        ValueError: for a name neither knows, listing the names.
+    """
+    if scale_mapping == CLAMPED_EXP:
+        return ClampedLogStdExtractor()
+    try:
+        return NormalParamExtractor(scale_mapping=scale_mapping)
+    except (NotImplementedError, ValueError):
+        raise ValueError(f"unknown scale mapping {scale_mapping!r}: use {SCALE_MAPPINGS}") from None
+
+
 def make_actor(
     observation_spec,
     action_spec,
@@ -156,6 +212,7 @@ def make_actor(
     deterministic: bool = False,
     state_dependent_scale: bool = True,
     log_std_init: float = 0.0,
+    scale_mapping: str = "biased_softplus_1.0",
     tanh_unbounded: bool = False,
     squash: bool = True,
     encoder: nn.Module | None = None,
@@ -178,6 +235,9 @@ def make_actor(
         deterministic: build a deterministic actor instead.
         state_dependent_scale: Gaussian scale predicted by the network (else a learned vector).
         log_std_init: initial log of the learned scale vector (``state_dependent_scale=False``).
+        scale_mapping: how a state-dependent scale is made from the network's output
+            (:func:`scale_extractor`): ``"biased_softplus_1.0"`` (torchrl's) or
+            ``"clamped_exp"`` (SB3's SAC), among others.
         tanh_unbounded: squash unbounded continuous actions into ``[-1, 1]``.
         squash: bounded actions from a TanhNormal within the bounds; ``False``: from an
             unsquashed diagonal Gaussian, which the env clips to its bounds (SB3's PPO).
@@ -211,7 +271,7 @@ def make_actor(
     if state_dependent_scale:
         net = nn.Sequential(
             MLP(in_features, 2 * n_out, num_cells=cells, activation_class=activation),
-            NormalParamExtractor(),
+            scale_extractor(scale_mapping),
         )
     else:
         net = nn.Sequential(

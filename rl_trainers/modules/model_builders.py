@@ -22,7 +22,13 @@ from torch import nn
 
 from rl_trainers.errors import ConfigError
 from rl_trainers.modules.actors import spec_kind
-from rl_trainers.modules.builders import make_actor, make_qvalue, make_value
+from rl_trainers.modules.builders import (
+    SCALE_MAPPINGS,
+    make_actor,
+    make_qvalue,
+    make_value,
+    scale_extractor,
+)
 from rl_trainers.modules.gsde import make_gsde_actor
 from rl_trainers.modules.models import ConvNet
 
@@ -165,6 +171,7 @@ def make_tanh_normal_model(
     log_std_init: float | None = None,
     use_sde: bool = False,
     sde_sample_freq: int = -1,
+    scale_mapping: str = "biased_softplus_1.0",
 ):
     """A TanhNormal policy (continuous actions; squashed into the spec's bounds if bounded),
     or with ``use_sde`` an unsquashed Gaussian exploring with gSDE
@@ -182,9 +189,25 @@ def make_tanh_normal_model(
         use_sde: explore with gSDE (needs ``state_dependent_scale=False``).
         sde_sample_freq: with ``use_sde``, resample the noise every this many env steps
             (-1: only at the start of each collected batch).
+        scale_mapping: how the network's output becomes a state-dependent scale
+            (:func:`~rl_trainers.modules.builders.scale_extractor`): ``"biased_softplus_1.0"``
+            (torchrl's) or ``"clamped_exp"`` (SB3's SAC), among others.
     """
     if _actions(action_spec) == "discrete":
         raise PolicyKindError("tanh_normal", "discrete", "categorical or auto")
+    if scale_mapping != "biased_softplus_1.0" and (use_sde or not state_dependent_scale):
+        raise ConfigError(
+            "model.policy.scale_mapping",
+            scale_mapping,
+            "only used with a state-dependent scale (model.policy.state_dependent_scale=true, "
+            "model.policy.use_sde=false)",
+        )
+    try:
+        scale_extractor(scale_mapping)
+    except ValueError:
+        raise ConfigError(
+            "model.policy.scale_mapping", scale_mapping, f"use {SCALE_MAPPINGS}"
+        ) from None
     if use_sde and state_dependent_scale:
         raise ConfigError(
             "model.policy.use_sde",
@@ -220,6 +243,7 @@ def make_tanh_normal_model(
         return_log_prob=return_log_prob,
         state_dependent_scale=state_dependent_scale,
         log_std_init=0.0 if log_std_init is None else log_std_init,
+        scale_mapping=scale_mapping,
         tanh_unbounded=True,
         **_head(observation_spec, network, "policy"),
     )

@@ -27,6 +27,7 @@ from torch import nn
 from rl_trainers import fast
 from rl_trainers.fast.mlp import fused_mlp_parts, has_hooks
 from rl_trainers.fast.sac import SACActorTerms, SACCriticTerms, SACNets, TanhNormalHead, sac_forward
+from rl_trainers.modules.builders import ClampedLogStdExtractor
 from rl_trainers.modules.distributions import TanhNormal
 from rl_trainers.objectives.common import (
     OFF_POLICY_KEYS,
@@ -52,8 +53,8 @@ __all__ = ["SACLoss"]
 def _one_node_actor(actor: nn.Module) -> tuple[nn.Sequential, TanhNormalHead] | None:
     """``(mlp, head)`` for SAC's one-node path (:mod:`rl_trainers.fast.sac`) when ``actor``
     is a TanhNormal policy over ``Sequential(mlp, NormalParamExtractor(biased softplus))``
-    on one observation key, as :func:`~rl_trainers.modules.make_actor` builds it; None for
-    any other actor."""
+    or ``Sequential(mlp, ClampedLogStdExtractor)`` on one observation key, as
+    :func:`~rl_trainers.modules.make_actor` builds it; None for any other actor."""
     module = getattr(actor, "module", None)
     if not (
         type(module) is TensorDictModule
@@ -69,18 +70,24 @@ def _one_node_actor(actor: nn.Module) -> tuple[nn.Sequential, TanhNormalHead] | 
         return None
     mlp, extractor = net
     mapping = getattr(extractor, "scale_mapping", None)
-    if type(extractor) is not NormalParamExtractor or type(mapping) is not biased_softplus:
+    if type(extractor) is ClampedLogStdExtractor:
+        scale = (0.0, 0.0, 0.0, (extractor.log_std_min, extractor.log_std_max))
+    elif type(extractor) is NormalParamExtractor and type(mapping) is biased_softplus:
+        scale = (float(mapping.bias), float(mapping.min_val), float(extractor.scale_lb), None)
+    else:
         return None
-    if any(has_hooks(m) for m in (actor, module, net, extractor, mapping)):
+    if any(has_hooks(m) for m in (actor, module, net, extractor, mapping) if m is not None):
         return None
     kwargs = actor._dist_kwargs()
+    shift, min_val, scale_lb, log_std_bounds = scale
     head = TanhNormalHead(
-        float(mapping.bias),
-        float(mapping.min_val),
-        float(extractor.scale_lb),
+        shift,
+        min_val,
+        scale_lb,
         kwargs.get("low", -1.0),
         kwargs.get("high", 1.0),
         TanhNormal,
+        log_std_bounds,
     )
     return mlp, head
 

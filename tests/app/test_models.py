@@ -185,3 +185,43 @@ def test_log_std_init_sets_the_initial_state_independent_scale(log_std_init):
         torch.testing.assert_close(scale, expected)
     finally:
         env.close()
+
+
+def test_sb3s_clamped_log_std_scale_mapping_builds_sb3s_sac_actor():
+    from rl_trainers.modules import ClampedLogStdExtractor
+
+    overrides = [
+        "env.num_envs=2",
+        "model/policy=tanh_normal",
+        "model.policy.scale_mapping=clamped_exp",
+    ]
+    env, actor, _ = _build("sac", overrides)
+    try:
+        extractor = _first(actor, ClampedLogStdExtractor)
+        assert (extractor.log_std_min, extractor.log_std_max) == (-20.0, 2.0)
+        td = actor(env.reset())
+        assert td["action"].shape == env.action_spec.shape
+        raw = actor.module.module[0](td["observation"])[..., 1:]
+        torch.testing.assert_close(td["scale"], raw.clamp(-20, 2).exp())
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "words"),
+    [
+        (
+            ["model.policy.scale_mapping=tanh"],
+            ["model.policy.scale_mapping='tanh' is invalid", "clamped_exp", "biased_softplus"],
+        ),
+        (
+            ["model.policy.scale_mapping=clamped_exp", "model.policy.state_dependent_scale=false"],
+            ["model.policy.scale_mapping='clamped_exp' is invalid", "state-dependent scale"],
+        ),
+    ],
+)
+def test_a_scale_mapping_that_cannot_apply_is_a_short_error(overrides, words):
+    with pytest.raises(ConfigError) as info:
+        _build("sac", ["env.num_envs=2", "model/policy=tanh_normal", *overrides])
+    for word in words:
+        assert word in str(info.value)

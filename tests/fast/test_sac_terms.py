@@ -32,9 +32,17 @@ def _batch(n, action_dim, dtype=torch.float32):
     )
 
 
-def _sac(action_spec, activation=nn.ReLU, dtype=torch.float32, **kwargs):
+def _sac(
+    action_spec,
+    activation=nn.ReLU,
+    dtype=torch.float32,
+    scale_mapping="biased_softplus_1.0",
+    **kwargs,
+):
     torch.manual_seed(0)
-    actor = make_actor(OBS, action_spec, num_cells=(32, 32), activation=activation)
+    actor = make_actor(
+        OBS, action_spec, num_cells=(32, 32), activation=activation, scale_mapping=scale_mapping
+    )
     critic = make_qvalue(OBS, action_spec, num_cells=(32, 32), activation=activation)
     loss = SACLoss(actor, critic, gamma=0.9, action_spec=action_spec, **kwargs).to(dtype)
     if loss.delay_qvalue:
@@ -152,6 +160,26 @@ def test_saturated_scales_and_actions_match(monkeypatch):
         last.bias.copy_(torch.tensor([30.0, 0.0]))
         last.weight[1].mul_(400.0)  # raw scales spread over about +-100
     _assert_same(loss, _batch(64, 1), ("loss_actor", "loss_qvalue"), monkeypatch)
+
+
+@pytest.mark.parametrize("spec", [SPEC_1D, SPEC_2D], ids=["1d", "2d-asymmetric"])
+def test_sb3s_clamped_log_std_takes_the_one_node_path_and_matches(spec, monkeypatch):
+    loss = _sac(spec, scale_mapping="clamped_exp")
+    keys = ("loss_actor", "loss_qvalue", "loss_alpha")
+    _assert_same(loss, _batch(64, spec.shape[0]), keys, monkeypatch)
+
+
+def test_sb3s_clamped_log_std_past_both_bounds_matches(monkeypatch):
+    """Raw log-stds spread over about +-100: the clamp at -20 and 2 stops their gradient
+    on both paths alike."""
+    loss = _sac(SPEC_2D, scale_mapping="clamped_exp")
+    last = loss.actor_network.module.module[0][-1]
+    with torch.no_grad():
+        last.weight[2:].mul_(400.0)
+    td = _batch(64, 2)
+    raw = loss.actor_network.module.module[0](td["observation"])[:, 2:]
+    assert (raw < -20).any() and (raw > 2).any() and ((raw > -20) & (raw < 2)).any()
+    _assert_same(loss, td, ("loss_actor", "loss_qvalue"), monkeypatch)
 
 
 def test_separate_backward_calls(monkeypatch):

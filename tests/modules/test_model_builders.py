@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from tensordict import TensorDict
@@ -122,3 +124,27 @@ def test_deterministic_model_acts_within_the_bounds_with_the_policy_layers():
     assert torch.equal(actor(td.clone())["action"], action)  # deterministic
     with pytest.raises(PolicyKindError, match="discrete actions"):
         make_deterministic_model(STATE_OBS, DISCRETE, MLP_NET)
+
+
+def test_clamped_log_std_extractor_is_sb3s_sac_scale():
+    """exp(clamp(log_std, -20, 2)) with no gradient past the bounds; the location is the
+    first half, untouched."""
+    from rl_trainers.modules import ClampedLogStdExtractor
+
+    x = torch.tensor([[0.3, -1.0, 0.5, -30.0, 5.0, -1.0]], requires_grad=True)
+    loc, scale = ClampedLogStdExtractor()(x)
+    torch.testing.assert_close(loc, x[:, :3])
+    torch.testing.assert_close(
+        scale, torch.tensor([[math.exp(-20.0), math.exp(2.0), math.exp(-1.0)]])
+    )
+    scale.sum().backward()
+    torch.testing.assert_close(x.grad[0, 3:], torch.tensor([0.0, 0.0, math.exp(-1.0)]))
+    with pytest.raises(ValueError, match="log_std_min"):
+        ClampedLogStdExtractor(2.0, -20.0)
+
+
+def test_an_unknown_scale_mapping_names_the_ones_there_are():
+    from rl_trainers.modules.builders import scale_extractor
+
+    with pytest.raises(ValueError, match="unknown scale mapping 'tanh': use clamped_exp"):
+        scale_extractor("tanh")
