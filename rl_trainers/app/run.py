@@ -52,6 +52,8 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
         if distributed:
             out = shared_run_dir(out)
         check_fresh_run_dir(cfg, out)
+        if int(os.environ.get("RANK", "0")) == 0:
+            warn_default_recipe_on_mujoco(cfg)
         trainer = build_trainer(cfg, out)
         phase.trainer = trainer
         from rl_trainers.algorithms.build import close_trainer
@@ -61,6 +63,53 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
                 return _train_and_summarise(cfg, trainer, out, start, phase)
             finally:
                 close_trainer(trainer)
+
+
+def warn_default_recipe_on_mujoco(cfg: DictConfig) -> None:
+    """A MuJoCo env (gymnasium's ``mujoco`` entry points) under an algorithm's default
+    recipe, which is tuned for a small task, when the algorithm has a MuJoCo preset
+    (``<algorithm>_halfcheetah``) and no ``experiment`` was chosen: one ``Warning:`` line
+    naming the preset: rl-zoo, for one, picks MuJoCo's settings from the env alone."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from rl_trainers.errors import ConfigWarning
+
+    from .compose_errors import _presets
+
+    preset = f"{cfg.algorithm}_halfcheetah"
+    if not HydraConfig.initialized() or preset not in _presets():
+        return
+    choices = HydraConfig.get().runtime.choices
+    if choices.get("experiment") not in (None, "null"):
+        return
+    name = str(cfg.env.env_name)
+    spec = _gymnasium_spec(name)
+    if spec is None or not str(spec.entry_point).startswith("gymnasium.envs.mujoco"):
+        return
+    env = choices.get("env")
+    env_override = {
+        "halfcheetah": "",
+        "hopper": " env=hopper",
+        "walker2d": " env=walker2d",
+        "ant": " env=ant",
+    }.get(env, f" env.env_name={name}")
+    import warnings
+
+    warnings.warn(
+        ConfigWarning(
+            f"{name} runs {cfg.algorithm}'s default recipe, whose hyperparameters are tuned "
+            f"for a small task; experiment={preset}{env_override} runs its MuJoCo preset "
+            "(the settings of docs/results.md)"
+        ),
+        stacklevel=1,
+    )
+
+
+def _gymnasium_spec(name: str):
+    """gymnasium's registered spec of ``name`` (None for an unregistered id)."""
+    import gymnasium
+
+    return gymnasium.envs.registry.get(name)
 
 
 def passive_openmp_threads(num_threads: int | None) -> None:
