@@ -3,6 +3,7 @@
     python benchmarks/results.py                 # table + plots from the kept logs
     python benchmarks/results.py --run           # first train the runs that have no summary
     python benchmarks/results.py --run --only ppo_HalfCheetah-v5 --workers 1
+    python benchmarks/results.py --run --only sb3_sac_Hopper-v5 --seeds 1
 
 Every run lives in ``benchmarks/results/runs/<side>_<algo>/<env>/seed<k>/``:
 
@@ -251,6 +252,11 @@ def main() -> None:
         help="with --run: train only these, comma-separated <side>_<algo>_<env> or <algo>_<env>",
     )
     parser.add_argument(
+        "--seeds",
+        default="",
+        help="with --run: train only these seeds, comma-separated (default: every seed of a cell)",
+    )
+    parser.add_argument(
         "--code",
         type=Path,
         default=ROOT,
@@ -265,8 +271,12 @@ def main() -> None:
             c for c in cells if any(k in (f"{c.name}_{c.env}", f"{c.algo}_{c.env}") for k in keys)
         ]
     if args.run:
+        jobs = pending(cells)
+        if args.seeds:
+            wanted = {int(s) for s in args.seeds.split(",") if s.strip()}
+            jobs = [(cell, seed) for cell, seed in jobs if seed in wanted]
         with ThreadPoolExecutor(args.workers) as pool:
-            for _ in pool.map(lambda job: train(*job, args.code.resolve()), pending(cells)):
+            for _ in pool.map(lambda job: train(*job, args.code.resolve()), jobs):
                 pass
     write_doc(list(CELLS))  # the page always shows the whole matrix
 
