@@ -60,10 +60,13 @@ class Cell:
     env: str  # gymnasium id
     frames: int
     seeds: tuple[int, ...] = (0, 1, 2)
+    #: an ablation of the preset: its name and the overrides added after the preset's
+    variant: str = ""
+    overrides: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
-        return f"{self.side}_{self.algo}"
+        return f"{self.side}_{self.algo}" + (f"_{self.variant}" if self.variant else "")
 
     def run_dir(self, seed: int) -> Path:
         return RUNS_DIR / self.name / self.env / f"seed{seed}"
@@ -75,6 +78,21 @@ CELLS = [Cell("rl_trainers", "ppo", env, 1_000_000) for env in ENV_OPTIONS] + [
     Cell(side, algo, env, 300_000)
     for side in ("rl_trainers", "sb3")
     for algo in ("sac", "td3")
+    for env in ("HalfCheetah-v5", "Hopper-v5")
+]
+
+#: Ablations, run on demand (``--run --only <name>_<env>``) and listed once they have a run:
+#: the SAC preset with SB3's actor scale (``exp(clamp(x, -20, 2))``) instead of torchrl's
+#: biased softplus.
+VARIANTS = [
+    Cell(
+        "rl_trainers",
+        "sac",
+        env,
+        300_000,
+        variant="sb3_scale",
+        overrides=("model/policy=tanh_normal", "model.policy.scale_mapping=clamped_exp"),
+    )
     for env in ("HalfCheetah-v5", "Hopper-v5")
 ]
 
@@ -123,6 +141,7 @@ def _train_cmd(cell: Cell, seed: int, run_dir: Path, code: Path) -> list[str]:
         "trainer.progress_bar=false",
         "logger=csv",
         f"hydra.run.dir={run_dir}",
+        *cell.overrides,
     ]
 
 
@@ -194,11 +213,15 @@ def table(cells: list[Cell]) -> list[str]:
         wall = _mean_std([r["wall_time_s"] / 60 for r in runs]) if runs else "-"
         fps = f"{statistics.mean(r['fps'] for r in runs):.0f}" if runs else "-"
         lines.append(
-            f"| {cell.algo.upper()} | {cell.env} | {cell.frames // 1000}k | {cell.side} "
+            f"| {cell.algo.upper()} | {cell.env} | {cell.frames // 1000}k | {_side(cell)} "
             f"| {len(runs)}/{len(cell.seeds)} | {_mean_std(returns)} | {per_seed} "
             f"| {wall} | {fps} | {_anchors(cell)} |"
         )
     return lines
+
+
+def _side(cell: Cell) -> str:
+    return f"{cell.side} ({cell.variant})" if cell.variant else cell.side
 
 
 def _anchors(cell: Cell) -> str:
@@ -264,7 +287,7 @@ def main() -> None:
         "pinned at one commit while this one changes)",
     )
     args = parser.parse_args()
-    cells = list(CELLS)
+    cells = CELLS + VARIANTS
     if args.only:
         keys = [k.strip() for k in args.only.split(",") if k.strip()]
         cells = [
@@ -278,7 +301,8 @@ def main() -> None:
         with ThreadPoolExecutor(args.workers) as pool:
             for _ in pool.map(lambda job: train(*job, args.code.resolve()), jobs):
                 pass
-    write_doc(list(CELLS))  # the page always shows the whole matrix
+    # the page always shows the whole matrix, and the ablations that have runs
+    write_doc(CELLS + [c for c in VARIANTS if summaries(c)])
 
 
 if __name__ == "__main__":
