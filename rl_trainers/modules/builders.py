@@ -149,6 +149,8 @@ def state_independent_gaussian_net(net: nn.Module) -> tuple[MLP, nn.Module] | No
 #: ``make_actor``'s ``scale_mapping`` for :class:`ClampedLogStdExtractor` (SB3's SAC actor);
 #: any other name is a tensordict mapping for ``NormalParamExtractor``.
 CLAMPED_EXP = "clamped_exp"
+#: torchrl's and tensordict's default: ``softplus(x + 0.525) + 0.01``, 1 at ``x = 0``
+DEFAULT_SCALE_MAPPING = "biased_softplus_1.0"
 #: the names :func:`scale_extractor` takes, for messages
 SCALE_MAPPINGS = (
     "clamped_exp (SB3's SAC: exp(clamp(x, -20, 2))), biased_softplus_<bias>[_<min>] "
@@ -212,7 +214,7 @@ def make_actor(
     deterministic: bool = False,
     state_dependent_scale: bool = True,
     log_std_init: float = 0.0,
-    scale_mapping: str = "biased_softplus_1.0",
+    scale_mapping: str = DEFAULT_SCALE_MAPPING,
     tanh_unbounded: bool = False,
     squash: bool = True,
     encoder: nn.Module | None = None,

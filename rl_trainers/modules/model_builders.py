@@ -23,6 +23,7 @@ from torch import nn
 from rl_trainers.errors import ConfigError
 from rl_trainers.modules.actors import spec_kind
 from rl_trainers.modules.builders import (
+    DEFAULT_SCALE_MAPPING,
     SCALE_MAPPINGS,
     make_actor,
     make_qvalue,
@@ -171,7 +172,7 @@ def make_tanh_normal_model(
     log_std_init: float | None = None,
     use_sde: bool = False,
     sde_sample_freq: int = -1,
-    scale_mapping: str = "biased_softplus_1.0",
+    scale_mapping: str = DEFAULT_SCALE_MAPPING,
 ):
     """A TanhNormal policy (continuous actions; squashed into the spec's bounds if bounded),
     or with ``use_sde`` an unsquashed Gaussian exploring with gSDE
@@ -195,7 +196,7 @@ def make_tanh_normal_model(
     """
     if _actions(action_spec) == "discrete":
         raise PolicyKindError("tanh_normal", "discrete", "categorical or auto")
-    if scale_mapping != "biased_softplus_1.0" and (use_sde or not state_dependent_scale):
+    if scale_mapping != DEFAULT_SCALE_MAPPING and (use_sde or not state_dependent_scale):
         raise ConfigError(
             "model.policy.scale_mapping",
             scale_mapping,
