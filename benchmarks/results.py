@@ -16,8 +16,9 @@ Every run lives in ``benchmarks/results/runs/<side>_<algo>/<env>/seed<k>/``:
 
 The final evaluation is deterministic, 10 episodes, on a separate env (both sides). The
 table (``docs/results.md``) lists, per preset and env, the mean and std over seeds of the
-final evaluation's mean return, each seed's value, the wall time and the frames/s (training
-only), beside published anchors at 1M frames. Learning curves over seeds are drawn with
+final evaluation's mean return, each seed's value, the mean training episode return over
+the last tenth of the frames, the wall time and the frames/s (training only), beside
+published anchors at 1M frames. Learning curves over seeds are drawn with
 ``rl_trainers.plot`` into ``docs/img/results_<algo>_<env>.png``.
 
 A run takes hours of one core (PPO 1M frames about 25 min, SAC/TD3 300k frames about an
@@ -27,6 +28,7 @@ hour): start ``--run`` with ``setsid nohup ... &`` and re-tabulate whenever runs
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import shutil
@@ -183,13 +185,32 @@ def pending(cells: list[Cell]) -> list[tuple[Cell, int]]:
 
 
 # ------------------------------------------------------------------ the table
+def finished_seeds(cell: Cell) -> list[int]:
+    return [seed for seed in cell.seeds if (cell.run_dir(seed) / "summary.json").exists()]
+
+
 def summaries(cell: Cell) -> list[dict]:
-    out = []
-    for seed in cell.seeds:
-        path = cell.run_dir(seed) / "summary.json"
-        if path.exists():
-            out.append(json.loads(path.read_text()))
-    return out
+    return [
+        json.loads((cell.run_dir(s) / "summary.json").read_text()) for s in finished_seeds(cell)
+    ]
+
+
+def late_training_return(cell: Cell, seed: int) -> float | None:
+    """The mean of the training episode returns logged over the run's last tenth of frames:
+    the exploring policy over many episodes, a steadier figure than one final evaluation."""
+    files = sorted(cell.run_dir(seed).glob("logs/**/scalars/train/episode_return.csv"))
+    if not files:
+        return None
+    values = []
+    with open(files[0]) as f:
+        for row in csv.reader(f):
+            try:
+                frame, value = float(row[0]), float(row[1])
+            except (ValueError, IndexError):
+                continue  # a header
+            if frame >= 0.9 * cell.frames:
+                values.append(value)
+    return statistics.mean(values) if values else None
 
 
 def _mean_std(values: list[float]) -> str:
@@ -203,18 +224,21 @@ def _mean_std(values: list[float]) -> str:
 def table(cells: list[Cell]) -> list[str]:
     lines = [
         "| algorithm | env | frames | side | seeds | final return (mean ± std over seeds) "
-        "| per seed | wall time (min) | frames/s | published at 1M |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| per seed | training return, last 10% of frames | wall time (min) | frames/s "
+        "| published at 1M |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for cell in cells:
         runs = summaries(cell)
         returns = [r["eval_return_mean"] for r in runs]
+        late = [late_training_return(cell, seed) for seed in finished_seeds(cell)]
         per_seed = ", ".join(f"{v:.0f}" for v in returns) or "-"
         wall = _mean_std([r["wall_time_s"] / 60 for r in runs]) if runs else "-"
         fps = f"{statistics.mean(r['fps'] for r in runs):.0f}" if runs else "-"
         lines.append(
             f"| {cell.algo.upper()} | {cell.env} | {cell.frames // 1000}k | {_side(cell)} "
             f"| {len(runs)}/{len(cell.seeds)} | {_mean_std(returns)} | {per_seed} "
+            f"| {_mean_std([v for v in late if v is not None])} "
             f"| {wall} | {fps} | {_anchors(cell)} |"
         )
     return lines
