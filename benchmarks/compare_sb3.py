@@ -33,8 +33,7 @@ task, seed ``i`` for pair ``i`` on both sides:
   deterministic episodes with ``evaluate_policy``.
 
 Threads: SB3 runs with torch's default intra-op thread count (all cores) unless
-``--sb3-threads`` is given; rl_trainers runs with its default ``trainer.num_threads=0`` (1 thread
-for nets up to 128 wide, i.e. PPO here; 2 threads otherwise, i.e. SAC here) unless
+``--sb3-threads`` is given; rl_trainers runs with its default ``trainer.num_threads=1`` unless
 ``--threads`` is given. Both are printed.
 
 SBX (Stable-Baselines3 in JAX, ``pip install "rl_trainers[bench-jax]"``) runs as a third side
@@ -294,7 +293,9 @@ def main() -> None:
         default=",".join(TASKS),
         help=f"comma-separated, from {', '.join(TASKS)}",
     )
-    parser.add_argument("--threads", type=int, default=0, help="rl_trainers threads (0: auto)")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="rl_trainers threads (0: its default, 1)"
+    )
     parser.add_argument("--sb3-threads", type=int, default=0, help="SB3 threads (0: torch default)")
     parser.add_argument(
         "--sbx",
@@ -328,7 +329,7 @@ def main() -> None:
     with_sbx = args.sbx == "on" or (args.sbx == "auto" and sbx_installed())
     if args.sbx == "on" and not sbx_installed():
         parser.error('--sbx on needs SBX: pip install "rl_trainers[bench-jax]"')
-    rl_threads = args.threads if args.threads > 0 else "auto (1 for PPO 64x64, 2 for SAC 256x256)"
+    rl_threads = args.threads if args.threads > 0 else "1 (the default)"
     sb3_threads = args.sb3_threads if args.sb3_threads > 0 else torch.get_num_threads()
     print(f"machine: {os.cpu_count()} logical CPUs, torch {torch.__version__}")
     print(f"threads: rl_trainers={rl_threads}  SB3={sb3_threads} (torch default when 0 is given)")

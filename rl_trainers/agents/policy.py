@@ -599,9 +599,8 @@ def evaluate(
     seed = evaluation_seed(cfg) if seed is None else int(seed)
     if deterministic is None:
         deterministic = bool(cfg.eval.deterministic)
-    net = cfg.network
     # the run's thread count: the same matrix kernels, so the same actions
-    set_num_threads(cfg.trainer.num_threads, max([*net.policy.num_cells, *net.value.num_cells]))
+    set_num_threads(cfg.trainer.num_threads)
     env = build_run_env(cfg, num_envs=n, sync=False)
     try:
         for norm, src in zip(_vecnorms(env), policy.normalizers, strict=False):

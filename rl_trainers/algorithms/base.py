@@ -440,8 +440,7 @@ def prepare_run(cfg: DictConfig, output_dir: Path) -> RunEnvs:
     check_video_config(cfg)
     seed = rank_seed(cfg.seed)
     seed_everything(seed)
-    net = cfg.network
-    set_num_threads(cfg.trainer.num_threads, max([*net.policy.num_cells, *net.value.num_cells]))
+    set_num_threads(cfg.trainer.num_threads)
     if cfg.trainer.keep_freed_memory:
         keep_freed_memory()
     env = build_train_env(cfg)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -545,80 +544,20 @@ def close_trainer(trainer) -> None:
         close()
 
 
-def set_num_threads(requested: int, widest_layer: int) -> int:
-    """Set torch's intra-op threads: ``requested``, else 2 for wide networks, else 1, never
-    more than :func:`cpu_budget` allows nor than the cores found idle at start
-    (:func:`idle_cores`) when chosen here.
+def set_num_threads(requested: int) -> int:
+    """Set torch's intra-op threads: ``requested``, or one for ``0`` (the default).
 
-    Measured on a quiet 2-core machine: a SAC update (256-wide layers) takes 7.1 ms on two
-    threads against 11.1 ms on one, while PPO's 64-wide networks gain nothing from a second
-    thread (12.1-12.9 s against 11.9-12.7 s per run). Two OpenMP threads wait for each
-    other, so when another job holds a core they stall (a default SAC run at 3 frames/s
-    against 50 on one thread): the default takes one thread unless two cores are idle, and
-    the app makes the threads of a default run wait passively (``OMP_WAIT_POLICY=PASSIVE``,
-    see ``passive_openmp_threads`` in :mod:`rl_trainers.app.run`), so a core taken later
-    slows it down rather than
-    stalling it. The jobs of a parallel sweep get their share of the cores by themselves,
-    see :func:`cpu_budget`.
+    One thread is the default for every network the recipes build. Measured on a 2-core
+    machine, SAC HalfCheetah's 20k-frame benchmark (256-wide MLPs, ``train_time_s``): 120 s
+    on one thread against 196 s on two whose OpenMP threads wait passively, quiet, and 114 s
+    against 123 s with another run holding a core; PPO's 64-wide networks gain nothing from a
+    second thread. Two spinning threads (OpenMP's own wait policy) are faster on a quiet
+    machine but stall when another process takes a core (under 2 frames/s against 15 on one
+    thread): ask for them (``trainer.num_threads=2``) only on cores the run has to itself.
     """
-    if requested > 0:
-        n = requested
-    elif widest_layer > 128:
-        n = max(1, min(2, cpu_budget(), idle_cores()))
-    else:
-        n = 1
+    n = requested if requested > 0 else 1
     torch.set_num_threads(n)
     return n
-
-
-def idle_cores(interval: float = 0.1) -> int:
-    """The cores, of those this process may run on, left idle by the machine's other
-    processes over ``interval`` seconds (from ``/proc/stat``; a core 80% idle counts); the
-    :func:`cpu_budget` where that cannot be read."""
-    budget = cpu_budget()
-    try:
-        allowed = {f"cpu{i}" for i in os.sched_getaffinity(0)}
-    except AttributeError:
-        return budget
-
-    def idle_and_total() -> tuple[int, int]:
-        idle = total = 0
-        with open("/proc/stat") as stat:
-            for line in stat:
-                name, *fields = line.split()
-                if name in allowed:
-                    ticks = [int(f) for f in fields[:8]]
-                    idle += ticks[3] + ticks[4]  # idle, iowait
-                    total += sum(ticks)
-        return idle, total
-
-    try:
-        idle0, total0 = idle_and_total()
-        time.sleep(interval)
-        idle1, total1 = idle_and_total()
-    except (OSError, ValueError, IndexError):
-        return budget
-    if total1 <= total0:
-        return budget
-    free = len(allowed) * (idle1 - idle0) / (total1 - total0)
-    return max(1, min(budget, int(free + 0.2)))
-
-
-def cpu_budget() -> int:
-    """The cores this process may use for its threads: those it may run on (its CPU
-    affinity), no more than ``OMP_NUM_THREADS`` when that is set (joblib's workers get
-    ``cores // n_jobs`` there, and Slurm users set it), and one in a job of submitit's
-    local executor, which starts every job of a sweep at once."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # no affinity on this platform (macOS)
-        cores = os.cpu_count() or 1
-    omp = os.environ.get("OMP_NUM_THREADS", "")
-    if omp.isdigit() and int(omp) > 0:
-        cores = min(cores, int(omp))
-    if os.environ.get("SUBMITIT_EXECUTOR") == "local":
-        cores = 1
-    return max(1, cores)
 
 
 def compile_loss(loss: torch.nn.Module, mode: str, device: str) -> None:

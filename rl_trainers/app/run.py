@@ -44,7 +44,6 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
     from rl_trainers.algorithms import build_trainer
 
     start = time.perf_counter()
-    passive_openmp_threads(cfg.trainer.get("num_threads", 0))
     phase = Phase()
     with stop_signals_outside_training(phase):
         distributed = _init_distributed(str(cfg.get("device") or "cpu"))
@@ -70,55 +69,51 @@ def warn_default_recipe_on_mujoco(cfg: DictConfig) -> None:
     recipe, which is tuned for a small task, when the algorithm has a MuJoCo preset
     (``<algorithm>_halfcheetah``) and no ``experiment`` was chosen: one ``Warning:`` line
     naming the preset: rl-zoo, for one, picks MuJoCo's settings from the env alone."""
+    import warnings
+
+    import gymnasium
     from hydra.core.hydra_config import HydraConfig
 
     from rl_trainers.errors import ConfigWarning
 
-    from .compose_errors import _presets
+    from .help_page import group_options
 
     preset = f"{cfg.algorithm}_halfcheetah"
-    if not HydraConfig.initialized() or preset not in _presets():
+    if not HydraConfig.initialized() or preset not in group_options(cfg.algorithm).get(
+        "experiment", []
+    ):
         return
     choices = HydraConfig.get().runtime.choices
     if choices.get("experiment") not in (None, "null"):
         return
     name = str(cfg.env.env_name)
-    spec = _gymnasium_spec(name)
+    spec = gymnasium.envs.registry.get(name)
     if spec is None or not str(spec.entry_point).startswith("gymnasium.envs.mujoco"):
         return
-    env = choices.get("env")
-    env_override = {
-        "halfcheetah": "",
-        "hopper": " env=hopper",
-        "walker2d": " env=walker2d",
-        "ant": " env=ant",
-    }.get(env, f" env.env_name={name}")
-    import warnings
-
     warnings.warn(
         ConfigWarning(
             f"{name} runs {cfg.algorithm}'s default recipe, whose hyperparameters are tuned "
-            f"for a small task; experiment={preset}{env_override} runs its MuJoCo preset "
-            "(the settings of docs/results.md)"
+            f"for a small task; {_preset_command(preset, choices.get('env'), name)} runs its "
+            "MuJoCo preset (the settings of docs/results.md)"
         ),
         stacklevel=1,
     )
 
 
-def _gymnasium_spec(name: str):
-    """gymnasium's registered spec of ``name`` (None for an unregistered id)."""
-    import gymnasium
+def _preset_command(preset: str, env_option: str | None, env_name: str) -> str:
+    """``experiment=<preset>`` and what picks ``env_name`` after it: the chosen ``env``
+    option when that option is ``env_name``'s (nothing for the preset's own), else
+    ``env.env_name``."""
+    from omegaconf import OmegaConf
 
-    return gymnasium.envs.registry.get(name)
+    from . import RECIPES_DIR
 
-
-def passive_openmp_threads(num_threads: int | None) -> None:
-    """Make OpenMP's threads sleep, rather than spin, while they wait (``OMP_WAIT_POLICY=
-    PASSIVE``) in a run with the default thread count (``trainer.num_threads=0``), unless
-    the environment sets the policy: spinning threads stall when another process takes a
-    core. OpenMP reads the variable when torch loads, which ``run`` does after this."""
-    if not num_threads and "torch" not in sys.modules:
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    option_file = Path(RECIPES_DIR) / "env" / f"{env_option}.yaml"
+    if env_option and option_file.exists():
+        if OmegaConf.load(option_file).get("env_name") == env_name:
+            env = "" if preset.endswith(f"_{env_option}") else f" env={env_option}"
+            return f"experiment={preset}{env}"
+    return f"experiment={preset} env.env_name={env_name}"
 
 
 def _init_distributed(device: str) -> bool:

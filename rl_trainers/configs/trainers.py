@@ -84,7 +84,7 @@ class LoopConfig:
         "default", "default | reduce-overhead (CUDA graphs; device=cuda) | max-autotune"
     )
     num_threads: int = config_field(
-        0, "torch intra-op threads (0: 2 for nets wider than 128 if 2 cores are idle, else 1)"
+        1, "torch intra-op threads (0: 1; more only on cores the run has to itself)"
     )
     keep_freed_memory: bool = config_field(
         True, "glibc malloc keeps freed memory for reuse (no page faults per update)"
@@ -213,9 +213,6 @@ class DQNLoopConfig(LoopConfig):
     eps_end: float = config_field(0.04, "exploration epsilon after the annealing")
     exploration_fraction: float = config_field(
         0.16, "fraction of total_frames over which epsilon decays linearly to eps_end"
-    )
-    num_threads: int = config_field(
-        1, "torch intra-op threads (1: updates on 64 transitions gain nothing from two)"
     )
 
 
@@ -360,9 +357,6 @@ class A2CLoopConfig(LoopConfig):
         0.5, "gradient clip value (SB3's max_grad_norm; None: no clipping)"
     )
     log_interval: int = config_field(4000, "log scalars every this many frames")
-    num_threads: int = config_field(
-        1, "torch intra-op threads (1: one step on a small batch gains nothing from two)"
-    )
 
 
 @dataclass
@@ -392,9 +386,6 @@ class PGLoopConfig(LoopConfig):
     total_frames: int = config_field(300_000, "environment frames to train for")
     clip_norm: float | None = config_field(0.5, "gradient clip value (None: no clipping)")
     log_interval: int = config_field(4096, "log scalars every this many frames")
-    num_threads: int = config_field(
-        1, "torch intra-op threads (1: one step on a small batch gains nothing from two)"
-    )
 
 
 @dataclass

@@ -427,7 +427,7 @@ def validate_config(cfg: DictConfig) -> None:
         )
     for path, allowed in (
         ("eval.interval", "0 (only at the end) or a positive number of frames"),
-        ("trainer.num_threads", "0 (chosen from the network width) or a positive number"),
+        ("trainer.num_threads", "a positive number (0 means 1)"),
     ):
         value = OmegaConf.select(cfg, path, default=0)
         if value is None or value < 0:

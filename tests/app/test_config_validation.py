@@ -35,7 +35,7 @@ def test_gemm_backend_values_gemm_accepts_pass_validation(tiny_config, monkeypat
     "override, expected",
     [
         ("eval.interval=-5", "eval.interval=-5 is invalid: 0 (only at the end) or a positive"),
-        ("trainer.num_threads=-1", "trainer.num_threads=-1 is invalid: 0 (chosen from"),
+        ("trainer.num_threads=-1", "trainer.num_threads=-1 is invalid: a positive number"),
     ],
 )
 def test_negative_interval_or_thread_count_is_refused(tiny_config, override, expected):

@@ -1,46 +1,26 @@
-"""The default thread count (``trainer.num_threads=0``) takes the cores the machine leaves
-idle, and a default run's OpenMP threads wait passively."""
+"""A run's torch intra-op thread count: one by default (``trainer.num_threads=1``, and ``0``
+means the same), as many as asked otherwise."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+import pytest
 
 from rl_trainers.algorithms import build as build_steps
-from rl_trainers.app.run import passive_openmp_threads
+
+from .conftest import TINY, compose_config
 
 
-def test_two_threads_only_when_two_cores_are_idle(monkeypatch):
-    monkeypatch.setattr(build_steps, "cpu_budget", lambda: 2)
-    picked = {}
-    monkeypatch.setattr(build_steps.torch, "set_num_threads", lambda n: picked.setdefault("n", n))
-    for idle, widest, expected in ((2, 256, 2), (1, 256, 1), (2, 64, 1)):
-        picked.clear()
-        monkeypatch.setattr(build_steps, "idle_cores", lambda idle=idle: idle)
-        assert build_steps.set_num_threads(0, widest) == expected
-    assert build_steps.set_num_threads(3, 256) == 3  # asked for: as asked
+def test_zero_means_one_thread_and_a_count_is_used_as_given(monkeypatch):
+    picked = []
+    monkeypatch.setattr(build_steps.torch, "set_num_threads", picked.append)
+    assert [build_steps.set_num_threads(n) for n in (0, 1, 3)] == [1, 1, 3]
+    assert picked == [1, 1, 3]
 
 
-def test_idle_cores_sees_a_busy_process():
-    budget = build_steps.cpu_budget()
-    if budget < 2:
-        return  # one core: nothing to tell apart
-    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        assert build_steps.idle_cores(0.3) <= budget - 1
-    finally:
-        spin.kill()
-        spin.wait()
-
-
-def test_a_default_run_sets_a_passive_wait_policy_before_torch_loads(monkeypatch):
-    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    monkeypatch.delitem(sys.modules, "torch")  # as in train.py, before the trainer is built
-    passive_openmp_threads(1)
-    assert "OMP_WAIT_POLICY" not in os.environ
-    passive_openmp_threads(0)
-    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
-    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")  # the user's own choice stays
-    passive_openmp_threads(0)
-    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
+@pytest.mark.parametrize(
+    ("algorithm", "overrides"),
+    [(a, []) for a in sorted(TINY)]
+    + [(a, [f"experiment={a}_halfcheetah"]) for a in ("ppo", "sac", "td3")],
+)
+def test_every_recipe_runs_on_one_thread_by_default(algorithm, overrides):
+    assert compose_config(algorithm, overrides).trainer.num_threads == 1
