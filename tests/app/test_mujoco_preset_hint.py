@@ -35,6 +35,12 @@ def _warnings(algorithm: str, overrides: list[str]) -> list[str]:
         ("sac", ["env=halfcheetah"], "experiment=sac_halfcheetah runs its MuJoCo preset"),
         ("td3", ["env=walker2d"], "experiment=td3_halfcheetah env=walker2d"),
         ("ppo", ["env.env_name=Swimmer-v5"], "experiment=ppo_halfcheetah env.env_name=Swimmer-v5"),
+        # an env option with its id changed: the id is what the preset needs
+        (
+            "sac",
+            ["env=hopper", "env.env_name=Walker2d-v5"],
+            "experiment=sac_halfcheetah env.env_name=Walker2d-v5",
+        ),
     ],
 )
 def test_a_mujoco_env_on_the_default_recipe_names_the_preset(algorithm, overrides, command):
