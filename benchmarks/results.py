@@ -263,12 +263,16 @@ def plot(cells: list[Cell]) -> list[str]:
     for cell in cells:
         groups.setdefault((cell.algo, cell.env), []).append(cell)
     for (algo, env), group in groups.items():
-        dirs = [str(RUNS_DIR / c.name / env) for c in group if summaries(c)]
-        if not dirs:
+        done = [c for c in group if summaries(c)]
+        if not done:
             continue
         png = IMG_DIR / f"results_{algo}_{env}.png"
+        dirs = [str(RUNS_DIR / c.name / env) for c in done]
         cmd = [sys.executable, "-m", "rl_trainers.plot", *dirs, "--metric", "train/episode_return"]
+        # one curve per cell (its seeds), named as the table's side column names it
+        cmd += [arg for c in done for arg in ("--label", _side(c))]
         cmd += ["--out", str(png), "--title", f"{algo.upper()} {env}", "--smooth", "10"]
+        cmd += ["--common-range"]  # no tail where one seed's last episodes stand for all
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         if proc.returncode != 0:
             print(f"plot {algo} {env} failed: {proc.stdout}{proc.stderr}", file=sys.stderr)

@@ -7,7 +7,7 @@ makes one mean/std/min/max curve per group; :func:`main` is the command line
 """
 
 from .cli import main
-from .curves import IGNORED_KEYS, Curve, Group, aggregate, group_runs, smooth
+from .curves import IGNORED_KEYS, Curve, Group, aggregate, common_range, group_runs, smooth
 from .runs import PlotError, Run, find_runs, read_series
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "PlotError",
     "Run",
     "aggregate",
+    "common_range",
     "find_runs",
     "group_runs",
     "main",

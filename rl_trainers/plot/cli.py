@@ -4,6 +4,7 @@
     python -m rl_trainers.plot outputs/ppo/CartPole-v1/* --metric train/episode_return
     python -m rl_trainers.plot <dir> --list-metrics
     python -m rl_trainers.plot <dir> --group-by optimizer.lr --band minmax --csv curves.csv
+    python -m rl_trainers.plot <dir_a> <dir_b> --label baseline --label ablation
 
 x is the number of frames collected (the step of every point the app logs); one curve per
 group of runs that differ only by seed, its mean drawn with a shaded band (std or min-max).
@@ -17,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .curves import Curve, aggregate, group_runs, smooth
+from .curves import Curve, Group, aggregate, common_range, group_runs, smooth
 from .runs import PlotError, Run, find_runs
 
 #: The series plotted without ``--metric``: the first one some run logged (runs with
@@ -105,6 +106,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="average each run's points over a trailing window of N points before "
         "aggregating (default 1: no smoothing)",
     )
+    parser.add_argument(
+        "--common-range",
+        action="store_true",
+        help="draw and write each curve only over the frames all its runs cover (default: "
+        "each run counts from its first to its last logged step, so a curve's ends can be "
+        "the mean of fewer runs)",
+    )
+    parser.add_argument(
+        "--label",
+        action="append",
+        metavar="TEXT",
+        help="the legend label of a curve, once per curve in the order they are drawn "
+        "(default: the labels --group-by gives; an Error lists them in order)",
+    )
     parser.add_argument("--title", help="the figure title (default: the metric and runs)")
     parser.add_argument(
         "--ylabel", help="the y-axis label (default: a description of the metric, or its name)"
@@ -146,6 +161,17 @@ def _select(runs: list[Run], metric: str) -> list[Run]:
         if run not in having:
             print(f"warning: {run.path} left out: it has no {metric} series", file=sys.stderr)
     return having
+
+
+def _relabel(groups: list[Group], labels: list[str]) -> list[Group]:
+    """The groups under the labels given with ``--label``, one per group, in order."""
+    if len(labels) != len(groups):
+        found = "; ".join(f"{i + 1}. {g.label} ({len(g.runs)} runs)" for i, g in enumerate(groups))
+        raise PlotError(
+            f"--label given {len(labels)} time(s) for {len(groups)} curve(s); give one per "
+            f"curve, in this order: {found}"
+        )
+    return [Group(label, g.runs) for label, g in zip(labels, groups)]
 
 
 def _title(metric: str, runs: list[Run]) -> str:
@@ -275,10 +301,19 @@ def run(argv: Sequence[str] | None = None) -> int:
             )
     runs = _select(runs, args.metric)
     groups = group_runs(runs, [k.strip() for k in args.group_by.split(",") if k.strip()])
+    if args.label:
+        groups = _relabel(groups, args.label)
     curves = [
         aggregate(g.label, [smooth(r.series()[args.metric], args.smooth) for r in g.runs])
         for g in groups
     ]
+    if args.common_range:
+        curves = [common_range(c) for c in curves]
+        for curve in curves:
+            if not len(curve.steps):
+                raise PlotError(
+                    f"--common-range: the runs of the curve {curve.label!r} share no logged frames"
+                )
     out = Path(args.out)
     ylabel = args.ylabel or METRIC_LABELS.get(args.metric, args.metric)
     title = args.title or _title(args.metric, runs)

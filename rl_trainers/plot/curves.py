@@ -253,3 +253,19 @@ def aggregate(label: str, series: list[Series]) -> Curve:
         count=count,
         runs=len(series),
     )
+
+
+def common_range(curve: Curve) -> Curve:
+    """``curve`` over the steps every one of its runs covers (its ends, where some runs had
+    not started or had already stopped, cut off)."""
+    keep = curve.count == curve.runs
+    return Curve(
+        label=curve.label,
+        steps=curve.steps[keep],
+        mean=curve.mean[keep],
+        std=curve.std[keep],
+        min=curve.min[keep],
+        max=curve.max[keep],
+        count=curve.count[keep],
+        runs=curve.runs,
+    )

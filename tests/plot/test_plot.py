@@ -264,6 +264,46 @@ def test_aggregate_counts_each_run_between_its_first_and_last_step():
     assert curve.min.tolist() == [0.0, 4.0, 9.0, 14.0]
 
 
+def _logged_runs(root: Path, runs: dict[str, list[tuple[int, float]]]) -> Path:
+    """Runs without a config: each a CSV logger's ``episode_return`` series."""
+    from rl_trainers.record.loggers import CSVLogger
+
+    for name, points in runs.items():
+        with CSVLogger(name, log_dir=str(root / "logs")) as logger:
+            for step, value in points:
+                logger.log_scalar("episode_return", value, step=step)
+    return root / "logs"
+
+
+def test_common_range_keeps_the_frames_every_run_covers(tmp_path):
+    logs = _logged_runs(
+        tmp_path,
+        {"a": [(100, 1.0), (200, 2.0), (300, 30.0)], "b": [(50, 0.0), (100, 3.0), (200, 4.0)]},
+    )
+    args = [logs, "--group-by", "none", "--metric", "episode_return"]
+    every = plot(*args, "--csv", "every.csv", cwd=tmp_path)
+    common = plot(*args, "--csv", "common.csv", "--common-range", cwd=tmp_path)
+    assert every.returncode == 0 and common.returncode == 0, every.stderr + common.stderr
+    rows = lambda name: [  # noqa: E731
+        (int(r["frames"]), float(r["mean"]), int(r["runs"]))
+        for r in read_curves(tmp_path / name)["all runs"]
+    ]
+    # by default the ends are one run's values: b alone at 50, a alone at 300
+    assert rows("every.csv") == [(50, 0.0, 1), (100, 2.0, 2), (200, 3.0, 2), (300, 30.0, 1)]
+    assert rows("common.csv") == [(100, 2.0, 2), (200, 3.0, 2)]
+    decoded_png(tmp_path / "curves.png")
+
+
+def test_error_for_common_range_over_runs_that_share_no_frames(tmp_path):
+    logs = _logged_runs(tmp_path, {"a": [(100, 1.0), (200, 2.0)], "b": [(300, 3.0), (400, 4.0)]})
+    line = _error(
+        plot(
+            logs, "--group-by", "none", "--metric", "episode_return", "--common-range", cwd=tmp_path
+        )
+    )
+    assert line == "Error: --common-range: the runs of the curve 'all runs' share no logged frames"
+
+
 # ----------------------------------------------------------------------------- errors
 
 
@@ -273,6 +313,35 @@ def _error(done: subprocess.CompletedProcess) -> str:
     assert len(lines) == 1, done.stderr
     assert "Traceback" not in done.stderr
     return lines[0]
+
+
+def test_labels_name_the_curves_in_order(sweep, tmp_path):
+    done = plot(
+        *jobs(sweep, logger="csv"), "--label", "fast", "--label", "slow", "--csv", "l.csv",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    curves = read_curves(tmp_path / "l.csv")
+    # the first curve is the first group found: the jobs of optimizer.lr=1e-3 come first
+    assert list(curves) == ["fast", "slow"]
+    fast = [
+        logged(j, "eval/return_mean")
+        for j in jobs(sweep, logger="csv")
+        if float(overrides(j)["optimizer.lr"]) == 1e-3
+    ]
+    assert len(fast) == 2
+    assert float(curves["fast"][-1]["mean"]) == pytest.approx(sum(s[256] for s in fast) / 2)
+    assert "fast: 2, slow: 2" in done.stdout
+
+
+def test_error_for_a_label_count_that_is_not_the_curve_count(sweep, tmp_path):
+    done = plot(*jobs(sweep, logger="csv"), "--label", "only one", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "Error: --label given 1 time(s) for 2 curve(s); give one per curve, in this order: "
+        "1. optimizer.lr=0.001 (2 runs); 2. optimizer.lr=0.0003 (2 runs)"
+    )
+    assert not (tmp_path / "curves.png").exists()
 
 
 def test_error_for_a_missing_dir(tmp_path):
