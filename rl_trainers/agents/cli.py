@@ -24,12 +24,27 @@ def _fail(message: str) -> int:
     return 2
 
 
+def _add_run_and_checkpoint(p: argparse.ArgumentParser) -> None:
+    """RUN_DIR and which of its policies: the options eval, enjoy and export share."""
+    p.add_argument("run_dir", metavar="RUN_DIR", help="the run directory (holds .hydra/)")
+    p.add_argument(
+        "--checkpoint",
+        default=None,
+        help="a checkpoint file of this run (default: its latest checkpoint)",
+    )
+    p.add_argument(
+        "--best",
+        action="store_true",
+        help="the policy of the run's best periodic evaluation (runs with eval.interval > 0)",
+    )
+
+
 # ----------------------------------------------------------------------------- eval
 
 
 def eval_parser(prog: str = "rl-trainers eval") -> argparse.ArgumentParser:
     p = _Parser(prog=prog, description="Evaluate a trained run; writes eval.json in RUN_DIR.")
-    p.add_argument("run_dir", metavar="RUN_DIR", help="the run directory")
+    _add_run_and_checkpoint(p)
     p.add_argument("--episodes", type=int, default=None, help="default: the run's eval.episodes")
     p.add_argument(
         "--seed",
@@ -38,8 +53,6 @@ def eval_parser(prog: str = "rl-trainers eval") -> argparse.ArgumentParser:
         help="evaluation seed (default: the run's own, seed+10000: reproduces summary.json)",
     )
     p.add_argument("--stochastic", action="store_true", help="sample actions (default: mode)")
-    p.add_argument("--checkpoint", default=None, help="a checkpoint file of this run")
-    p.add_argument("--best", action="store_true", help="the best evaluation's policy")
     return p
 
 
@@ -79,14 +92,21 @@ def eval_main(argv: Sequence[str] | None = None) -> int:
 
 def enjoy_parser(prog: str = "rl-trainers enjoy") -> argparse.ArgumentParser:
     p = _Parser(prog=prog, description="Watch a trained agent: a window, or a video file.")
-    p.add_argument("run_dir", metavar="RUN_DIR")
-    p.add_argument("--video", default=None, help="write the episodes to this file (.mp4, .gif)")
-    p.add_argument("--episodes", type=int, default=1)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--stochastic", action="store_true")
-    p.add_argument("--checkpoint", default=None)
-    p.add_argument("--best", action="store_true")
-    p.add_argument("--max-steps", type=int, default=10_000, help="per episode")
+    _add_run_and_checkpoint(p)
+    p.add_argument(
+        "--video",
+        default=None,
+        help="write the episodes to this file (.mp4, .gif; default without a display: "
+        "RUN_DIR/enjoy.mp4)",
+    )
+    p.add_argument("--episodes", type=int, default=1, help="how many episodes (default 1)")
+    p.add_argument(
+        "--seed", type=int, default=0, help="the first episode's reset seed, +1 each (default 0)"
+    )
+    p.add_argument("--stochastic", action="store_true", help="sample actions (default: mode)")
+    p.add_argument(
+        "--max-steps", type=int, default=10_000, help="steps per episode at most (default 10000)"
+    )
     return p
 
 
@@ -170,11 +190,15 @@ def export_parser(prog: str = "rl-trainers export") -> argparse.ArgumentParser:
         prog=prog,
         description="Write the trained policy as one standalone file (torch, or onnxruntime).",
     )
-    p.add_argument("run_dir", metavar="RUN_DIR")
+    _add_run_and_checkpoint(p)
     p.add_argument("out", metavar="OUT", help="the file to write")
-    p.add_argument("--format", choices=FORMATS, default="exported")
-    p.add_argument("--checkpoint", default=None)
-    p.add_argument("--best", action="store_true")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="exported",
+        help="exported (default; torch.export, load with torch.export.load), torchscript "
+        "(torch.jit.load) or onnx (onnxruntime; needs the onnx extra)",
+    )
     return p
 
 
@@ -217,12 +241,17 @@ def results_parser(prog: str = "rl-trainers results") -> argparse.ArgumentParser
         prog=prog,
         description=(
             "A table of runs grouped by what differs in their configs except the seed: final "
-            "evaluation return (mean ± std over seeds; interquartile mean with a bootstrap 95%% "
+            "evaluation return (mean ± std over seeds; interquartile mean with a bootstrap 95% "
             "interval when rliable is installed), frames, wall time."
         ),
     )
     p.add_argument("dirs", nargs="+", metavar="DIR", help="run, sweep or outputs directories")
-    p.add_argument("--format", choices=("text", "csv", "markdown"), default="text")
+    p.add_argument(
+        "--format",
+        choices=("text", "csv", "markdown"),
+        default="text",
+        help="text (default), csv or markdown",
+    )
     return p
 
 

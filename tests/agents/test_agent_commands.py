@@ -193,3 +193,27 @@ def test_results_table_of_a_sweep(tmp_path):
     assert "IQM [95% CI]" in text.stdout and "Warning" not in text.stderr
     markdown = cli("rl_trainers.results", str(sweep), "--format", "markdown")
     assert markdown.stdout.startswith("| group")
+
+
+@pytest.mark.parametrize("command", ["eval", "enjoy", "export", "results"])
+def test_help_describes_every_argument(command):
+    done = subprocess.run(
+        [sys.executable, "-m", "rl_trainers", command, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    assert "%%" not in text
+    listed = text.split("positional arguments:", 1)[1]
+    # argparse puts an argument's help on its line, or on the next one when the name is long;
+    # an argument without help stands alone with nothing indented deeper below it
+    lines = [line for line in listed.splitlines() if line.strip()]
+    for i, line in enumerate(lines):
+        if not line.startswith("  ") or line.startswith("   "):
+            continue  # a section title or a help line
+        name, _, help_text = line.strip().partition("  ")
+        following = lines[i + 1] if i + 1 < len(lines) else ""
+        described = help_text.strip() or following.startswith("   ")
+        assert described, f"rl-trainers {command} --help: {name} has no description"
