@@ -355,6 +355,7 @@ def make_ppo_loss(
     normalize_advantage: bool = True,
     gamma: float = 0.99,
     lmbda: float = 0.95,
+    clip_value: float | None = None,
 ):
     """A PPO loss of the family ``loss_type`` names, with a GAE value estimator.
 
@@ -380,11 +381,19 @@ def make_ppo_loss(
         normalize_advantage: normalise advantages per minibatch.
         gamma: discount factor.
         lmbda: GAE lambda.
+        clip_value: clip the value prediction to this distance from the value stored at
+            collection and take the larger of the clipped and unclipped value losses (the
+            PPO2 rule of OpenAI's baselines, CleanRL and torchrl); None: no clipping.
     """
     from rl_trainers.objectives import ClipPPOLoss, KLPENPPOLoss, PPOLoss, ValueEstimators
 
     _check_actor_critic_fields(gamma, lmbda, critic_coef, entropy_coef, loss_critic_type)
+    if clip_value is not None and not clip_value > 0:
+        raise ConfigError(
+            "loss.clip_value", clip_value, "a positive distance, e.g. 0.2, or null for none"
+        )
     common = _actor_critic_kwargs(entropy_coef, critic_coef, loss_critic_type, normalize_advantage)
+    common["clip_value"] = clip_value
     if loss_type == "clip":
         if not clip_epsilon > 0:
             raise ConfigError("loss.clip_epsilon", clip_epsilon, "a positive clip range, e.g. 0.2")

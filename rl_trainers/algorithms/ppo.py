@@ -7,8 +7,10 @@ The loop of :class:`~.on_policy.OnPolicyTrainer`: per collected batch (``[num_en
 GAE advantages and value targets are computed once with the current critic
 (``batch_process``), the batch is flattened, and ``num_epochs * (frames_per_batch //
 minibatch_size)`` optimisation steps each draw the next minibatch of a fresh permutation per
-epoch (``process_optim_batch``). PPO adds, once per batch (``post_steps``), the clip-range
-annealing and the adaptation of the KL penalty; the learning-rate schedule steps there too.
+epoch (``process_optim_batch``). With a ``target_kl`` (:class:`KLEarlyStop`), the steps of a
+batch end at the first minibatch on which the policy has moved too far from the collecting
+one. PPO adds, once per batch (``post_steps``), the clip-range annealing and the adaptation
+of the KL penalty; the learning-rate schedule steps there too.
 """
 
 from __future__ import annotations
@@ -22,8 +24,63 @@ from omegaconf import DictConfig
 from rl_trainers.algorithms.base import build_actor_critic, finish_build, prepare_run
 from rl_trainers.algorithms.build import build
 from rl_trainers.algorithms.on_policy import EpochMinibatches, OnPolicyTrainer
+from rl_trainers.core.loop import TrainerHookBase
+from rl_trainers.errors import ConfigError
 
-__all__ = ["EpochMinibatches", "PPOTrainer"]
+__all__ = ["EpochMinibatches", "KLEarlyStop", "PPOTrainer"]
+
+
+class KLEarlyStop(TrainerHookBase):
+    """Ends a batch's optimisation steps once the policy has moved too far from the one that
+    collected the batch (Stable-Baselines3's ``target_kl``).
+
+    Before each step (a ``process_optim_batch`` hook, after the minibatch is drawn), the
+    approximate KL(collecting || current) on the minibatch (``loss_module.measure_kl``,
+    averaged over the ranks of data-parallel training) is compared with ``1.5 *
+    target_kl``; above it, neither this step nor the rest of the batch's epochs are taken.
+    The next batch starts afresh. Logs ``kl_early_stop``: 1 for a batch that stopped early.
+
+    Args:
+        target_kl: the KL bound (positive).
+    """
+
+    def __init__(self, target_kl: float) -> None:
+        if not target_kl > 0:
+            raise ConfigError(
+                "trainer.target_kl", target_kl, "a positive KL, e.g. 0.01, or null for no bound"
+            )
+        self.target_kl = float(target_kl)
+        self.stopped = False
+        self._trainer = None
+
+    def register(self, trainer, name: str = "kl_early_stop") -> None:
+        if not callable(getattr(trainer.loss_module, "measure_kl", None)):
+            raise ConfigError(
+                "trainer.target_kl",
+                self.target_kl,
+                f"needs a loss with measure_kl (the PPO losses), not "
+                f"{type(trainer.loss_module).__name__}",
+            )
+        self._trainer = trainer
+        trainer.register_op("pre_optim_steps", self.reset)
+        trainer.register_op("process_optim_batch", self.check)
+        trainer.register_op("post_steps_log", self.log)
+
+    def reset(self) -> None:
+        self.stopped = False
+
+    def check(self, minibatch):
+        """Raise StopIteration (the loop's end of a batch's steps) past the bound."""
+        if not self.stopped:
+            trainer = self._trainer
+            kl = trainer.mean_over_ranks(trainer.loss_module.measure_kl(minibatch))
+            self.stopped = bool(kl > 1.5 * self.target_kl)
+        if self.stopped:
+            raise StopIteration
+        return None
+
+    def log(self, batch) -> dict[str, float]:
+        return {"kl_early_stop": float(self.stopped)}
 
 
 class PPOTrainer(OnPolicyTrainer):
@@ -39,6 +96,8 @@ class PPOTrainer(OnPolicyTrainer):
         minibatch_size: transitions per optimisation step (None: the whole batch).
         anneal_clip_epsilon: anneal the clip range linearly to 0 over training (losses
             with a ``clip_epsilon``; the KL-penalty and plain losses have no clip range).
+        target_kl: end a batch's steps at the first minibatch whose approximate KL to the
+            collecting policy exceeds ``1.5 * target_kl`` (:class:`KLEarlyStop`); None: never.
         **kwargs: the :class:`AlgorithmTrainer` arguments (lr_scheduler, eval_env, logger...).
     """
 
@@ -48,10 +107,15 @@ class PPOTrainer(OnPolicyTrainer):
         num_epochs: int = 10,
         minibatch_size: int | None = 64,
         anneal_clip_epsilon: bool = False,
+        target_kl: float | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(num_epochs=num_epochs, minibatch_size=minibatch_size, **kwargs)
         self.register_ppo_ops(anneal_clip_epsilon)
+        self.kl_early_stop: KLEarlyStop | None = None
+        if target_kl is not None:
+            self.kl_early_stop = KLEarlyStop(target_kl)
+            self.kl_early_stop.register(self)
 
     def register_ppo_ops(self, anneal_clip_epsilon: bool) -> None:
         """Register what PPO does once per batch (``post_steps``): the clip range's
@@ -115,4 +179,5 @@ class PPOTrainer(OnPolicyTrainer):
             num_epochs=cfg.trainer.num_epochs,
             minibatch_size=cfg.trainer.minibatch_size,
             anneal_clip_epsilon=cfg.trainer.anneal_clip_epsilon,
+            target_kl=cfg.trainer.target_kl,
         )

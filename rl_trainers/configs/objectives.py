@@ -26,6 +26,12 @@ class PPOLossConfig:
     entropy_coef: float = config_field(0.0, "weight of the entropy bonus")
     critic_coef: float = config_field(0.5, "weight of the value loss")
     loss_critic_type: str = config_field("l2", "l2 | smooth_l1 | l1 value loss")
+    clip_value: float | None = config_field(
+        None,
+        "clip the value update to this distance from the collected value, taking the larger "
+        "of the clipped and unclipped losses (CleanRL's clip_vloss, torchrl's clip_value; "
+        "None: no clipping)",
+    )
     normalize_advantage: bool = config_field(True, "normalise advantages per minibatch")
     gamma: float = config_field(0.98, "discount factor")
     lmbda: float = config_field(0.8, "GAE lambda")

@@ -100,6 +100,11 @@ class PPOLoopConfig(LoopConfig):
     anneal_clip_epsilon: bool = config_field(
         True, "anneal the clip range linearly to 0 (loss.loss_type=clip)"
     )
+    target_kl: float | None = config_field(
+        None,
+        "end a batch's epochs at the first minibatch whose approximate KL to the collecting "
+        "policy exceeds 1.5 * target_kl, before its step (SB3's target_kl; None: never)",
+    )
 
 
 @dataclass

@@ -302,6 +302,15 @@ class PPOLoss(_ActorCriticLoss):
                 out["kl_approx"] = ((ratio - 1) - log_weight).mean()
         return ratio, log_weight, dist
 
+    @torch.no_grad()
+    def measure_kl(self, tensordict: TensorDictBase) -> torch.Tensor:
+        """The mean KL(collecting policy || current policy) over ``tensordict``'s actions,
+        estimated as ``(r - 1) - log r`` (unbiased, non-negative): the ``kl_approx``
+        diagnostic, and what SB3's ``target_kl`` compares."""
+        log_prob, _ = self._log_prob_and_dist(tensordict)
+        log_weight = log_prob - tensordict.get(self.log_prob_key)
+        return (log_weight.exp() - 1 - log_weight).mean()
+
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         adv = self._advantage(tensordict)
         out: dict = {}
@@ -686,13 +695,6 @@ class KLPENPPOLoss(PPOLoss):
             self.adapt_beta(kl)
         self._entropy(dist, out)
         return self._finish(tensordict, out)
-
-    @torch.no_grad()
-    def measure_kl(self, tensordict: TensorDictBase) -> torch.Tensor:
-        """The mean KL(collecting policy || current policy) over ``tensordict``'s actions."""
-        log_prob, _ = self._log_prob_and_dist(tensordict)
-        log_weight = log_prob - tensordict.get(self.log_prob_key)
-        return (log_weight.exp() - 1 - log_weight).mean()
 
     @torch.no_grad()
     def adapt_beta(self, kl: torch.Tensor | float) -> None:

@@ -204,6 +204,17 @@ def test_td3_ranks_average_both_optimizers_gradients(tmp_path):
         _assert_tree_equal(rank0["modules"][name], rank1["modules"][name], name)
 
 
+def test_ppo_target_kl_stops_every_rank_at_the_same_step(tmp_path):
+    """Each rank measures the KL on its own minibatch; the ranks compare their mean, so they
+    take the same steps (a rank stepping alone would wait forever for the others' gradients)."""
+    overrides = [*PPO, "trainer.total_frames=512", "trainer.target_kl=1e-5"]
+    checked(launch("ppo", [*overrides, f"hydra.run.dir={tmp_path}"]))
+    rank0, rank1 = _ranks(tmp_path)
+    assert rank0["counters"]["optim_count"] == rank1["counters"]["optim_count"]
+    assert rank0["counters"]["optim_count"] < 4 * 4  # 4 batches of 4 steps, some cut short
+    _assert_tree_equal(rank0["modules"]["loss_module"], rank1["modules"]["loss_module"], "loss")
+
+
 def test_single_process_runs_stay_as_they_were(tmp_path):
     cfg = tiny("ppo", "trainer.total_frames=128")
     trainer = build_trainer(cfg, tmp_path)

@@ -613,3 +613,33 @@ def test_gaussian_loss_and_grads_gives_forward_and_backward_bitwise(entropy_bonu
         assert torch.equal(out[key], expected_out[key].detach()), key
     for param, grad in zip(loss.parameters(), expected_grads, strict=True):
         assert torch.equal(param.grad, grad)
+
+
+def test_value_clipping_takes_the_larger_of_the_clipped_and_unclipped_losses():
+    obs = Composite(observation=Unbounded(shape=(4,)))
+    torch.manual_seed(0)
+    actor, critic = make_actor(obs, OneHot(3)), make_value(obs)
+    td = _off_policy_batch(OneHot(3))
+    with torch.no_grad():
+        value = critic(td.clone())["state_value"]
+    # stored values on both sides of the prediction, near and far
+    td["state_value"] = value + torch.linspace(-2.0, 2.0, 64).unsqueeze(-1)
+    target = td["value_target"]
+    clipped = td["state_value"] + (value - td["state_value"]).clamp(-0.5, 0.5)
+    expected = torch.maximum((value - target) ** 2, (clipped - target) ** 2).mean()
+    loss = ClipPPOLoss(actor, critic, clip_value=0.5, loss_critic_type="l2", critic_coef=1.0)
+    torch.testing.assert_close(loss(td.clone())["loss_critic"], expected)
+    unclipped = ClipPPOLoss(actor, critic, loss_critic_type="l2", critic_coef=1.0)
+    assert unclipped(td.clone())["loss_critic"] < expected  # some predictions were clipped
+
+
+def test_every_ppo_loss_measures_the_kl_to_the_collecting_policy():
+    obs = Composite(observation=Unbounded(shape=(4,)))
+    torch.manual_seed(0)
+    actor, critic = make_actor(obs, OneHot(3)), make_value(obs)
+    td = _off_policy_batch(OneHot(3))
+    log_prob = actor.get_dist(td.clone()).log_prob(td["action"])
+    log_r = log_prob - td["sample_log_prob"]
+    expected = (log_r.exp() - 1 - log_r).mean()
+    for loss in (ClipPPOLoss(actor, critic), KLPENPPOLoss(actor, critic)):
+        torch.testing.assert_close(loss.measure_kl(td), expected)
