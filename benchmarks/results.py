@@ -270,7 +270,7 @@ def plot(cells: list[Cell]) -> list[str]:
         dirs = [str(RUNS_DIR / c.name / env) for c in done]
         cmd = [sys.executable, "-m", "rl_trainers.plot", *dirs, "--metric", "train/episode_return"]
         # one curve per cell (its seeds), named as the table's side column names it
-        cmd += [arg for c in done for arg in ("--label", _side(c))]
+        cmd += ["--group-by", "path", *(a for c in done for a in ("--label", _side(c)))]
         cmd += ["--out", str(png), "--title", f"{algo.upper()} {env}", "--smooth", "10"]
         cmd += ["--common-range"]  # no tail where one seed's last episodes stand for all
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)

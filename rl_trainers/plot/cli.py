@@ -88,8 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="auto (default): runs whose configs differ only by seed (and logging, threads, "
         "checkpoint settings) form a group; config keys such as optimizer.lr or "
-        "optimizer.lr,loss.gamma: group by these only; run: one curve per run; none: all "
-        "runs in one group",
+        "optimizer.lr,loss.gamma: group by these only; run: one curve per run; path: one "
+        "curve per DIR given, of the runs found in it; none: all runs in one group",
     )
     parser.add_argument(
         "--band",

@@ -4,7 +4,8 @@ Runs are grouped by their saved config (``.hydra/config.yaml``, flattened to
 ``optimizer.lr``-style keys) with ``seed`` and the keys that cannot change what is learned
 (:data:`IGNORED_KEYS`: logging, progress bar, threads, checkpoint and resume settings, ...)
 left out; ``group_by=["optimizer.lr"]`` groups by the listed keys only, ``["run"]`` keeps
-each run alone and ``["none"]`` pools every run.
+each run alone, ``["path"]`` pools the runs of each directory given to ``find_runs`` and
+``["none"]`` pools every run.
 
 A group's curve is sampled at every step (frames collected) any of its runs logged; each
 run contributes, between its first and last logged step, its value there (linearly
@@ -46,7 +47,7 @@ IGNORED_KEYS = (
 )
 
 #: The ``--group-by`` values that are not config keys.
-GROUP_MODES = ("auto", "run", "none")
+GROUP_MODES = ("auto", "run", "path", "none")
 
 
 def _ignored(key: str) -> bool:
@@ -144,6 +145,11 @@ def group_runs(runs: list[Run], group_by: list[str] | None = None) -> list[Group
         return [Group("all runs" if len(runs) > 1 else _short(runs[0]), list(runs))]
     if mode == ["run"]:
         return [Group(_short(r), [r]) for r in runs]
+    if mode == ["path"]:
+        by_path: dict[str, list[Run]] = {}
+        for run in runs:
+            by_path.setdefault(run.given, []).append(run)
+        return [Group(given, members) for given, members in by_path.items()]
     if any(m in GROUP_MODES for m in mode):
         if len(mode) != 1:
             raise PlotError(

@@ -50,6 +50,8 @@ class Run:
     source: tuple[str, Path] | None = None
     #: Why no log could be read (set when ``source`` is None).
     unreadable: str = ""
+    #: The directory given to :func:`find_runs` that the run was found in.
+    given: str = ""
     _series: dict[str, Series] | None = field(default=None, repr=False)
 
     @property
@@ -107,7 +109,7 @@ def _find_source(run_dir: Path) -> tuple[tuple[str, Path] | None, str]:
     return None, "it holds no CSV, TensorBoard or MLflow logs"
 
 
-def _make_run(path: Path) -> Run:
+def _make_run(path: Path, given: str) -> Run:
     hydra = path / ".hydra"
     config = _load_yaml(hydra / "config.yaml") if hydra.is_dir() else None
     overrides = _load_yaml(hydra / "overrides.yaml") if hydra.is_dir() else None
@@ -118,6 +120,7 @@ def _make_run(path: Path) -> Run:
         overrides=[str(o) for o in overrides] if isinstance(overrides, list) else [],
         source=source,
         unreadable=why,
+        given=given,
     )
 
 
@@ -163,7 +166,7 @@ def find_runs(paths: list[str | os.PathLike]) -> list[Run]:
             resolved = path.resolve()
             if resolved not in seen:
                 seen.add(resolved)
-                runs.append(_make_run(path))
+                runs.append(_make_run(path, str(given)))
     return runs
 
 

@@ -294,6 +294,23 @@ def test_common_range_keeps_the_frames_every_run_covers(tmp_path):
     decoded_png(tmp_path / "curves.png")
 
 
+def test_group_by_path_pools_the_runs_of_each_directory_given(tmp_path):
+    first = _logged_runs(tmp_path / "first", {"s0": [(100, 1.0)], "s1": [(100, 3.0)]})
+    second = _logged_runs(tmp_path / "second", {"s0": [(100, 10.0)]})
+    done = plot(
+        first, second, "--group-by", "path", "--metric", "episode_return", "--csv", "p.csv",
+        "--label", "baseline", "--label", "ablation", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    curves = read_curves(tmp_path / "p.csv")
+    assert [(r["mean"], r["runs"]) for r in curves["baseline"]] == [("2.0", "2")]
+    assert [(r["mean"], r["runs"]) for r in curves["ablation"]] == [("10.0", "1")]
+    unlabelled = plot(first, second, "--group-by", "path", "--metric", "episode_return",
+                      "--csv", "u.csv", cwd=tmp_path)  # fmt: skip
+    assert unlabelled.returncode == 0, unlabelled.stderr
+    assert list(read_curves(tmp_path / "u.csv")) == [str(first), str(second)]
+
+
 def test_error_for_common_range_over_runs_that_share_no_frames(tmp_path):
     logs = _logged_runs(tmp_path, {"a": [(100, 1.0), (200, 2.0)], "b": [(300, 3.0), (400, 4.0)]})
     line = _error(
