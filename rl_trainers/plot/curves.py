@@ -131,11 +131,21 @@ def distinguishing_keys(keys: list[dict[str, Any]]) -> list[str]:
     return leading + sorted(n for n in chosen if n not in leading)
 
 
-def _labels_from_config(keys: list[dict[str, Any]]) -> list[str]:
+def _labels_from_config(keys: list[dict[str, Any]], groups: list[list[Run]]) -> list[str]:
     """Labels made of the config values that tell the groups apart
-    (:func:`distinguishing_keys`; a key a group's config lacks is left out of its label)."""
+    (:func:`distinguishing_keys`; a key a group's config lacks is left out of its label).
+    A node's ``_target_`` that a config group's option set is named by that option, as on
+    the command line (``model/policy=normal``, not the builder's import path)."""
     chosen = distinguishing_keys(keys)
-    return [", ".join(f"{n}={_show(d[n])}" for n in chosen if n in d) for d in keys]
+    labels = []
+    for d, runs in zip(keys, groups):
+        parts = []
+        for name in (n for n in chosen if n in d):
+            group = name.removesuffix("._target_").replace(".", "/")
+            option = runs[0].choices.get(group) if name.endswith("._target_") else None
+            parts.append(f"{group}={option}" if option else f"{name}={_show(d[name])}")
+        labels.append(", ".join(parts))
+    return labels
 
 
 def group_runs(runs: list[Run], group_by: list[str] | None = None) -> list[Group]:
@@ -186,7 +196,7 @@ def group_runs(runs: list[Run], group_by: list[str] | None = None) -> list[Group
     if len(members) == 1:
         labels = [_common_label(members[0])]
     elif mode == ["auto"]:
-        labels = _labels_from_overrides(members) or _labels_from_config(member_keys)
+        labels = _labels_from_overrides(members) or _labels_from_config(member_keys, members)
     else:
         labels = [", ".join(f"{n}={_show(k.get(n))}" for n in mode) for k in member_keys]
     return [Group(label, rs) for label, rs in zip(labels, members)]

@@ -53,10 +53,24 @@ class Run:
     #: The directory given to :func:`find_runs` that the run was found in.
     given: str = ""
     _series: dict[str, Series] | None = field(default=None, repr=False)
+    _choices: dict[str, str] | None = field(default=None, repr=False)
 
     @property
     def seed(self) -> Any:
         return self.config.get("seed")
+
+    @property
+    def choices(self) -> dict[str, str]:
+        """The option picked in each config group (``{"model/policy": "normal", ...}``,
+        Hydra's ``runtime.choices`` in ``.hydra/hydra.yaml``); empty without it."""
+        if self._choices is None:
+            saved = _load_yaml(self.path / ".hydra" / "hydra.yaml")
+            runtime = saved.get("hydra", {}).get("runtime", {}) if isinstance(saved, dict) else {}
+            choices = runtime.get("choices") if isinstance(runtime, dict) else None
+            self._choices = {
+                str(k): str(v) for k, v in (choices if isinstance(choices, dict) else {}).items()
+            }
+        return self._choices
 
     def series(self) -> dict[str, Series]:
         """Every scalar series of the run, by name (e.g. ``eval/return_mean``)."""

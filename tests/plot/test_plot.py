@@ -311,6 +311,16 @@ def test_group_by_path_pools_the_runs_of_each_directory_given(tmp_path):
     assert list(read_curves(tmp_path / "u.csv")) == [str(first), str(second)]
 
 
+def test_auto_labels_name_a_config_groups_option_as_the_command_line_does(tmp_path):
+    # separate runs: the baseline has no override of its own, so the labels come from the
+    # configs, where the policy differs by its builder's import path
+    train("env=pendulum", "hydra.run.dir=baseline", cwd=tmp_path)
+    train("env=pendulum", "model/policy=normal", "hydra.run.dir=gaussian", cwd=tmp_path)
+    done = plot(tmp_path / "baseline", tmp_path / "gaussian", "--csv", "c.csv", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert list(read_curves(tmp_path / "c.csv")) == ["model/policy=auto", "model/policy=normal"]
+
+
 def test_error_for_common_range_over_runs_that_share_no_frames(tmp_path):
     logs = _logged_runs(tmp_path, {"a": [(100, 1.0), (200, 2.0)], "b": [(300, 3.0), (400, 4.0)]})
     line = _error(
