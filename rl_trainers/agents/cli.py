@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
+import statistics
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -241,7 +241,7 @@ def results_parser(prog: str = "rl-trainers results") -> argparse.ArgumentParser
         prog=prog,
         description=(
             "A table of runs grouped by what differs in their configs except the seed: final "
-            "evaluation return (mean ± std over seeds; interquartile mean with a bootstrap 95% "
+            "evaluation return (mean ± sample std over seeds; interquartile mean with a bootstrap 95% "
             "interval when rliable is installed), frames, wall time."
         ),
     )
@@ -306,8 +306,8 @@ def results_rows(dirs: Sequence[str]) -> list[dict]:
         summaries = [json.loads((r.path / "summary.json").read_text()) for r in group.runs]
         returns = [float(s["eval_return_mean"]) for s in summaries]
         n = len(returns)
-        mean = sum(returns) / n
-        std = math.sqrt(sum((x - mean) ** 2 for x in returns) / n)
+        mean = statistics.fmean(returns)
+        std = statistics.stdev(returns) if n > 1 else 0.0  # over seeds: the sample std
         first = summaries[0]
         row = {
             "group": group.label,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 
@@ -180,14 +181,22 @@ def test_results_table_of_a_sweep(tmp_path):
     header = lines[0].split(",")
     rows = [dict(zip(header, line.split(","), strict=False)) for line in lines[1:]]
     assert sorted(r["group"] for r in rows) == ["optimizer.lr=0.0003", "optimizer.lr=0.001"]
+    jobs = sorted(sweep.glob("*/summary.json"))
+    assert len(jobs) == 4
     for row in rows:
         assert row["seeds"] == "2"
         # rliable's interquartile mean (the dev install has it) within its 95% interval
         low, iqm, high = (float(row[k]) for k in ("iqm_low", "iqm", "iqm_high"))
         assert low <= iqm <= high
-        jobs = [json.loads(p.read_text()) for p in sweep.glob("*/summary.json")]
         assert row["frames"] == "256"
-        assert len(jobs) == 4
+        returns = [
+            json.loads(job.read_text())["eval_return_mean"]
+            for job in jobs
+            if row["group"] in (job.parent / ".hydra" / "overrides.yaml").read_text()
+        ]
+        assert len(returns) == 2
+        assert float(row["return_mean"]) == pytest.approx(statistics.mean(returns))
+        assert float(row["return_std"]) == pytest.approx(statistics.stdev(returns))  # n - 1
     text = cli("rl_trainers.results", str(sweep))
     assert text.returncode == 0 and "±" in text.stdout
     assert "IQM [95% CI]" in text.stdout and "Warning" not in text.stderr
