@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ComponentError", "ConfigError", "ConfigWarning"]
+__all__ = ["ComponentError", "ConfigError", "ConfigWarning", "RunError"]
 
 
 class ConfigError(ValueError):
@@ -35,3 +35,9 @@ class ComponentError(ConfigError):
         self.node = node
         self.cause = cause
         ValueError.__init__(self, f"could not build '{node}': {cause}")
+
+
+class RunError(ValueError):
+    """A directory that is not a run, a run without a checkpoint, a checkpoint that does not
+    belong to the run, a missing optional dependency: one line for the user of a trained
+    run (``rl_trainers.load_policy``, ``rl-trainers eval|enjoy|export|results``)."""

@@ -18,12 +18,23 @@ collector, optimizer, logger or run directory.
 
 from __future__ import annotations
 
-from rl_trainers.agents.policy import (
-    RunError,
-    TrainedPolicy,
-    evaluate,
-    load_policy,
-    make_env,
-)
+from rl_trainers.errors import RunError
 
-__all__ = ["RunError", "TrainedPolicy", "evaluate", "load_policy", "make_env"]
+__all__ = ["EXPORT_FORMATS", "RunError", "TrainedPolicy", "evaluate", "load_policy", "make_env"]
+
+#: The file formats ``export_policy`` writes (``rl-trainers export --format``).
+EXPORT_FORMATS = ("exported", "torchscript", "onnx")
+
+#: Loaded on first use, so the commands' ``--help`` and ``rl-trainers results`` (which read
+#: files only) do not import torch.
+_FROM_POLICY = ("TrainedPolicy", "evaluate", "load_policy", "make_env")
+
+
+def __getattr__(name: str):
+    if name not in _FROM_POLICY:
+        raise AttributeError(f"module 'rl_trainers.agents' has no attribute {name!r}")
+    from rl_trainers.agents import policy
+
+    value = getattr(policy, name)
+    globals()[name] = value
+    return value

@@ -57,9 +57,9 @@ def eval_parser(prog: str = "rl-trainers eval") -> argparse.ArgumentParser:
 
 
 def eval_main(argv: Sequence[str] | None = None) -> int:
+    args = eval_parser().parse_args(argv)  # before torch is imported: --help at once
     from rl_trainers.agents.policy import evaluate, load_policy
 
-    args = eval_parser().parse_args(argv)
     which = "best" if args.best else "latest"
     policy = load_policy(args.run_dir, which=which, checkpoint=args.checkpoint)
     result = evaluate(
@@ -118,7 +118,7 @@ def _video_writer(path: Path, fps: int):
     try:
         import imageio.v2 as imageio
     except ImportError:
-        from rl_trainers.agents.policy import RunError
+        from rl_trainers.errors import RunError
 
         raise RunError(
             'writing a video needs imageio: pip install "rl_trainers[video]" (imageio[ffmpeg])'
@@ -127,7 +127,7 @@ def _video_writer(path: Path, fps: int):
         try:
             import imageio_ffmpeg  # noqa: F401
         except ImportError:
-            from rl_trainers.agents.policy import RunError
+            from rl_trainers.errors import RunError
 
             raise RunError(
                 f'writing {path.suffix} videos needs ffmpeg: pip install "rl_trainers[video]" '
@@ -138,9 +138,9 @@ def _video_writer(path: Path, fps: int):
 
 
 def enjoy_main(argv: Sequence[str] | None = None) -> int:
+    args = enjoy_parser().parse_args(argv)
     from rl_trainers.agents.policy import RunError, load_policy, make_env
 
-    args = enjoy_parser().parse_args(argv)
     video = Path(args.video) if args.video else None
     if video is None and not _has_display():
         video = Path(args.run_dir) / "enjoy.mp4"
@@ -184,7 +184,7 @@ def enjoy_main(argv: Sequence[str] | None = None) -> int:
 
 
 def export_parser(prog: str = "rl-trainers export") -> argparse.ArgumentParser:
-    from rl_trainers.agents.export import FORMATS
+    from rl_trainers.agents import EXPORT_FORMATS as FORMATS
 
     p = _Parser(
         prog=prog,
@@ -205,10 +205,10 @@ def export_parser(prog: str = "rl-trainers export") -> argparse.ArgumentParser:
 def export_main(argv: Sequence[str] | None = None) -> int:
     import warnings
 
+    args = export_parser().parse_args(argv)
     from rl_trainers.agents.export import export_policy
     from rl_trainers.agents.policy import load_policy
 
-    args = export_parser().parse_args(argv)
     if args.format == "onnx":
         from rl_trainers.agents.export import _require_onnx
 
@@ -298,7 +298,7 @@ def results_rows(dirs: Sequence[str]) -> list[dict]:
 
     runs = [r for r in find_runs(list(dirs)) if (r.path / "summary.json").is_file()]
     if not runs:
-        from rl_trainers.agents.policy import RunError
+        from rl_trainers.errors import RunError
 
         raise RunError(f"{', '.join(dirs)}: no finished run (no summary.json) found")
     rows = []
@@ -386,16 +386,23 @@ def results_main(argv: Sequence[str] | None = None) -> int:
 _MAINS = {"eval": eval_main, "enjoy": enjoy_main, "export": export_main, "results": results_main}
 
 
-def run_command(command: str, argv: Sequence[str] | None = None) -> int:
-    """Run one command; the user's mistakes become ``Error: ...`` and status 2."""
-    from rl_trainers.agents.policy import RunError
-    from rl_trainers.core.checkpoint import CheckpointError
-    from rl_trainers.errors import ConfigError
+def _user_errors() -> tuple[type[Exception], ...]:
+    """The errors that are the user's mistakes. ``CheckpointError`` only once its module is
+    loaded: a command that never loaded it cannot raise it, and loading it imports torch,
+    which ``--help`` and ``results`` do without."""
+    from rl_trainers.errors import ConfigError, RunError
     from rl_trainers.plot.runs import PlotError
 
+    errors: tuple[type[Exception], ...] = (RunError, PlotError, ConfigError)
+    checkpoint = sys.modules.get("rl_trainers.core.checkpoint")
+    return errors if checkpoint is None else (*errors, checkpoint.CheckpointError)
+
+
+def run_command(command: str, argv: Sequence[str] | None = None) -> int:
+    """Run one command; the user's mistakes become ``Error: ...`` and status 2."""
     try:
         return _MAINS[command](argv)
-    except (RunError, PlotError, ConfigError, CheckpointError) as err:
+    except _user_errors() as err:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
         return _fail(str(err).splitlines()[0] if str(err) else type(err).__name__)

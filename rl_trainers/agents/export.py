@@ -19,11 +19,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from rl_trainers.agents import EXPORT_FORMATS as FORMATS
 from rl_trainers.agents.policy import RunError, TrainedPolicy
 
 __all__ = ["FORMATS", "PolicyGraph", "export_policy"]
-
-FORMATS = ("exported", "torchscript", "onnx")
 
 
 class PolicyGraph(torch.nn.Module):

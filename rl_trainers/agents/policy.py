@@ -12,6 +12,8 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from rl_trainers.errors import RunError
+
 __all__ = ["RunError", "TrainedPolicy", "evaluate", "load_policy", "make_env"]
 
 CONFIG_FILE = Path(".hydra") / "config.yaml"
@@ -22,11 +24,6 @@ BEST_POLICY_FILE = "best_policy.pt"
 _POLICY_FIELDS = ("algorithm", "env.", "network.", "model.")
 #: Entries that may differ (how many envs collected, how rewards were scaled for training).
 _NOT_POLICY_FIELDS = ("env.num_envs", "env.normalize_rewards")
-
-
-class RunError(ValueError):
-    """A directory that is not a run, a run without a checkpoint, a checkpoint that does not
-    belong to the run, a missing optional dependency: one line for the user."""
 
 
 # ----------------------------------------------------------------------------- the run

@@ -202,6 +202,33 @@ def test_results_table_of_a_sweep(tmp_path):
     assert "IQM [95% CI]" in text.stdout and "Warning" not in text.stderr
     markdown = cli("rl_trainers.results", str(sweep), "--format", "markdown")
     assert markdown.stdout.startswith("| group")
+    # the table reads files only: torch, seconds to import, is not loaded
+    assert not _imports_torch("results", str(sweep))
+
+
+#: Runs ``rl-trainers <args>`` in this interpreter and says whether torch was imported.
+WITHOUT_TORCH = """
+import sys
+from rl_trainers.app.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit as exit_:
+    assert not exit_.code, exit_.code
+print("torch imported" if "torch" in sys.modules else "no torch")
+"""
+
+
+def _imports_torch(*args: str) -> bool:
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_TORCH, *args], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1] == "torch imported"
+
+
+@pytest.mark.parametrize("command", ["eval", "enjoy", "export", "results"])
+def test_help_answers_without_importing_torch(command):
+    assert not _imports_torch(command, "--help")
 
 
 @pytest.mark.parametrize("command", ["eval", "enjoy", "export", "results"])
