@@ -112,6 +112,11 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
             options = [o for o in options if o.startswith(f"{algorithm}_")] or options
         close = difflib.get_close_matches(option, options, n=1, cutoff=0.5)
         hint = f"did you mean {group}={close[0]}? " if close else ""
+        if group == "experiment":
+            from .mujoco_presets import missing_preset_hint
+
+            mujoco = missing_preset_hint(algorithm, option, options)
+            hint = f"{mujoco}; " if mujoco else hint
         if not close and group == "env" and re.search(r"-v\d+$|:", option):  # a gymnasium id
             hint = f"any gymnasium id runs with env.env_name={option}; "
         return str(ConfigError(group, option, f"{hint}options of {group}: {', '.join(options)}"))

@@ -21,6 +21,7 @@ from omegaconf import DictConfig
 
 from rl_trainers.algorithms.run_dir import check_fresh_run_dir
 
+from .mujoco_presets import warn_default_recipe_on_mujoco
 from .resume import load_resume_checkpoint, resume_command
 from .rundir import output_dir_of_run, shared_run_dir
 from .signals import Phase, late_forwarded_signal_ignored, stop_signals_outside_training
@@ -62,58 +63,6 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
                 return _train_and_summarise(cfg, trainer, out, start, phase)
             finally:
                 close_trainer(trainer)
-
-
-def warn_default_recipe_on_mujoco(cfg: DictConfig) -> None:
-    """A MuJoCo env (gymnasium's ``mujoco`` entry points) under an algorithm's default
-    recipe, which is tuned for a small task, when the algorithm has a MuJoCo preset
-    (``<algorithm>_halfcheetah``) and no ``experiment`` was chosen: one ``Warning:`` line
-    naming the preset: rl-zoo, for one, picks MuJoCo's settings from the env alone."""
-    import warnings
-
-    import gymnasium
-    from hydra.core.hydra_config import HydraConfig
-
-    from rl_trainers.errors import ConfigWarning
-
-    from .help_page import group_options
-
-    preset = f"{cfg.algorithm}_halfcheetah"
-    if not HydraConfig.initialized() or preset not in group_options(cfg.algorithm).get(
-        "experiment", []
-    ):
-        return
-    choices = HydraConfig.get().runtime.choices
-    if choices.get("experiment") not in (None, "null"):
-        return
-    name = str(cfg.env.env_name)
-    spec = gymnasium.envs.registry.get(name)
-    if spec is None or not str(spec.entry_point).startswith("gymnasium.envs.mujoco"):
-        return
-    warnings.warn(
-        ConfigWarning(
-            f"{name} runs {cfg.algorithm}'s default recipe, whose hyperparameters are tuned "
-            f"for a small task; {_preset_command(preset, choices.get('env'), name)} runs its "
-            "MuJoCo preset (the settings of docs/results.md)"
-        ),
-        stacklevel=1,
-    )
-
-
-def _preset_command(preset: str, env_option: str | None, env_name: str) -> str:
-    """``experiment=<preset>`` and what picks ``env_name`` after it: the chosen ``env``
-    option when that option is ``env_name``'s (nothing for the preset's own), else
-    ``env.env_name``."""
-    from omegaconf import OmegaConf
-
-    from . import RECIPES_DIR
-
-    option_file = Path(RECIPES_DIR) / "env" / f"{env_option}.yaml"
-    if env_option and option_file.exists():
-        if OmegaConf.load(option_file).get("env_name") == env_name:
-            env = "" if preset.endswith(f"_{env_option}") else f" env={env_option}"
-            return f"experiment={preset}{env}"
-    return f"experiment={preset} env.env_name={env_name}"
 
 
 def _init_distributed(device: str) -> bool:

@@ -1,6 +1,7 @@
 """A MuJoCo env under an algorithm's default recipe (tuned for a small task) warns once,
 naming the algorithm's MuJoCo preset; a preset, a small task or an algorithm without a
-MuJoCo preset does not."""
+MuJoCo preset does not. A preset named after a MuJoCo env (``experiment=td3_hopper``) is an
+error naming the MuJoCo preset with that env."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import warnings
 import pytest
 from hydra.core.hydra_config import HydraConfig
 
-from rl_trainers.app.run import warn_default_recipe_on_mujoco
+from rl_trainers.app.mujoco_presets import warn_default_recipe_on_mujoco
 from rl_trainers.errors import ConfigWarning
 
 from .conftest import RECIPES_DIR, compose, initialize_config_dir
+from .test_config_errors import assert_user_error, run_bad
 
 
 def _warnings(algorithm: str, overrides: list[str]) -> list[str]:
@@ -66,3 +68,23 @@ def _env_id(algorithm: str, overrides: list[str]) -> str:
 )
 def test_a_preset_a_small_task_or_no_preset_to_name_stays_quiet(algorithm, overrides):
     assert _warnings(algorithm, overrides) == []
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "preset", "expected"),
+    [
+        ("td3", "td3_hopper", "experiment=td3_halfcheetah env=hopper"),
+        ("ppo", "ppo_ant", "experiment=ppo_halfcheetah env=ant"),
+    ],
+)
+def test_a_preset_named_after_a_mujoco_env_names_the_mujoco_preset(
+    tmp_path, algorithm, preset, expected
+):
+    done = run_bad(algorithm, tmp_path, f"experiment={preset}")
+    assert_user_error(done, f"experiment='{preset}' is invalid: the MuJoCo preset suits", expected)
+
+
+def test_without_a_mujoco_preset_the_error_lists_the_options(tmp_path):
+    done = run_bad("ddpg", tmp_path, "experiment=ddpg_hopper")
+    assert_user_error(done, "experiment='ddpg_hopper' is invalid", "options of experiment")
+    assert "MuJoCo preset" not in done.stderr

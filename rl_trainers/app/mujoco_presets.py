@@ -1,0 +1,97 @@
+"""Pointing MuJoCo users at the algorithms' MuJoCo presets (``<algorithm>_halfcheetah``,
+which suit every MuJoCo env: ``experiment=sac_halfcheetah env=hopper``).
+
+Two places name them: a ``Warning:`` when a MuJoCo env runs an algorithm's default recipe
+(tuned for a small task; rl-zoo users expect the env alone to pick the settings), and the
+``Error:`` of an ``experiment=<algorithm>_<env>`` preset that does not exist
+(``experiment=td3_hopper``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from . import RECIPES_DIR
+
+
+def mujoco_preset(algorithm: str) -> str:
+    """The name of ``algorithm``'s MuJoCo preset (an option of ``experiment`` if it has one)."""
+    return f"{algorithm}_halfcheetah"
+
+
+def is_mujoco(env_name: str) -> bool:
+    """Whether ``env_name`` is one of gymnasium's MuJoCo envs."""
+    import gymnasium
+
+    spec = gymnasium.envs.registry.get(env_name)
+    return spec is not None and str(spec.entry_point).startswith("gymnasium.envs.mujoco")
+
+
+def env_option_id(option: str | None) -> str | None:
+    """The gymnasium id an ``env`` option sets (``hopper`` -> ``Hopper-v5``), None for no
+    such option."""
+    from omegaconf import OmegaConf
+
+    option_file = Path(RECIPES_DIR) / "env" / f"{option}.yaml"
+    if not option or not option_file.is_file():
+        return None
+    env_name = OmegaConf.load(option_file).get("env_name")
+    return None if env_name is None else str(env_name)
+
+
+def preset_command(preset: str, env_option: str | None, env_name: str) -> str:
+    """``experiment=<preset>`` and what picks ``env_name`` after it: the chosen ``env``
+    option when that option is ``env_name``'s (nothing for the preset's own), else
+    ``env.env_name``."""
+    if env_option and env_option_id(env_option) == env_name:
+        env = "" if preset.endswith(f"_{env_option}") else f" env={env_option}"
+        return f"experiment={preset}{env}"
+    return f"experiment={preset} env.env_name={env_name}"
+
+
+def warn_default_recipe_on_mujoco(cfg: DictConfig) -> None:
+    """A MuJoCo env under an algorithm's default recipe, which is tuned for a small task,
+    when the algorithm has a MuJoCo preset and no ``experiment`` was chosen: one
+    ``Warning:`` line naming the preset."""
+    import warnings
+
+    from hydra.core.hydra_config import HydraConfig
+
+    from rl_trainers.errors import ConfigWarning
+
+    from .help_page import group_options
+
+    preset = mujoco_preset(cfg.algorithm)
+    if not HydraConfig.initialized() or preset not in group_options(cfg.algorithm).get(
+        "experiment", []
+    ):
+        return
+    choices = HydraConfig.get().runtime.choices
+    if choices.get("experiment") not in (None, "null"):
+        return
+    name = str(cfg.env.env_name)
+    if not is_mujoco(name):
+        return
+    warnings.warn(
+        ConfigWarning(
+            f"{name} runs {cfg.algorithm}'s default recipe, whose hyperparameters are tuned "
+            f"for a small task; {preset_command(preset, choices.get('env'), name)} runs its "
+            "MuJoCo preset (the settings of docs/results.md)"
+        ),
+        stacklevel=1,
+    )
+
+
+def missing_preset_hint(algorithm: str, option: str, presets: list[str]) -> str | None:
+    """For ``experiment=<algorithm>_<env option>`` naming a MuJoCo env that has no preset
+    of its own: the command running the algorithm's MuJoCo preset on it; else None."""
+    preset = mujoco_preset(algorithm)
+    env_option = option.removeprefix(f"{algorithm}_")
+    if preset not in presets or env_option == option:
+        return None
+    env_name = env_option_id(env_option)
+    if env_name is None or not is_mujoco(env_name):
+        return None
+    return f"the MuJoCo preset suits {env_name} too: experiment={preset} env={env_option}"
