@@ -5,6 +5,7 @@ Importing the package changes nothing in torch or in the import system. The Hydr
 (:func:`rl_trainers._lazy_dynamo.install`, called before tensordict is imported).
 """
 
+from rl_trainers._lazy_attributes import lazy_attributes
 from rl_trainers._utils import compile_with_warmup, logger, timeit  # torchrl's top level
 
 __version__ = "0.1.0"
@@ -19,15 +20,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'rl_trainers' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [

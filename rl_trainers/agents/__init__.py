@@ -18,6 +18,7 @@ collector, optimizer, logger or run directory.
 
 from __future__ import annotations
 
+from rl_trainers._lazy_attributes import lazy_attributes
 from rl_trainers.errors import RunError
 
 __all__ = ["EXPORT_FORMATS", "RunError", "TrainedPolicy", "evaluate", "load_policy", "make_env"]
@@ -27,14 +28,7 @@ EXPORT_FORMATS = ("exported", "torchscript", "onnx")
 
 #: Loaded on first use, so the commands' ``--help`` and ``rl-trainers results`` (which read
 #: files only) do not import torch.
-_FROM_POLICY = ("TrainedPolicy", "evaluate", "load_policy", "make_env")
-
-
-def __getattr__(name: str):
-    if name not in _FROM_POLICY:
-        raise AttributeError(f"module 'rl_trainers.agents' has no attribute {name!r}")
-    from rl_trainers.agents import policy
-
-    value = getattr(policy, name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(
+    __name__,
+    dict.fromkeys(("TrainedPolicy", "evaluate", "load_policy", "make_env"), f"{__name__}.policy"),
+)
