@@ -84,16 +84,16 @@ CELLS = [Cell("rl_trainers", "ppo", env, 1_000_000) for env in ENV_OPTIONS] + [
 ]
 
 #: Ablations, run on demand (``--run --only <name>_<env>``) and listed once they have a run:
-#: the SAC preset with SB3's actor scale (``exp(clamp(x, -20, 2))``) instead of torchrl's
-#: biased softplus.
+#: the SAC preset with torchrl's biased-softplus actor scale instead of SB3's
+#: ``exp(clamp(x, -20, 2))``.
 VARIANTS = [
     Cell(
         "rl_trainers",
         "sac",
         env,
         300_000,
-        variant="sb3_scale",
-        overrides=("model/policy=tanh_normal", "model.policy.scale_mapping=clamped_exp"),
+        variant="torchrl_scale",
+        overrides=("model.policy.scale_mapping=biased_softplus_1.0",),
     )
     for env in ("HalfCheetah-v5", "Hopper-v5")
 ]
