@@ -18,9 +18,9 @@ Tasks (rl-zoo's published hyperparameters; our default configs match them):
   diagonal Gaussian with a state-independent log-std, actions clipped to the bounds).
 * ``sac_halfcheetah`` / ``td3_halfcheetah``: the presets on HalfCheetah-v5 (rl-zoo's MuJoCo
   settings, ``benchmarks/sb3_mujoco.py`` builds SB3's side), 20k frames: the 10k random
-  warm-up frames, then 10k frames with one gradient update each. SAC's actor makes its
-  scale with torchrl's biased softplus here and with SB3's ``exp(clamp(x, -20, 2))`` there
-  (``model.policy.scale_mapping=clamped_exp`` gives SB3's, on the same fused update path).
+  warm-up frames, then 10k frames with one gradient update each. SAC's actor is SB3's on
+  both sides (the preset's ``model.policy.scale_mapping=clamped_exp``:
+  ``exp(clamp(x, -20, 2))``).
 
 Each run is its own subprocess, A (rl_trainers) and B (SB3) alternating, ``--pairs`` times per
 task, seed ``i`` for pair ``i`` on both sides:

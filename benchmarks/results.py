@@ -272,7 +272,9 @@ def plot(cells: list[Cell]) -> list[str]:
         # one curve per cell (its seeds), named as the table's side column names it
         cmd += ["--group-by", "path", *(a for c in done for a in ("--label", _side(c)))]
         cmd += ["--out", str(png), "--title", f"{algo.upper()} {env}", "--smooth", "10"]
-        cmd += ["--common-range"]  # no tail where one seed's last episodes stand for all
+        # finished runs only, each curve over the frames all its seeds cover: no tail where
+        # one seed's last episodes stand for all
+        cmd += ["--finished", "--common-range"]
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         if proc.returncode != 0:
             print(f"plot {algo} {env} failed: {proc.stdout}{proc.stderr}", file=sys.stderr)

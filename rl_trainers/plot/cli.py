@@ -107,6 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
         "aggregating (default 1: no smoothing)",
     )
     parser.add_argument(
+        "--finished",
+        action="store_true",
+        help="only the runs that finished (with a summary.json; default: runs still going too)",
+    )
+    parser.add_argument(
         "--common-range",
         action="store_true",
         help="draw and write each curve only over the frames all its runs cover (default: "
@@ -279,7 +284,12 @@ def run(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.smooth < 1:
         raise PlotError(f"--smooth {args.smooth}: a number of points, 1 or more")
-    runs = _readable(find_runs(args.paths))
+    runs = find_runs(args.paths)
+    if args.finished:
+        runs = [r for r in runs if (r.path / "summary.json").is_file()]
+        if not runs:
+            raise PlotError(f"--finished: no run under {', '.join(args.paths)} has finished")
+    runs = _readable(runs)
     if not any(r.series() for r in runs):
         where = ", ".join(args.paths)
         raise PlotError(

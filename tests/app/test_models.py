@@ -187,22 +187,24 @@ def test_log_std_init_sets_the_initial_state_independent_scale(log_std_init):
         env.close()
 
 
-def test_sb3s_clamped_log_std_scale_mapping_builds_sb3s_sac_actor():
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["env.num_envs=2", "model/policy=tanh_normal", "model.policy.scale_mapping=clamped_exp"],
+        ["experiment=sac_halfcheetah", "env=hopper", "env.num_envs=2"],  # the MuJoCo preset's
+    ],
+)
+def test_sb3s_clamped_log_std_scale_mapping_builds_sb3s_sac_actor(overrides):
     from rl_trainers.modules import ClampedLogStdExtractor
 
-    overrides = [
-        "env.num_envs=2",
-        "model/policy=tanh_normal",
-        "model.policy.scale_mapping=clamped_exp",
-    ]
     env, actor, _ = _build("sac", overrides)
     try:
         extractor = _first(actor, ClampedLogStdExtractor)
         assert (extractor.log_std_min, extractor.log_std_max) == (-20.0, 2.0)
         td = actor(env.reset())
         assert td["action"].shape == env.action_spec.shape
-        raw = actor.module.module[0](td["observation"])[..., 1:]
-        torch.testing.assert_close(td["scale"], raw.clamp(-20, 2).exp())
+        log_std = actor.module.module[0](td["observation"]).chunk(2, -1)[1]
+        torch.testing.assert_close(td["scale"], log_std.clamp(-20, 2).exp())
     finally:
         env.close()
 

@@ -6,6 +6,7 @@ import contextlib
 import csv
 import io
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -319,6 +320,21 @@ def test_auto_labels_name_a_config_groups_option_as_the_command_line_does(tmp_pa
     done = plot(tmp_path / "baseline", tmp_path / "gaussian", "--csv", "c.csv", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert list(read_curves(tmp_path / "c.csv")) == ["model/policy=auto", "model/policy=normal"]
+
+
+def test_finished_leaves_out_the_runs_still_going(sweep, tmp_path):
+    done_jobs = jobs(sweep, logger="csv")
+    going = tmp_path / "going"
+    shutil.copytree(done_jobs[0], going)  # a run without its summary: not finished
+    (going / "summary.json").unlink()
+    every = plot(*done_jobs, going, "--group-by", "none", "--csv", "a.csv", cwd=tmp_path)
+    finished = plot(*done_jobs, going, "--group-by", "none", "--csv", "f.csv", "--finished",
+                    cwd=tmp_path)  # fmt: skip
+    assert every.returncode == finished.returncode == 0, every.stderr + finished.stderr
+    assert {r["runs"] for r in read_curves(tmp_path / "a.csv")["all runs"]} == {"5"}
+    assert {r["runs"] for r in read_curves(tmp_path / "f.csv")["all runs"]} == {"4"}
+    line = _error(plot(going, "--finished", cwd=tmp_path))
+    assert line == f"Error: --finished: no run under {going} has finished"
 
 
 def test_error_for_common_range_over_runs_that_share_no_frames(tmp_path):
