@@ -65,6 +65,23 @@ RUNS = {
             "eval.episodes=2",
         ],
     ),
+    # the MuJoCo SAC preset: a TanhNormal over 3 bounded action dims (SB3's actor scale)
+    "sac_hopper": (
+        "sac",
+        [
+            "experiment=sac_halfcheetah",
+            "env=hopper",
+            "trainer.total_frames=200",
+            "collector.frames_per_batch=10",
+            "collector.init_random_frames=50",
+            "trainer.learning_starts=50",
+            "replay_buffer.batch_size=32",
+            "replay_buffer.size=1000",
+            "network.policy.num_cells=[32,32]",
+            "network.value.num_cells=[32,32]",
+            "eval.episodes=2",
+        ],
+    ),
     "dqn_cartpole": (
         "dqn",
         [

@@ -55,6 +55,8 @@ def test_eval_writes_eval_json_and_reproduces_summary(runs):
         ("ppo_cartpole", "exported"),
         ("ppo_pendulum", "torchscript"),
         ("td3_pendulum", "exported"),
+        ("sac_hopper", "exported"),
+        ("sac_hopper", "torchscript"),
         ("dqn_cartpole", "torchscript"),
         ("ppo_pendulum", "onnx"),
         ("ppo_cartpole_pixels", "exported"),

@@ -146,7 +146,14 @@ class TanhNormal:
         self.scale = scale
         low = _as_tensor(low, loc)
         high = _as_tensor(high, loc)
-        if torch.is_tensor(low) and low.numel() > 1 and not (low < high).all():
+        # checked on real values only: traced (torch.export, torch.compile), the bounds
+        # are symbolic and a data-dependent branch cannot be traced
+        if (
+            torch.is_tensor(low)
+            and low.numel() > 1
+            and not torch.compiler.is_compiling()
+            and not (low < high).all()
+        ):
             raise ValueError(f"TanhNormal needs low < high, got low={low} high={high}")
         self.low = low
         self.high = high
