@@ -11,6 +11,19 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
+#: A few hundred frames of an off-policy algorithm with small networks.
+TINY_OFF_POLICY = [
+    "trainer.total_frames=200",
+    "collector.frames_per_batch=10",
+    "collector.init_random_frames=50",
+    "trainer.learning_starts=50",
+    "replay_buffer.batch_size=32",
+    "replay_buffer.size=1000",
+    "network.policy.num_cells=[32,32]",
+    "network.value.num_cells=[32,32]",
+    "eval.episodes=2",
+]
+
 #: name -> (trainer, overrides): one run per algorithm family.
 RUNS = {
     "ppo_cartpole": (
@@ -51,35 +64,14 @@ RUNS = {
             "eval.episodes=2",
         ],
     ),
-    "td3_pendulum": (
-        "td3",
-        [
-            "trainer.total_frames=200",
-            "collector.frames_per_batch=10",
-            "collector.init_random_frames=50",
-            "trainer.learning_starts=50",
-            "replay_buffer.batch_size=32",
-            "replay_buffer.size=1000",
-            "network.policy.num_cells=[32,32]",
-            "network.value.num_cells=[32,32]",
-            "eval.episodes=2",
-        ],
-    ),
+    "td3_pendulum": ("td3", TINY_OFF_POLICY),
     # the MuJoCo SAC preset: a TanhNormal over 3 bounded action dims (SB3's actor scale)
     "sac_hopper": (
         "sac",
         [
             "experiment=sac_halfcheetah",
             "env=hopper",
-            "trainer.total_frames=200",
-            "collector.frames_per_batch=10",
-            "collector.init_random_frames=50",
-            "trainer.learning_starts=50",
-            "replay_buffer.batch_size=32",
-            "replay_buffer.size=1000",
-            "network.policy.num_cells=[32,32]",
-            "network.value.num_cells=[32,32]",
-            "eval.episodes=2",
+            *TINY_OFF_POLICY,
         ],
     ),
     "dqn_cartpole": (

@@ -10,23 +10,13 @@ import pytest
 
 import rl_trainers
 
-from .conftest import train
+from .conftest import TINY_OFF_POLICY, train
 
-OFF_POLICY = [
-    "trainer.total_frames=200",
-    "collector.init_random_frames=50",
-    "trainer.learning_starts=50",
-    "replay_buffer.batch_size=32",
-    "replay_buffer.size=1000",
-    "network.policy.num_cells=[32,32]",
-    "network.value.num_cells=[32,32]",
-    "eval.episodes=2",
-]
 ON_POLICY = ["trainer.total_frames=320", "collector.frames_per_batch=160", "eval.episodes=2"]
 
 RUNS = {
-    "sac": ["collector.frames_per_batch=10", *OFF_POLICY],
-    "ddpg": ["collector.frames_per_batch=10", *OFF_POLICY],
+    "sac": TINY_OFF_POLICY,
+    "ddpg": TINY_OFF_POLICY,
     "a2c": ["env=pendulum", "env.normalize_observations=true", *ON_POLICY],
     "pg": ON_POLICY,
 }
