@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from . import RECIPES_DIR
 
@@ -32,10 +32,10 @@ def is_mujoco(env_name: str) -> bool:
 def env_option_id(option: str | None) -> str | None:
     """The gymnasium id an ``env`` option sets (``hopper`` -> ``Hopper-v5``), None for no
     such option."""
-    from omegaconf import OmegaConf
-
+    if not option:
+        return None
     option_file = Path(RECIPES_DIR) / "env" / f"{option}.yaml"
-    if not option or not option_file.is_file():
+    if not option_file.is_file():
         return None
     env_name = OmegaConf.load(option_file).get("env_name")
     return None if env_name is None else str(env_name)
