@@ -409,6 +409,20 @@ class TrainedPolicy:
 
     __call__ = act
 
+    def predict(
+        self,
+        observation: Any,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = False,
+    ) -> tuple[Any, Any]:
+        """Stable-Baselines3's ``model.predict``: ``(action, state)``, the action as
+        :meth:`act` gives it. ``state`` comes back unchanged and ``episode_start`` is
+        ignored (the policies here keep no recurrent state). As in SB3, ``deterministic``
+        defaults to False (sampling), where :meth:`act` defaults to True."""
+        del episode_start
+        return self.act(observation, deterministic=deterministic), state
+
 
 class plain_gemm:  # noqa: N801 - a context manager
     """MKL's matrix products for every size (as an exported graph computes them)."""

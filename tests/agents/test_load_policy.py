@@ -86,3 +86,23 @@ def test_best_policy(runs):
 def test_not_a_run(tmp_path):
     with pytest.raises(RunError, match="not a run directory"):
         rl_trainers.load_policy(tmp_path)
+
+
+@pytest.mark.parametrize("name", ["ppo_cartpole", "td3_pendulum"])
+def test_predict_speaks_stable_baselines3(runs, name):
+    """model.predict(obs, deterministic=True) as SB3 users write it: (action, state), the
+    action that act() gives, for one observation and for a batch."""
+    policy = rl_trainers.load_policy(runs[name])
+    env = rl_trainers.make_env(runs[name])
+    obs, _ = env.reset(seed=5)
+    action, state = policy.predict(obs, deterministic=True)
+    assert state is None
+    np.testing.assert_array_equal(action, policy.act(obs))
+    batch = np.stack([env.reset(seed=i)[0] for i in range(3)])
+    actions, state = policy.predict(batch, state="kept", deterministic=True)
+    assert state == "kept"
+    np.testing.assert_array_equal(actions, policy.act(batch))
+    sampled, _ = policy.predict(obs)  # SB3's default samples; the action is still valid
+    assert env.action_space.contains(
+        sampled if isinstance(sampled, int) else np.asarray(sampled, env.action_space.dtype)
+    )
