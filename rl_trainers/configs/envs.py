@@ -18,8 +18,14 @@ ENV_PRESET_ACTIONS: dict[str, str] = {
     "cartpole": "discrete",
     "halfcheetah": "continuous",
     "hopper": "continuous",
+    "humanoid": "continuous",
+    "inverted_double_pendulum": "continuous",
+    "inverted_pendulum": "continuous",
     "mountaincar_continuous": "continuous",
     "pendulum": "continuous",
+    "pusher": "continuous",
+    "reacher": "continuous",
+    "swimmer": "continuous",
     "walker2d": "continuous",
 }
 
