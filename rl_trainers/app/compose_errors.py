@@ -79,6 +79,45 @@ def check_experiment(
     )
 
 
+def _recipe_env_option(algorithm: str) -> str | None:
+    """The ``env`` option ``algorithm``'s recipe trains on by default (``cartpole``)."""
+    from omegaconf import OmegaConf
+
+    from . import RECIPES_DIR
+
+    recipe = OmegaConf.load(os.path.join(RECIPES_DIR, f"{algorithm}_trainer.yaml"))
+    for entry in recipe.get("defaults", []):
+        if isinstance(entry, typing.Mapping) and "env" in entry:
+            return str(entry["env"])
+    return None
+
+
+def _experiment_hint(algorithm: str, option: str, options: list[str]) -> str | None:
+    """What ``experiment=<algorithm>_<env>`` meant, for a preset that does not exist: the
+    default recipe when ``<env>`` is the recipe's own env, the MuJoCo preset on a MuJoCo
+    env; else None."""
+    from .mujoco_presets import env_option_id, missing_preset_hint
+
+    env_option = option.removeprefix(f"{algorithm}_")
+    if env_option != option and env_option == _recipe_env_option(algorithm):
+        return (
+            f"{algorithm.upper()}'s default recipe is tuned for "
+            f"{env_option_id(env_option)}: leave experiment out; "
+        )
+    mujoco = missing_preset_hint(algorithm, option, options)
+    return f"{mujoco}; " if mujoco else None
+
+
+def _gymnasium_id_hint(env_id: str, options: list[str]) -> str:
+    """For ``env=<gymnasium id>``: the option that sets that id, else ``env.env_name``."""
+    from .mujoco_presets import env_option_id
+
+    option = next((o for o in options if env_option_id(o) == env_id), None)
+    if option is not None:
+        return f"did you mean env={option}? "
+    return f"any gymnasium id runs with env.env_name={env_id}; "
+
+
 # ----------------------------------------------------------------------------- translation
 
 
@@ -113,12 +152,9 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
         close = difflib.get_close_matches(option, options, n=1, cutoff=0.5)
         hint = f"did you mean {group}={close[0]}? " if close else ""
         if group == "experiment":
-            from .mujoco_presets import missing_preset_hint
-
-            mujoco = missing_preset_hint(algorithm, option, options)
-            hint = f"{mujoco}; " if mujoco else hint
-        if not close and group == "env" and re.search(r"-v\d+$|:", option):  # a gymnasium id
-            hint = f"any gymnasium id runs with env.env_name={option}; "
+            hint = _experiment_hint(algorithm, option, options) or hint
+        if group == "env" and re.search(r"-v\d+$|:", option):  # a gymnasium id
+            hint = _gymnasium_id_hint(option, options)
         return str(ConfigError(group, option, f"{hint}options of {group}: {', '.join(options)}"))
     cause = exc.__cause__
     if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and cause.full_key:

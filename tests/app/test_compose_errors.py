@@ -47,6 +47,26 @@ from .test_config_errors import assert_user_error
             ["env=LunarLander-v3"],
             ["env='LunarLander-v3'", "any gymnasium id runs with env.env_name=LunarLander-v3"],
         ),
+        (  # rl-zoo's --env spelling: the option that sets the id, never a look-alike
+            "sac",
+            ["env=Hopper-v5"],
+            ["env='Hopper-v5'", "did you mean env=hopper?"],
+        ),
+        (
+            "sac",
+            ["env=LunarLanderContinuous-v3"],
+            ["any gymnasium id runs with env.env_name=LunarLanderContinuous-v3"],
+        ),
+        (  # the recipe's own env has no preset: the default recipe is it
+            "ppo",
+            ["experiment=ppo_cartpole"],
+            ["experiment='ppo_cartpole'", "default recipe is tuned for CartPole-v1"],
+        ),
+        (
+            "sac",
+            ["experiment=sac_pendulum"],
+            ["default recipe is tuned for Pendulum-v1", "leave experiment out"],
+        ),
         ("ppo", ["optimizer=adagrad"], ["optimizer='adagrad'", "adamw", "rmsprop"]),
         (
             "ppo",
