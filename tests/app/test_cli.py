@@ -25,6 +25,43 @@ def train(algorithm: str, *args: str, cwd, env=None) -> subprocess.CompletedProc
     )
 
 
+#: Runs a train.py in this interpreter, then prints which heavy modules it loaded.
+_LOADED_BY = """
+import contextlib, io, runpy, sys
+script, sys.argv, code = sys.argv[1], sys.argv[1:], 0
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as exit_:
+        code = exit_.code
+print(code, *[m for m in ("torch", "tensordict", "gymnasium") if m in sys.modules])
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["--help"], 0),
+        (["--cfg", "job", "experiment=ppo_halfcheetah", "env=hopper"], 0),
+        (["env=pendlum"], 2),  # a composition error
+        (["experiment=sac_halfcheetah"], 2),  # another algorithm's preset
+    ],
+)
+def test_the_app_answers_without_importing_torch(args, code, tmp_path):
+    """--help, --cfg job and composition errors print without loading torch, tensordict or
+    gymnasium (about a second, where torch alone takes two or more)."""
+    script = REPO / "sota-implementations" / "ppo_trainer" / "train.py"
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADED_BY, str(script), *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == [str(code)]
+
+
 @pytest.mark.parametrize("algorithm", ["ppo", "sac"])
 def test_help_lists_groups_options_and_fields(algorithm, tmp_path):
     proc = train(algorithm, "--help", cwd=tmp_path)
