@@ -23,7 +23,7 @@ from rl_trainers.algorithms.run_dir import check_fresh_run_dir
 
 from .mujoco_presets import warn_default_recipe_on_mujoco
 from .resume import load_resume_checkpoint, resume_command
-from .rundir import output_dir_of_run, shared_run_dir
+from .rundir import output_dir_of_run, previous_run_config_restored_on_failure, shared_run_dir
 from .signals import Phase, late_forwarded_signal_ignored, stop_signals_outside_training
 
 # PyOpenGL, which MuJoCo's renderers import, logs its library probing at INFO: Hydra's
@@ -51,10 +51,11 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
         out = Path(output_dir) if output_dir is not None else output_dir_of_run()
         if distributed:
             out = shared_run_dir(out)
-        check_fresh_run_dir(cfg, out)
-        if int(os.environ.get("RANK", "0")) == 0:
-            warn_default_recipe_on_mujoco(cfg)
-        trainer = build_trainer(cfg, out)
+        with previous_run_config_restored_on_failure(out):  # a refused launch
+            check_fresh_run_dir(cfg, out)
+            if int(os.environ.get("RANK", "0")) == 0:
+                warn_default_recipe_on_mujoco(cfg)
+            trainer = build_trainer(cfg, out)
         phase.trainer = trainer
         from rl_trainers.algorithms.build import close_trainer
 
@@ -90,7 +91,8 @@ def _train_and_summarise(
     lead = trainer.rank == 0  # data-parallel: only rank 0 prints, evaluates and summarises
     ckpt = resume_checkpoint(cfg, out)
     if ckpt is not None:
-        ckpt = load_resume_checkpoint(cfg, trainer, ckpt, out)
+        with previous_run_config_restored_on_failure(out):  # a checkpoint that does not fit
+            ckpt = load_resume_checkpoint(cfg, trainer, ckpt, out)
         if lead:
             print(f"Resumed from {ckpt} at frame {trainer.collected_frames}.", file=sys.stderr)
             if trainer.collected_frames >= trainer.total_frames:

@@ -1,8 +1,15 @@
-"""Where a run writes: Hydra's run directory, shared by every data-parallel rank."""
+"""Where a run writes: Hydra's run directory, shared by every data-parallel rank; and the
+previous run's config there, kept when a launch is refused."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
 
 
 def output_dir_of_run() -> Path:
@@ -31,3 +38,49 @@ def shared_run_dir(out: Path) -> Path:
         if all(e.name == ".hydra" or (e.is_file() and e.suffix == ".log") for e in entries):
             shutil.rmtree(out, ignore_errors=True)
     return shared
+
+
+#: The ``.hydra/`` files of the previous runs in the directories this process's jobs will
+#: use, read before Hydra writes the new job's config over them: run directory -> name ->
+#: bytes.
+_PREVIOUS_RUN_CONFIG: dict[Path, dict[str, bytes]] = {}
+
+
+class KeepPreviousRunConfig(Callback):
+    """Hydra writes a job's config into ``<run dir>/.hydra/`` before the app checks the
+    directory; a launch the app then refuses (a previous run's checkpoints there, a resume
+    whose checkpoint does not fit) would leave that run with another run's config, which
+    ``rl-trainers eval`` and ``load_policy`` read. This callback (in every recipe's
+    ``hydra.callbacks``) reads a previous run's ``.hydra/`` files first, and
+    :func:`previous_run_config_restored_on_failure` puts them back."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _keep(config, "hydra.run.dir", jobs=False)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _keep(config, "hydra.sweep.dir", jobs=True)  # a resumed sweep's job directories
+
+
+def _keep(config: DictConfig, key: str, jobs: bool) -> None:
+    try:
+        directory = Path(str(OmegaConf.select(config, key, throw_on_resolution_failure=True)))
+    except Exception:  # noqa: BLE001 - a directory only a job can resolve: nothing to keep
+        return
+    for run_dir in sorted(directory.iterdir()) if jobs and directory.is_dir() else [directory]:
+        hydra_dir = run_dir / ".hydra"
+        if (run_dir / "checkpoints").is_dir() and hydra_dir.is_dir():
+            files = {p.name: p.read_bytes() for p in hydra_dir.iterdir() if p.is_file()}
+            _PREVIOUS_RUN_CONFIG[run_dir.resolve()] = files
+
+
+@contextlib.contextmanager
+def previous_run_config_restored_on_failure(out: Path) -> Iterator[None]:
+    """Around what may refuse a launch in ``out``: on any exception, put back the
+    ``.hydra/`` files the previous run there had before this launch (see
+    :class:`KeepPreviousRunConfig`)."""
+    try:
+        yield
+    except BaseException:
+        for name, data in _PREVIOUS_RUN_CONFIG.get(out.resolve(), {}).items():
+            (out / ".hydra" / name).write_bytes(data)
+        raise

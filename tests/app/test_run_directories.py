@@ -70,3 +70,38 @@ def test_a_used_run_directory_says_it_holds_a_previous_run(tiny_config, tmp_path
         str(err.value)
     )
     assert "add trainer.resume=true to continue that run" in str(err.value)
+
+
+def _hydra_files(run_dir) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((run_dir / ".hydra").iterdir())}
+
+
+@pytest.mark.parametrize("mode", ["run", "sweep"])
+def test_a_refused_launch_leaves_the_previous_runs_config(mode, tmp_path):
+    """Hydra writes a launch's config into .hydra/ before the app looks at the directory: a
+    launch refused there (a new run over a previous one, a resume whose checkpoint was made
+    by another setup) leaves the previous run's .hydra/ as it was, so its agent still loads
+    and its evaluation is reproduced."""
+    import json
+
+    import rl_trainers
+
+    from .conftest import TINY
+    from .test_cli import train
+
+    if mode == "run":
+        where, run_dir, sweep = [f"hydra.run.dir={tmp_path}/run"], tmp_path / "run", []
+    else:
+        where, run_dir, sweep = [f"hydra.sweep.dir={tmp_path}/sweep"], tmp_path / "sweep/0", ["-m"]
+    first = train("ppo", *sweep, *TINY["ppo"], "env=pendulum", *where, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = _hydra_files(run_dir)
+    other_env = [*TINY["ppo"], "env=cartpole", *where]
+    refusals = [[*other_env, "trainer.resume=true"]] + ([] if sweep else [other_env])
+    for refused in refusals:
+        proc = train("ppo", *sweep, *refused, cwd=tmp_path)
+        assert proc.returncode != 0 and "Error: " in proc.stderr, proc.stderr[-3000:]
+        assert _hydra_files(run_dir) == before
+    summary = json.loads((run_dir / "summary.json").read_text())
+    policy = rl_trainers.load_policy(run_dir)
+    assert rl_trainers.evaluate(policy).summary()["eval_return_mean"] == summary["eval_return_mean"]
