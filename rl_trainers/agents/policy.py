@@ -438,6 +438,21 @@ class plain_gemm:  # noqa: N801 - a context manager
         gemm.USE_ONEDNN = self.before
 
 
+def _exploration_state_resized(module: torch.nn.Module, state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` with the exploration buffers that are per training env (gSDE's noise
+    matrices, listed in a module's ``rank_local_buffers``) replaced by ``module``'s own
+    where their shapes differ: a policy rebuilt for one env acts with its own noise, not
+    with the noise of the run's eight envs. Weights are never replaced."""
+    own = module.state_dict()
+    state = dict(state)
+    for prefix, sub in module.named_modules():
+        for buffer in getattr(sub, "rank_local_buffers", ()):
+            key = f"{prefix}.{buffer}" if prefix else buffer
+            if key in state and key in own and tuple(state[key].shape) != tuple(own[key].shape):
+                state[key] = own[key]
+    return state
+
+
 def _module_state(state: dict[str, Any], name: str):
     from rl_trainers.core.checkpoint import decode
 
@@ -505,10 +520,12 @@ def load_policy(
         if loss_state is None:
             raise RunError(f"{path} holds no policy weights (no 'loss_module')")
         try:
-            loss.load_state_dict(loss_state)
+            loss.load_state_dict(_exploration_state_resized(loss, loss_state))
         except RuntimeError as err:
-            first = str(err).splitlines()[0]
-            raise RunError(f"{path} does not fit this run's networks ({first})") from None
+            lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+            raise RunError(
+                f"{path} does not fit this run's networks ({'; '.join(lines[1:3] or lines)})"
+            ) from None
         loss.to(device)
         module = trainer_class.eval_policy_of(cfg, loss, env)
         exploration = _module_state(state, "exploration")

@@ -65,6 +65,11 @@ RUNS = {
         ],
     ),
     "td3_pendulum": ("td3", TINY_OFF_POLICY),
+    # gSDE (rl-zoo's A2C Pendulum preset): a noise matrix per training env in the checkpoint
+    "a2c_gsde_pendulum": (
+        "a2c",
+        ["experiment=a2c_pendulum", "trainer.total_frames=640", "eval.episodes=2"],
+    ),
     # the MuJoCo SAC preset: a TanhNormal over 3 bounded action dims (SB3's actor scale)
     "sac_hopper": (
         "sac",

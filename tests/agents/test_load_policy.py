@@ -106,3 +106,16 @@ def test_predict_speaks_stable_baselines3(runs, name):
     assert env.action_space.contains(
         sampled if isinstance(sampled, int) else np.asarray(sampled, env.action_space.dtype)
     )
+
+
+def test_a_gsde_policy_trained_on_eight_envs_acts_on_one(runs):
+    """The checkpoint holds gSDE's noise matrices of the run's 8 envs; the policy rebuilt
+    for one env loads its weights, acts (sampling too) and reproduces the evaluation."""
+    run = runs["a2c_gsde_pendulum"]
+    policy = rl_trainers.load_policy(run)
+    env = rl_trainers.make_env(run)
+    obs, _ = env.reset(seed=0)
+    for deterministic in (True, False):
+        assert env.action_space.contains(policy.act(obs, deterministic=deterministic))
+    summary = json.loads((run / "summary.json").read_text())
+    assert rl_trainers.evaluate(policy).summary()["eval_return_mean"] == summary["eval_return_mean"]
