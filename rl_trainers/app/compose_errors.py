@@ -112,7 +112,7 @@ def _gymnasium_id_hint(env_id: str, options: list[str]) -> str:
     """For ``env=<gymnasium id>``: the option that sets that id, else ``env.env_name``."""
     from .mujoco_presets import env_option_id
 
-    option = next((o for o in options if env_option_id(o) == env_id), None)
+    option = next((o for o in options if (env_option_id(o) or "").lower() == env_id.lower()), None)
     if option is not None:
         return f"did you mean env={option}? "
     return f"any gymnasium id runs with env.env_name={env_id}; "

@@ -52,6 +52,7 @@ from .test_config_errors import assert_user_error
             ["env=Hopper-v5"],
             ["env='Hopper-v5'", "did you mean env=hopper?"],
         ),
+        ("sac", ["env=halfcheetah-v5"], ["did you mean env=halfcheetah?"]),  # any case
         (
             "sac",
             ["env=LunarLanderContinuous-v3"],

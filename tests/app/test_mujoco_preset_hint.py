@@ -37,6 +37,9 @@ def _warnings(algorithm: str, overrides: list[str]) -> list[str]:
         ("sac", ["env=halfcheetah"], "experiment=sac_halfcheetah runs its MuJoCo preset"),
         ("td3", ["env=walker2d"], "experiment=td3_halfcheetah env=walker2d"),
         ("ppo", ["env.env_name=Swimmer-v5"], "experiment=ppo_halfcheetah env.env_name=Swimmer-v5"),
+        # an env the preset is not tuned for: named as a starting point
+        ("sac", ["env=swimmer"], "env=swimmer runs its MuJoCo preset (tuned for HalfCheetah"),
+        ("td3", ["env=humanoid"], "a starting point for Humanoid-v5"),
         # an env option with its id changed: the id is what the preset needs
         (
             "sac",
@@ -82,6 +85,16 @@ def test_a_preset_named_after_a_mujoco_env_names_the_mujoco_preset(
 ):
     done = run_bad(algorithm, tmp_path, f"experiment={preset}")
     assert_user_error(done, f"experiment='{preset}' is invalid: the MuJoCo preset suits", expected)
+
+
+def test_a_preset_named_after_another_mujoco_env_offers_the_preset_as_a_start(tmp_path):
+    done = run_bad("sac", tmp_path, "experiment=sac_swimmer")
+    assert_user_error(
+        done,
+        "experiment='sac_swimmer' is invalid: no preset for Swimmer-v5",
+        "experiment=sac_halfcheetah env=swimmer",
+        "a starting point for Swimmer-v5",
+    )
 
 
 def test_without_a_mujoco_preset_the_error_lists_the_options(tmp_path):
