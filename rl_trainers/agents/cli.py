@@ -114,36 +114,55 @@ def _has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-def _video_writer(path: Path, fps: int):
-    try:
-        import imageio.v2 as imageio
-    except ImportError:
-        from rl_trainers.errors import RunError
+#: The video files ``enjoy`` writes: these through ffmpeg, and ``.gif`` (without ffmpeg).
+_FFMPEG_SUFFIXES = (".mp4", ".mkv", ".avi", ".mov", ".webm")
 
+
+def _check_video(path: Path) -> None:
+    """A video file ``enjoy`` can write, with what it needs installed: else a
+    :class:`RunError`, before anything is loaded, rendered or written."""
+    from rl_trainers.errors import RunError
+
+    suffix = path.suffix.lower()
+    if suffix not in (*_FFMPEG_SUFFIXES, ".gif"):
+        raise RunError(
+            f"--video {path}: a video file ends in .mp4 or .gif "
+            f"(also {', '.join(_FFMPEG_SUFFIXES[1:])})"
+        )
+    try:
+        import imageio.v2  # noqa: F401
+    except ImportError:
         raise RunError(
             'writing a video needs imageio: pip install "rl_trainers[video]" (imageio[ffmpeg])'
         ) from None
-    if path.suffix.lower() in (".mp4", ".mkv", ".avi", ".mov", ".webm"):
+    if suffix in _FFMPEG_SUFFIXES:
         try:
             import imageio_ffmpeg  # noqa: F401
         except ImportError:
-            from rl_trainers.errors import RunError
-
             raise RunError(
                 f'writing {path.suffix} videos needs ffmpeg: pip install "rl_trainers[video]" '
                 "(imageio[ffmpeg]), or give --video out.gif"
             ) from None
+
+
+def _video_writer(path: Path, fps: int):
+    _check_video(path)
+    import imageio.v2 as imageio
+
+    if path.suffix.lower() in _FFMPEG_SUFFIXES:
         return imageio.get_writer(str(path), fps=fps, macro_block_size=1)
     return imageio.get_writer(str(path), duration=1000 / fps, loop=0)
 
 
 def enjoy_main(argv: Sequence[str] | None = None) -> int:
     args = enjoy_parser().parse_args(argv)
-    from rl_trainers.agents.policy import RunError, load_policy, make_env
-
     video = Path(args.video) if args.video else None
     if video is None and not _has_display():
         video = Path(args.run_dir) / "enjoy.mp4"
+    if video is not None:
+        _check_video(video)  # before torch is imported, anything loaded or written
+    from rl_trainers.agents.policy import RunError, load_policy, make_env
+
     mode = "rgb_array" if video is not None else "human"
     if video is not None:
         os.environ.setdefault("MUJOCO_GL", "egl")
@@ -191,13 +210,19 @@ def export_parser(prog: str = "rl-trainers export") -> argparse.ArgumentParser:
         description="Write the trained policy as one standalone file (torch, or onnxruntime).",
     )
     _add_run_and_checkpoint(p)
-    p.add_argument("out", metavar="OUT", help="the file to write")
+    p.add_argument(
+        "out",
+        metavar="OUT",
+        help="the file to write; its extension says the format: .pt2 exported, .ts or .pt "
+        "torchscript, .onnx onnx",
+    )
     p.add_argument(
         "--format",
         choices=FORMATS,
-        default="exported",
-        help="exported (default; torch.export, load with torch.export.load), torchscript "
-        "(torch.jit.load) or onnx (onnxruntime; needs the onnx extra)",
+        default=None,
+        help="exported (torch.export, load with torch.export.load), torchscript "
+        "(torch.jit.load) or onnx (onnxruntime; needs the onnx extra); default: the one "
+        "OUT's extension stands for. A format that contradicts the extension is an error",
     )
     return p
 
@@ -206,10 +231,13 @@ def export_main(argv: Sequence[str] | None = None) -> int:
     import warnings
 
     args = export_parser().parse_args(argv)
+    from rl_trainers.agents import export_format
+
+    fmt = export_format(args.out, args.format, cli=True)  # before torch is imported
     from rl_trainers.agents.export import export_policy
     from rl_trainers.agents.policy import load_policy
 
-    if args.format == "onnx":
+    if fmt == "onnx":
         from rl_trainers.agents.export import _require_onnx
 
         _require_onnx()
@@ -218,10 +246,10 @@ def export_main(argv: Sequence[str] | None = None) -> int:
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        out = export_policy(policy, args.out, args.format)
+        out = export_policy(policy, args.out, fmt)
     kind = "int64 action indices" if policy.action_spec.dtype != _float() else "float32 actions"
     print(
-        f"wrote {out} ({args.format}): float32 observations [batch, "
+        f"wrote {out} ({fmt}): float32 observations [batch, "
         f"{', '.join(map(str, policy.observation_shape))}] -> {kind}"
     )
     return 0

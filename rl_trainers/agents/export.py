@@ -4,15 +4,20 @@ The file maps a batch of observations ``[B, *obs_shape]`` (float32) to the deter
 actions the env accepts: int64 indices for a Discrete space, float32 actions clipped to
 the bounds for a Box space. The observation normaliser's statistics are baked in.
 
-* ``exported``: ``torch.export`` (``torch.export.load(path).module()(obs)``);
-* ``torchscript``: ``torch.jit.load(path)(obs)``;
-* ``onnx``: ``onnxruntime.InferenceSession(path).run(None, {"observation": obs})``
+* ``exported`` (``.pt2``): ``torch.export`` (``torch.export.load(path).module()(obs)``);
+* ``torchscript`` (``.ts``, ``.pt``): ``torch.jit.load(path)(obs)``;
+* ``onnx`` (``.onnx``): ``onnxruntime.InferenceSession(path).run(None, {"observation": obs})``
   (needs ``pip install onnx onnxruntime onnxscript``).
+
+Without a format the file's extension says which (:data:`SUFFIXES`). The weights are
+constants of the file (they do not require grad): its actions are plain tensors.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +25,11 @@ import numpy as np
 import torch
 
 from rl_trainers.agents import EXPORT_FORMATS as FORMATS
+from rl_trainers.agents import EXPORT_SUFFIXES as SUFFIXES
+from rl_trainers.agents import export_format
 from rl_trainers.agents.policy import RunError, TrainedPolicy
 
-__all__ = ["FORMATS", "PolicyGraph", "export_policy"]
+__all__ = ["FORMATS", "SUFFIXES", "PolicyGraph", "export_policy"]
 
 
 class PolicyGraph(torch.nn.Module):
@@ -107,24 +114,42 @@ def _exported_program(graph: PolicyGraph, policy: TrainedPolicy):
         gemm.USE_ONEDNN = onednn
 
 
-def export_policy(policy: TrainedPolicy, out: str | os.PathLike, format: str = "exported") -> Path:
-    """Write ``policy`` to ``out`` as a standalone file of ``format`` (:data:`FORMATS`)."""
-    if format not in FORMATS:
-        raise RunError(f"--format {format}: one of {', '.join(FORMATS)}")
+@contextlib.contextmanager
+def _frozen(module: torch.nn.Module) -> Iterator[None]:
+    """The module's parameters without ``requires_grad`` while it is exported (the files
+    keep them so, and their outputs need no grad), the policy's own flags back after."""
+    flags = [(p, p.requires_grad) for p in module.parameters()]
+    try:
+        for param, _ in flags:
+            param.requires_grad_(False)
+        yield
+    finally:
+        for param, requires_grad in flags:
+            param.requires_grad_(requires_grad)
+
+
+def export_policy(policy: TrainedPolicy, out: str | os.PathLike, format: str | None = None) -> Path:
+    """Write ``policy`` to ``out`` as a standalone file of ``format`` (:data:`FORMATS`);
+    without one, of the format ``out``'s extension stands for (:data:`SUFFIXES`). An
+    unknown format, an extension that says nothing without a format, or a format that
+    contradicts the extension is a :class:`RunError`."""
+    format = export_format(out, format)
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     if format == "onnx":
         _require_onnx()
+    out.parent.mkdir(parents=True, exist_ok=True)
     graph = PolicyGraph(policy).eval()
-    program = _exported_program(graph, policy)
-    if format == "exported":
-        torch.export.save(program, str(out))
-    elif format == "torchscript":
-        with torch.no_grad():
-            scripted = torch.jit.trace(program.module(), (_example(policy),), check_trace=False)
-        torch.jit.save(scripted, str(out))
-    else:
-        _export_onnx(program, policy, out)
+    with _frozen(graph):
+        program = _exported_program(graph, policy)
+        if format == "exported":
+            with open(out, "wb") as f:  # a file object: any name, without torch's warning
+                torch.export.save(program, f)
+        elif format == "torchscript":
+            with torch.no_grad():
+                scripted = torch.jit.trace(program.module(), (_example(policy),), check_trace=False)
+            torch.jit.save(scripted, str(out))
+        else:
+            _export_onnx(program, policy, out)
     return out
 
 

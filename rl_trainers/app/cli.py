@@ -38,7 +38,7 @@ def usage(prog: str = "rl-trainers") -> str:
             "Use a trained run:",
             "  eval RUN_DIR [--episodes N] [--seed S] [--stochastic] [--checkpoint PATH]",
             "  enjoy RUN_DIR [--video out.mp4] [--episodes N]",
-            "  export RUN_DIR OUT [--format exported|torchscript|onnx]",
+            "  export RUN_DIR OUT (.pt2, .ts or .onnx) [--format exported|torchscript|onnx]",
             "  results DIR... [--format text|csv|markdown]",
             "",
             f"{prog} <command> --help for each command's options.",

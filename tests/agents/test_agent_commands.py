@@ -29,8 +29,9 @@ if fmt == "onnx":
 else:
     import torch
     m = torch.export.load(path).module() if fmt == "exported" else torch.jit.load(path)
-    with torch.no_grad():
-        out = m(torch.from_numpy(obs)).numpy()
+    out = m(torch.from_numpy(obs))  # outside torch.no_grad(): plain tensors all the same
+    assert not out.requires_grad, out
+    out = out.numpy()
 np.save(out_file, out)
 """
 
@@ -97,6 +98,100 @@ def test_export_round_trip_without_the_package(runs, name, fmt, tmp_path):
     else:
         assert got.dtype == expected.dtype
         assert np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [("policy.pt2", "exported"), ("policy.ts", "torchscript"), ("policy.pt", "torchscript")],
+)
+def test_export_format_follows_the_extension(runs, tmp_path, name, fmt):
+    import torch
+
+    out = tmp_path / name
+    done = cli("rl_trainers.export", str(runs["ppo_pendulum"]), str(out))
+    assert done.returncode == 0, done.stderr
+    assert f"wrote {out} ({fmt})" in done.stdout
+    assert "Expect archive file" not in done.stderr
+    module = torch.export.load(str(out)).module() if fmt == "exported" else torch.jit.load(str(out))
+    policy = rl_trainers.load_policy(runs["ppo_pendulum"])
+    env = rl_trainers.make_env(runs["ppo_pendulum"])
+    obs = np.stack([env.reset(seed=i)[0] for i in range(3)]).astype(np.float32)
+    actions = module(torch.from_numpy(obs))  # no torch.no_grad() around it
+    assert not actions.requires_grad
+    assert np.array_equal(actions.numpy(), policy.act(obs))
+
+
+def test_export_onnx_from_the_extension(runs, tmp_path):
+    pytest.importorskip("onnxscript", reason="onnxscript is not installed")
+    onnx = pytest.importorskip("onnx", reason="onnx is not installed")
+    out = tmp_path / "policy.onnx"
+    done = cli("rl_trainers.export", str(runs["ppo_pendulum"]), str(out))
+    assert done.returncode == 0, done.stderr
+    assert f"wrote {out} (onnx)" in done.stdout
+    onnx.checker.check_model(onnx.load(str(out)))
+
+
+def test_export_policy_python_api(runs, tmp_path):
+    """export_policy follows the extension as the command does; the policy's own parameters
+    keep requiring grad; a format that contradicts the extension writes nothing."""
+    import torch
+
+    from rl_trainers.errors import RunError
+
+    policy = rl_trainers.load_policy(runs["dqn_cartpole"])
+    before = [p.requires_grad for p in policy.module.parameters()]
+    out = rl_trainers.export_policy(policy, tmp_path / "q.ts")
+    assert [p.requires_grad for p in policy.module.parameters()] == before
+    obs = np.zeros((2, *policy.observation_shape), dtype=np.float32)
+    actions = torch.jit.load(str(out))(torch.from_numpy(obs))
+    assert not actions.requires_grad and np.array_equal(actions.numpy(), policy.act(obs))
+    with pytest.raises(RunError, match=r"format='exported' contradicts .*q\.onnx.*\.pt2"):
+        rl_trainers.export_policy(policy, tmp_path / "q.onnx", format="exported")
+    with pytest.raises(ValueError, match=r"q\.bin.*\.pt2.*\.ts.*\.onnx.*format="):
+        rl_trainers.export_policy(policy, tmp_path / "q.bin")
+    with pytest.raises(RunError, match="format='jit': one of exported, torchscript, onnx"):
+        rl_trainers.export_policy(policy, tmp_path / "q.ts", format="jit")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["q.ts"]
+    kept = rl_trainers.export_policy(policy, tmp_path / "q.bin", format="torchscript")
+    assert np.array_equal(torch.jit.load(str(kept))(torch.from_numpy(obs)).numpy(), policy.act(obs))
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["q.bin"], ["q.bin", "--format exported|torchscript|onnx", ".pt2", ".ts", ".onnx"]),
+        (["q"], ["--format exported|torchscript|onnx", ".pt2", ".ts", ".onnx"]),
+        (["q.onnx", "--format", "exported"], ["--format exported contradicts", "q.onnx", ".pt2"]),
+        (["q.pt2", "--format", "torchscript"], ["--format torchscript", ".ts or .pt", "exported"]),
+        (["q.ts", "--format", "onnx"], ["--format onnx contradicts", ".onnx", "torchscript"]),
+    ],
+)
+def test_export_format_mistakes_are_one_line(runs, tmp_path, args, says):
+    out = tmp_path / "out"
+    argv = [str(out / a) if i == 0 else a for i, a in enumerate(args)]
+    line = _error(cli("rl_trainers.export", str(runs["ppo_cartpole"]), *argv))
+    for text in says:
+        assert text in line, line
+    assert not out.exists()  # nothing written, not even the folder
+
+
+@pytest.mark.parametrize("name", ["b", "agent.png"])
+def test_enjoy_video_needs_a_video_extension(runs, tmp_path, name):
+    video = tmp_path / "videos" / name
+    done = cli("rl_trainers.enjoy", str(runs["ppo_cartpole"]), "--video", str(video))
+    line = _error(done)
+    assert f"--video {video}" in line and ".mp4" in line and ".gif" in line
+    assert "episode" not in done.stdout
+    assert not video.parent.exists()
+
+
+def test_enjoy_writes_a_gif(runs, tmp_path):
+    video = tmp_path / "agent.gif"
+    done = cli(
+        "rl_trainers.enjoy", str(runs["ppo_cartpole"]), "--video", str(video), "--max-steps", "5"
+    )
+    assert done.returncode == 0, done.stderr
+    assert video.read_bytes()[:6] in (b"GIF87a", b"GIF89a")
 
 
 def test_enjoy_writes_a_video(runs, tmp_path):
