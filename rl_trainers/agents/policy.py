@@ -124,7 +124,8 @@ def choose_checkpoint(run_dir: Path, which: str, checkpoint: str | os.PathLike |
         if not best.is_file():
             raise RunError(
                 f"{run_dir} has no best policy ({folder / BEST_POLICY_FILE}): it is saved by "
-                "runs with periodic evaluation (eval.interval>0); use which='latest'"
+                "runs with periodic evaluation (eval.interval>0); load the latest checkpoint "
+                "instead (without --best, or which='latest' in Python)"
             )
         return best
     if which != "latest":

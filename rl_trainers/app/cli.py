@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import difflib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,7 +42,7 @@ def usage(prog: str = "rl-trainers") -> str:
             "  export RUN_DIR OUT (.pt2, .ts or .onnx) [--format exported|torchscript|onnx]",
             "  results DIR... [--format text|csv|markdown]",
             "",
-            f"{prog} <command> --help for each command's options.",
+            f"{prog} <command> --help for each command's options; {prog} --version.",
         ]
     )
 
@@ -69,6 +70,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "rl-trainers") -> None:
     if not argv or argv[0] in ("-h", "--help"):
         print(usage(prog))
         raise SystemExit(0 if argv else 2)
+    if argv[0] in ("-V", "--version"):
+        from rl_trainers import __version__
+
+        print(f"rl_trainers {__version__}")
+        raise SystemExit(0)
     command, rest = argv[0], argv[1:]
     if command in AGENT_COMMANDS:
         from rl_trainers.agents.cli import run_command
@@ -77,6 +83,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "rl-trainers") -> None:
     if command in algorithms():
         train_main(command, rest, prog.split())
         return
-    commands = ", ".join([*algorithms(), *AGENT_COMMANDS])
-    print(f"Error: unknown command {command!r}: one of {commands}", file=sys.stderr)
+    names = [*algorithms(), *AGENT_COMMANDS]
+    close = difflib.get_close_matches(command.lower(), names, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]}? " if close else ""
+    print(f"Error: unknown command {command!r}: {hint}one of {', '.join(names)}", file=sys.stderr)
     raise SystemExit(2)

@@ -186,6 +186,12 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
     if isinstance(cause, ValidationError) and cause.full_key:
         allowed = expected_type(cause.object_type, str(cause.key), str(cause.msg))
         allowed += " (it cannot be null)" if cause.value is None else ""
+        if (
+            allowed == "expected int"
+            and isinstance(cause.value, float)
+            and cause.value.is_integer()
+        ):
+            allowed += f": write {int(cause.value)}"  # 1e6 reads as a float
         return str(ConfigError(cause.full_key, cause.value, allowed))
     return None
 

@@ -41,6 +41,7 @@ from .test_config_errors import assert_user_error
         ("sac", ["trainer.num_epochs=3"], ["trainer.num_epochs", "not a field of SAC", "PPO"]),
         ("ppo", ["optimizer.lr=abc"], ["optimizer.lr='abc' is invalid", "expected float"]),
         ("ppo", ["seed=abc"], ["seed='abc' is invalid", "expected int"]),
+        ("ppo", ["trainer.total_frames=1e6"], ["expected int: write 1000000"]),
         ("ppo", ["env=pendlum"], ["env='pendlum'", "did you mean env=pendulum?", "cartpole"]),
         (
             "ppo",

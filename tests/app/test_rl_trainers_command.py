@@ -33,10 +33,18 @@ def test_help_lists_every_algorithm_and_command(tmp_path):
         assert command in proc.stdout
 
 
-def test_an_unknown_command_is_one_error_line(tmp_path):
-    proc = rl_trainers("ppx", cwd=tmp_path)
+@pytest.mark.parametrize(("typed", "meant"), [("ppx", "ppo"), ("PPO", "ppo"), ("evl", "eval")])
+def test_an_unknown_command_is_one_error_line(typed, meant, tmp_path):
+    proc = rl_trainers(typed, cwd=tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr.startswith("Error: unknown command 'ppx'") and "ppo" in proc.stderr
+    assert proc.stderr.startswith(f"Error: unknown command '{typed}': did you mean {meant}?")
+
+
+def test_version(tmp_path):
+    from rl_trainers import __version__
+
+    proc = rl_trainers("--version", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip() == f"rl_trainers {__version__}"
 
 
 @pytest.mark.parametrize("algorithm", ["ppo", "dqn"])
