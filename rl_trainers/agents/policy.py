@@ -238,7 +238,10 @@ def load_normalizers(env, states: list[dict[str, torch.Tensor]], source: str) ->
 def make_env(run_dir: str | os.PathLike, render_mode: str | None = None, **make_kwargs: Any):
     """The gymnasium env a run trained on, as it trained on it: the same id, ``make_kwargs``,
     time limit (``env.max_episode_steps``) and frame skip; its observations are what
-    :meth:`TrainedPolicy.act` takes (the normaliser is the policy's part).
+    :meth:`TrainedPolicy.act` takes (the normaliser is the policy's part). The TensorDict
+    transforms a run added with ``env.transforms`` are not gymnasium wrappers and are not
+    applied here (a ``ConfigWarning`` says so); :func:`evaluate` and ``rl-trainers eval`` run
+    the app's env, with them.
 
     Args:
         run_dir: the run directory (or a checkpoint inside it).
@@ -257,6 +260,20 @@ def make_env(run_dir: str | os.PathLike, render_mode: str | None = None, **make_
                 "(render_mode='rgb_array'); other render modes and make_kwargs do not apply"
             )
         return PixelRunEnv(cfg)
+    if env_cfg.get("transforms"):
+        import warnings
+
+        from rl_trainers.errors import ConfigWarning
+
+        names = [str(t.get("_target_", t)).rpartition(".")[2] for t in env_cfg.transforms]
+        warnings.warn(
+            ConfigWarning(
+                f"make_env: the run's env.transforms ({', '.join(names)}) are TensorDict "
+                "transforms, not applied to this gymnasium env; evaluate() and "
+                "rl-trainers eval run the env with them"
+            ),
+            stacklevel=2,
+        )
     extra = env_cfg.get("make_kwargs")
     kwargs = dict(OmegaConf.to_container(extra, resolve=True) if extra is not None else {})
     if env_cfg.get("max_episode_steps") is not None:

@@ -12,6 +12,14 @@ from rl_trainers.agents import RunError
 
 ALL = ["ppo_cartpole", "ppo_pendulum", "td3_pendulum", "dqn_cartpole"]
 
+#: A few hundred PPO frames.
+RUN_TINY_PPO = [
+    "trainer.total_frames=256",
+    "collector.frames_per_batch=128",
+    "trainer.minibatch_size=64",
+    "eval.episodes=2",
+]
+
 
 @pytest.mark.parametrize("name", ALL)
 def test_act_on_a_fresh_env(runs, name):
@@ -119,3 +127,19 @@ def test_a_gsde_policy_trained_on_eight_envs_acts_on_one(runs):
         assert env.action_space.contains(policy.act(obs, deterministic=deterministic))
     summary = json.loads((run / "summary.json").read_text())
     assert rl_trainers.evaluate(policy).summary()["eval_return_mean"] == summary["eval_return_mean"]
+
+
+def test_make_env_says_it_leaves_out_the_runs_tensordict_transforms(tmp_path):
+    """env.transforms are TensorDict transforms: make_env's gymnasium env cannot hold them,
+    and says so, naming them; evaluate() runs the app's env with them."""
+    from rl_trainers.errors import ConfigWarning
+
+    from .conftest import train
+
+    run = tmp_path / "run"
+    limit = "env.transforms=[{_target_: rl_trainers.envs.StepCounter, max_steps: 20}]"
+    train("ppo", [*RUN_TINY_PPO, "env=pendulum", limit], run)
+    with pytest.warns(ConfigWarning, match="env.transforms \\(StepCounter\\)"):
+        rl_trainers.make_env(run)
+    result = rl_trainers.evaluate(rl_trainers.load_policy(run))
+    assert set(result.lengths) == {20}
