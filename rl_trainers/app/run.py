@@ -23,7 +23,12 @@ from rl_trainers.algorithms.run_dir import check_fresh_run_dir
 
 from .mujoco_presets import warn_default_recipe_on_mujoco
 from .resume import load_resume_checkpoint, resume_command
-from .rundir import output_dir_of_run, previous_run_config_restored_on_failure, shared_run_dir
+from .rundir import (
+    output_dir_of_run,
+    previous_run_config_restored_on_failure,
+    previous_run_overrides,
+    shared_run_dir,
+)
 from .signals import Phase, late_forwarded_signal_ignored, stop_signals_outside_training
 
 # PyOpenGL, which MuJoCo's renderers import, logs its library probing at INFO: Hydra's
@@ -66,6 +71,19 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
                 close_trainer(trainer)
 
 
+def _launched_with(out: Path) -> str:
+    """For a resume that does not fit: the overrides the run in ``out`` was launched with,
+    which a resume repeats (empty when unknown)."""
+    import shlex
+
+    previous = previous_run_overrides(out)
+    if previous is None:
+        return ""
+    own = [o for o in previous if o.partition("=")[0] not in ("trainer.resume", "hydra.run.dir")]
+    words = " ".join(shlex.quote(o) for o in own) or "no overrides"
+    return f"\n  the run there was launched with: {words} (resume with the same, plus trainer.resume=true)"
+
+
 def _init_distributed(device: str) -> bool:
     """``init_distributed`` (torchrun's data parallelism), without loading torch when
     nothing asks for several processes: a config error then prints without that wait."""
@@ -87,12 +105,19 @@ def _train_and_summarise(
     import torch
 
     from rl_trainers.algorithms.build import resume_checkpoint
+    from rl_trainers.core.checkpoint import CheckpointError
 
     lead = trainer.rank == 0  # data-parallel: only rank 0 prints, evaluates and summarises
     ckpt = resume_checkpoint(cfg, out)
     if ckpt is not None:
         with previous_run_config_restored_on_failure(out):  # a checkpoint that does not fit
-            ckpt = load_resume_checkpoint(cfg, trainer, ckpt, out)
+            try:
+                ckpt = load_resume_checkpoint(cfg, trainer, ckpt, out)
+            except CheckpointError as err:
+                hint = _launched_with(out)
+                if not hint:
+                    raise
+                raise type(err)(f"{err}{hint}") from None
         if lead:
             print(f"Resumed from {ckpt} at frame {trainer.collected_frames}.", file=sys.stderr)
             if trainer.collected_frames >= trainer.total_frames:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 
 def output_dir_of_run() -> Path:
@@ -84,3 +84,16 @@ def previous_run_config_restored_on_failure(out: Path) -> Iterator[None]:
         for name, data in _PREVIOUS_RUN_CONFIG.get(out.resolve(), {}).items():
             (out / ".hydra" / name).write_bytes(data)
         raise
+
+
+def previous_run_overrides(out: Path) -> list[str] | None:
+    """The command-line overrides the previous run in ``out`` was launched with (its
+    ``.hydra/overrides.yaml`` as it was before this launch), or None if unknown."""
+    saved = _PREVIOUS_RUN_CONFIG.get(out.resolve(), {}).get("overrides.yaml")
+    if saved is None:
+        return None
+    try:
+        overrides = OmegaConf.create(saved.decode())
+    except Exception:  # noqa: BLE001 - an unreadable file: no hint
+        return None
+    return [str(o) for o in overrides] if isinstance(overrides, ListConfig) else None

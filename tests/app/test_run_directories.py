@@ -102,6 +102,9 @@ def test_a_refused_launch_leaves_the_previous_runs_config(mode, tmp_path):
         proc = train("ppo", *sweep, *refused, cwd=tmp_path)
         assert proc.returncode != 0 and "Error: " in proc.stderr, proc.stderr[-3000:]
         assert _hydra_files(run_dir) == before
+        if "trainer.resume=true" in refused:  # the fix: the previous run's own overrides
+            assert "the run there was launched with: " in proc.stderr
+            assert "env=pendulum" in proc.stderr.split("launched with: ")[1].splitlines()[0]
     summary = json.loads((run_dir / "summary.json").read_text())
     policy = rl_trainers.load_policy(run_dir)
     assert rl_trainers.evaluate(policy).summary()["eval_return_mean"] == summary["eval_return_mean"]
