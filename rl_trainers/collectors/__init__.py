@@ -9,8 +9,20 @@ from rl_trainers.collectors.multi import (
 from rl_trainers.collectors.utils import split_trajectories
 from rl_trainers.envs.utils import RandomPolicy
 
+# torchrl's newer names of the same classes (its configs target torchrl.collectors.Collector...)
+BaseCollector = DataCollectorBase
+Collector = SyncDataCollector
+AsyncCollector = aSyncDataCollector
+MultiSyncCollector = MultiSyncDataCollector
+MultiAsyncCollector = MultiaSyncDataCollector
+
 __all__ = [
+    "AsyncCollector",
+    "BaseCollector",
+    "Collector",
     "DataCollectorBase",
+    "MultiAsyncCollector",
+    "MultiSyncCollector",
     "MultiSyncDataCollector",
     "MultiaSyncDataCollector",
     "RandomPolicy",

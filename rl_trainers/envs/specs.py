@@ -1,7 +1,8 @@
 """Tensor specs: what shape, dtype and range each entry of an environment's TensorDict has.
 
 Names follow torchrl (``Unbounded``, ``Bounded``, ``Categorical``, ``OneHot``,
-``MultiCategorical``, ``Binary``, ``Composite``) and the old torchrl names are kept as aliases.
+``MultiCategorical``, ``MultiOneHot``, ``Binary``, ``Composite``) and the old torchrl names are
+kept as aliases.
 A leaf spec's ``shape`` includes the batch dimensions of the Composite that holds it, e.g. a
 batched CartPole with 8 sub-envs has ``observation_spec["observation"].shape == (8, 4)``.
 
@@ -29,6 +30,7 @@ __all__ = [
     "Categorical",
     "OneHot",
     "MultiCategorical",
+    "MultiOneHot",
     "Binary",
     "Composite",
     "specs_from_gym_space",
@@ -39,6 +41,7 @@ __all__ = [
     "OneHotDiscreteTensorSpec",
     "DiscreteTensorSpec",
     "MultiDiscreteTensorSpec",
+    "MultiOneHotDiscreteTensorSpec",
     "BinaryDiscreteTensorSpec",
     "CompositeSpec",
 ]
@@ -421,6 +424,100 @@ class OneHot(TensorSpec):
         return Categorical(self.n, shape=self.shape[:-1], device=self.device)
 
 
+class MultiOneHot(TensorSpec):
+    """Several one-hot vectors side by side: entry ``i`` is a one-hot block of ``nvec[i]``
+    values, the blocks concatenated along the last dim (``sum(nvec)`` long).
+
+    Args:
+        nvec: number of categories of each block.
+        shape: value shape (``(sum(nvec),)`` by default; must end with ``sum(nvec)``).
+        device: value device.
+        dtype: value dtype (bool by default).
+        use_register: torchrl's experimental option; only ``False`` is supported.
+        mask: torchrl's sampling mask; only ``None`` is supported.
+
+    Example:
+        >>> spec = MultiOneHot((3, 2))
+        >>> spec.is_in(torch.tensor([0, 1, 0, 1, 0], dtype=torch.bool))
+        True
+        >>> spec.to_categorical(torch.tensor([0, 1, 0, 1, 0], dtype=torch.bool))
+        tensor([1, 0])
+    """
+
+    def __init__(
+        self,
+        nvec: Sequence[int] | torch.Tensor | np.ndarray,
+        shape: ShapeLike | None = None,
+        device: Any = None,
+        dtype: torch.dtype | None = None,
+        use_register: bool = False,
+        mask: torch.Tensor | None = None,
+    ) -> None:
+        if use_register or mask is not None:
+            raise NotImplementedError(
+                "MultiOneHot: use_register and mask are not supported (leave them out)."
+            )
+        nvec = tuple(int(n) for n in np.asarray(nvec).reshape(-1))
+        if not nvec or min(nvec) < 1:
+            raise ValueError(f"MultiOneHot: nvec must hold numbers >= 1, got {nvec}.")
+        total = sum(nvec)
+        shape = _as_shape(shape) if shape is not None else torch.Size([total])
+        if not shape or shape[-1] != total:
+            raise ValueError(
+                f"MultiOneHot: shape must end with sum(nvec)={total}, got {tuple(shape)}."
+            )
+        super().__init__(shape, dtype or torch.bool, device)
+        self.nvec = nvec
+
+    def _kwargs(self) -> dict[str, Any]:
+        return {"nvec": self.nvec}
+
+    def _blocks(self, value: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return torch.split(value, list(self.nvec), dim=-1)
+
+    def cardinality(self) -> int:
+        """Number of distinct values (the product of ``nvec``)."""
+        return int(np.prod(self.nvec))
+
+    def rand(self, shape: ShapeLike | None = None) -> torch.Tensor:
+        batch = self._full(shape)[:-1]
+        index = torch.stack(
+            [torch.randint(0, n, batch, device=self.device) for n in self.nvec], dim=-1
+        )
+        return self.to_one_hot(index)
+
+    def is_in(self, value: torch.Tensor) -> bool:
+        if not super().is_in(value):
+            return False
+        v = value.long() if value.dtype == torch.bool else value
+        if not bool(((v == 0) | (v == 1)).all()):
+            return False
+        return all(bool((block.sum(-1) == 1).all()) for block in self._blocks(v))
+
+    def project(self, value: torch.Tensor) -> torch.Tensor:
+        """Each block set to the one-hot vector of its largest entry."""
+        return self.to_one_hot(self.to_categorical(value))
+
+    def to_categorical(self, value: torch.Tensor) -> torch.Tensor:
+        """The hot index (the largest entry) of each block: int64, last dim ``len(nvec)``."""
+        if value.dtype == torch.bool:
+            value = value.long()
+        return torch.stack([block.argmax(-1) for block in self._blocks(value)], dim=-1)
+
+    def to_one_hot(self, index: torch.Tensor) -> torch.Tensor:
+        """The value whose blocks are hot at ``index`` (last dim ``len(nvec)``)."""
+        blocks = [
+            torch.nn.functional.one_hot(index[..., i].long(), n) for i, n in enumerate(self.nvec)
+        ]
+        return torch.cat(blocks, dim=-1).to(device=self.device, dtype=self.dtype)
+
+    def to_categorical_spec(self) -> MultiCategorical:
+        """The matching MultiCategorical spec."""
+        return MultiCategorical(
+            list(self.nvec), shape=(*self.shape[:-1], len(self.nvec)), device=self.device
+        )
+
+
 class MultiCategorical(TensorSpec):
     """Several integer indices, entry ``i`` in ``[0, nvec[i])``.
 
@@ -457,6 +554,15 @@ class MultiCategorical(TensorSpec):
 
     def project(self, value: torch.Tensor) -> torch.Tensor:
         return torch.minimum(value.round().clamp_min(0).long(), self.nvec - 1).to(self.dtype)
+
+    def to_one_hot_spec(self) -> MultiOneHot:
+        """The matching MultiOneHot spec (the last dim holds the blocks)."""
+        nvec = [int(n) for n in self.nvec.reshape(-1, self.nvec.shape[-1])[0]]
+        return MultiOneHot(nvec, shape=(*self.shape[:-1], sum(nvec)), device=self.device)
+
+    def to_one_hot(self, value: torch.Tensor) -> torch.Tensor:
+        """One-hot blocks of the indices ``value``, concatenated (see MultiOneHot)."""
+        return self.to_one_hot_spec().to_one_hot(value)
 
 
 class Binary(TensorSpec):
@@ -731,6 +837,7 @@ UnboundedDiscreteTensorSpec = Unbounded
 OneHotDiscreteTensorSpec = OneHot
 DiscreteTensorSpec = Categorical
 MultiDiscreteTensorSpec = MultiCategorical
+MultiOneHotDiscreteTensorSpec = MultiOneHot
 BinaryDiscreteTensorSpec = Binary
 CompositeSpec = Composite
 

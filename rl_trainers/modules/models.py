@@ -354,14 +354,16 @@ class DuelingCnnDQNet(nn.Module):
 
 
 def _register_submodules() -> None:
-    """``rl_trainers.modules.models.batchrenorm`` (torchrl's import path) names the module
-    :mod:`rl_trainers.modules.batchrenorm`."""
+    """torchrl's import paths ``rl_trainers.modules.models.batchrenorm`` and
+    ``rl_trainers.modules.models.utils`` name the modules :mod:`rl_trainers.modules.batchrenorm`
+    and :mod:`rl_trainers.modules.models_utils`."""
     import sys
 
-    from rl_trainers.modules import batchrenorm
+    from rl_trainers.modules import batchrenorm, models_utils
 
-    sys.modules.setdefault(f"{__name__}.batchrenorm", batchrenorm)
-    globals()["batchrenorm"] = batchrenorm
+    for name, module in (("batchrenorm", batchrenorm), ("utils", models_utils)):
+        sys.modules.setdefault(f"{__name__}.{name}", module)
+        globals()[name] = module
 
 
 _register_submodules()

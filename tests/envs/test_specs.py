@@ -13,6 +13,7 @@ from rl_trainers.envs import (
     Composite,
     CompositeSpec,
     MultiCategorical,
+    MultiOneHot,
     OneHot,
     Unbounded,
     specs_from_gym_space,
@@ -64,6 +65,36 @@ def test_multicategorical_binary_unbounded():
     assert b.is_in(b.rand()) and not b.is_in(torch.full((4,), 2, dtype=torch.int8))
     u = Unbounded((3,))
     assert u.rand((2,)).shape == (2, 3) and u.dtype == torch.float32
+
+
+def test_multi_one_hot_blocks():
+    # torchrl's example: nvec (3, 2, 3), one hot entry per block of the 8 entries
+    spec = MultiOneHot((3, 2, 3))
+    assert spec.shape == (8,) and spec.dtype == torch.bool and spec.cardinality() == 18
+    good = torch.tensor([0, 0, 1, 0, 1, 1, 0, 0], dtype=torch.bool)
+    assert spec.is_in(good)
+    assert not spec.is_in(torch.tensor([1, 0, 1, 0, 1, 1, 0, 0], dtype=torch.bool))
+    assert not spec.is_in(torch.tensor([0, 0, 1, 0, 0, 1, 0, 0], dtype=torch.bool))
+    assert torch.equal(spec.to_categorical(good), torch.tensor([2, 1, 0]))
+    x = spec.rand((500,))
+    assert x.shape == (500, 8) and spec.is_in(x)
+    # every category of every block is drawn, and each value maps back through its indices
+    index = spec.to_categorical(x)
+    assert [set(index[:, i].tolist()) for i in range(3)] == [{0, 1, 2}, {0, 1}, {0, 1, 2}]
+    assert torch.equal(spec.to_one_hot(index), x)
+    cat = spec.to_categorical_spec()
+    assert isinstance(cat, MultiCategorical) and cat.is_in(index)
+    assert cat.to_one_hot_spec() == spec and torch.equal(cat.to_one_hot(index), x)
+    # projection: the largest entry of each block
+    scores = torch.tensor([0.1, 0.5, 0.2, 2.0, -1.0, 0.0, 0.0, 3.0])
+    assert torch.equal(spec.project(scores), torch.tensor([0, 1, 0, 1, 0, 0, 0, 1]).bool())
+    batched = MultiOneHot([2, 2], shape=(4, 4), dtype=torch.int64)
+    assert batched.rand().shape == (4, 4) and batched.is_in(batched.rand())
+    assert batched.expand(3, 4, 4).shape == (3, 4, 4)
+    with pytest.raises(ValueError, match="sum\\(nvec\\)=4"):
+        MultiOneHot([2, 2], shape=(5,))
+    with pytest.raises(NotImplementedError, match="mask"):
+        MultiOneHot([2], mask=torch.ones(2, dtype=torch.bool))
 
 
 def test_expand_and_wrong_expand():

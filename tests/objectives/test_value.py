@@ -11,6 +11,7 @@ from rl_trainers.objectives import (
     generalized_advantage_estimate,
     td_lambda_return_estimate,
 )
+from rl_trainers.objectives.value.functional import vec_td_lambda_return_estimate
 
 
 def _col(values, dtype=torch.float32):
@@ -74,6 +75,48 @@ def test_gae_vectorised_matches_naive_loop(monkeypatch, matrix_max_t):
     adv_cons, _ = generalized_advantage_estimate(0.99, 0.95, v_cons, nv, r, done, term)
     g = td_lambda_return_estimate(0.99, 0.95, nv, r, done, term)
     torch.testing.assert_close(g - v_cons, adv_cons, rtol=1e-4, atol=1e-4)
+
+
+def _naive_td_lambda(gamma, lmbda, nv, r, term, done):
+    """G_t = r_t + gamma (1 - term_t) ((1 - lmbda) V'_t + lmbda G_{t+1}), with G_{t+1}
+    replaced by V'_t where the trajectory ends (done) or the batch does."""
+    out = torch.zeros_like(r)
+    for b in range(r.shape[0]):
+        for t in reversed(range(r.shape[1])):
+            last = bool(done[b, t]) or t == r.shape[1] - 1
+            following = nv[b, t] if last else out[b, t + 1]
+            bootstrap = (1 - lmbda) * nv[b, t] + lmbda * following
+            out[b, t] = r[b, t] + gamma * (~term[b, t]) * bootstrap
+    return out
+
+
+@pytest.mark.parametrize("lmbda", [0.0, 0.8, 1.0])
+def test_vec_td_lambda_matches_naive_loop(lmbda):
+    torch.manual_seed(1)
+    shape = (3, 30, 1)
+    nv, r = torch.randn(shape), torch.randn(shape)
+    term = torch.rand(shape) < 0.05
+    done = term | (torch.rand(shape) < 0.05)
+    expected = _naive_td_lambda(0.9, lmbda, nv, r, term, done)
+    g = vec_td_lambda_return_estimate(0.9, lmbda, nv, r, done, term)
+    torch.testing.assert_close(g, expected, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(g, td_lambda_return_estimate(0.9, lmbda, nv, r, done, term))
+    # the hand-computed case above, and time on another dim (torchrl's time_dim)
+    torch.testing.assert_close(
+        vec_td_lambda_return_estimate(0.9, 0.8, V_NEXT, R, DONE, TERM),
+        _col([2.08, 1.0, 6.328, 6.4]),
+    )
+    moved = vec_td_lambda_return_estimate(
+        0.9, lmbda, *(x.transpose(0, 1) for x in (nv, r, done, term)), time_dim=0
+    )
+    torch.testing.assert_close(moved.transpose(0, 1), expected, rtol=1e-5, atol=1e-5)
+    # terminated defaults to done
+    torch.testing.assert_close(
+        vec_td_lambda_return_estimate(0.9, lmbda, nv, r, done),
+        _naive_td_lambda(0.9, lmbda, nv, r, done, done),
+        rtol=1e-5,
+        atol=1e-5,
+    )
 
 
 def _trajectory():

@@ -23,7 +23,7 @@ def test_alias_files_are_what_the_table_generates():
 @pytest.mark.parametrize("alias", ALIASES, ids=[a.module for a in ALIASES])
 def test_alias_module_exports_the_adapter_objects(alias):
     module = importlib.import_module(alias.module)
-    assert sorted(module.__all__) == sorted(alias.names + alias.torchrl_names)
+    assert sorted(module.__all__) == sorted(alias.exported())
     for source_name, names in alias.imports():
         source = importlib.import_module(source_name)
         for name in names:

@@ -198,6 +198,64 @@ def test_torchrl_node_fields_match_target_signature(node):
     check_node_signature(node)
 
 
+def _with_transforms(*overrides: str):
+    """The PPO recipe's ``config_with_transforms.yaml`` (torchrl's file of that name, in
+    layout: a transformed env whose transform node names its factory by ``_target_``)."""
+    with initialize_config_dir(str(RECIPES / "ppo_trainer" / "config"), version_base="1.3"):
+        return compose("config_with_transforms", overrides=list(overrides))
+
+
+def _transforms(env) -> list:
+    """The transforms of ``env`` and of the envs it wraps, outermost first."""
+    found = []
+    while hasattr(env, "transform"):
+        transform = env.transform
+        found += list(transform) if hasattr(transform, "__iter__") else [transform]
+        env = env.base_env
+    return found
+
+
+def test_config_with_transforms_builds_the_envs_its_factories_name():
+    from rl_trainers.envs import DoubleToFloat, NoopResetEnv
+
+    cfg = _with_transforms()
+    env = instantiate(cfg.training_env)()  # a partial node, as torchrl's
+    try:
+        (noop,) = [t for t in _transforms(env) if isinstance(t, NoopResetEnv)]
+        assert (noop.noops, noop.random) == (8, True)
+        assert env.reset()["observation"].shape[-1] == 3
+    finally:
+        env.close()
+    # the composed form torchrl's file shows commented out: make_compose of factory nodes
+    factories = "rl_trainers.trainers.algorithms.configs.transforms"
+    cfg.training_env.transform = {
+        "_target_": f"{factories}.make_compose",
+        "transforms": [
+            {"_target_": f"{factories}.make_noop_reset_env", "noops": 3, "random": False},
+            {"_target_": "rl_trainers.envs.transforms.transforms.DoubleToFloat"},
+        ],
+    }
+    env = instantiate(cfg.batched_env)
+    try:
+        kinds = [type(t) for t in _transforms(env)]
+        assert NoopResetEnv in kinds and DoubleToFloat in kinds
+        assert env.batch_size == torch.Size([1])
+        rollout = env.rollout(4)
+        assert rollout["next", "reward"].shape == (1, 4, 1)
+    finally:
+        env.close()
+
+
+def test_config_with_transforms_trainer_collects_with_the_losss_actor(tmp_path):
+    trainer = instantiate(_with_transforms(f"logger.save_dir={tmp_path}").trainer)
+    try:
+        assert trainer.collector.policy is trainer.loss_module.actor_network
+        batch = next(iter(trainer.collector))
+        assert batch.numel() == 256 and "sample_log_prob" in batch.keys()
+    finally:
+        trainer.collector.shutdown()
+
+
 def test_only_torchrls_path_registers_torchrls_nodes():
     """A process running rl_trainers' own app has none of torchrl's nodes in its ConfigStore;
     importing torchrl's path adds them."""

@@ -22,10 +22,13 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
+from rl_trainers.compat.torchrl.config_factories import TORCHRL_FACTORIES
+
 _TRAINERS = "rl_trainers.compat.torchrl.trainers"
 _HELPERS = "rl_trainers.compat.torchrl.helpers"
 _ADAPTER = "rl_trainers.compat."
 _SCHEMA = "rl_trainers.compat.torchrl.schema"
+_FACTORIES = "rl_trainers.compat.torchrl.config_factories"
 
 
 class Alias(NamedTuple):
@@ -37,11 +40,19 @@ class Alias(NamedTuple):
     path: str  # torchrl's path it stands for, or the config node paths it serves
     #: torchrl's own nodes among the names of a product config module, from the adapter
     torchrl_names: tuple[str, ...] = ()
+    #: the factories torchrl's nodes of that config module target, from the adapter
+    #: (:data:`~rl_trainers.compat.torchrl.config_factories.TORCHRL_FACTORIES`)
+    factories: tuple[str, ...] = ()
 
     def imports(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
         """The ``(module, names)`` of each import of the alias module."""
         own = ((_SCHEMA, self.torchrl_names),) if self.torchrl_names else ()
-        return ((self.source, self.names), *own)
+        made = ((_FACTORIES, self.factories),) if self.factories else ()
+        return ((self.source, self.names), *own, *made)
+
+    def exported(self) -> tuple[str, ...]:
+        """Every name the alias module re-exports (its ``__all__``)."""
+        return self.names + self.torchrl_names + self.factories
 
 
 #: torchrl's nodes with no rl_trainers counterpart, by torchrl's config module: the alias
@@ -79,6 +90,7 @@ ALIASES: tuple[Alias, ...] = (
             names,
             f"torchrl's path ``torchrl.trainers.algorithms.configs.{name}``",
             TORCHRL_NODES.get(name, ()),
+            TORCHRL_FACTORIES.get(name, ()),
         )
         for name, names in (
             (
@@ -226,6 +238,12 @@ ALIASES: tuple[Alias, ...] = (
             ),
         )
     ),
+    Alias(
+        "rl_trainers.trainers.algorithms.configs.hooks",
+        _FACTORIES,
+        TORCHRL_FACTORIES["hooks"],
+        "torchrl's path ``torchrl.trainers.algorithms.configs.hooks``",
+    ),
     *(
         Alias(
             f"rl_trainers.trainers.helpers.{name}",
@@ -311,8 +329,9 @@ def source_text(alias: Alias) -> str:
         + ")\n"
         for source, names in sorted(alias.imports())
     )
-    sources = " and\n".join(f":mod:`{source}`" for source, _ in alias.imports())
-    listed = "".join(f'    "{name}",\n' for name in sorted(alias.names + alias.torchrl_names))
+    modules = [f":mod:`{source}`" for source, _ in alias.imports()]
+    sources = " and\n".join([",\n".join(modules[:-1]), modules[-1]] if modules[1:] else modules)
+    listed = "".join(f'    "{name}",\n' for name in sorted(alias.exported()))
     return (
         f'"""{alias.path}: an alias, no logic.\n\n'
         f"Generated from :data:`rl_trainers.compat.torchrl.aliases.ALIASES`; the names are "

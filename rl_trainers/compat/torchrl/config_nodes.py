@@ -10,6 +10,7 @@ component's constructor arguments (``configs/envs.py``, ``configs/transforms.py`
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -81,23 +82,41 @@ def make_transformed_env(base_env: Any, transform: Any = None) -> Any:
     """``TransformedEnv(base_env, transform)``, torchrl's ``TransformedEnvConfig`` fields.
 
     Args:
-        base_env: the env (from a node: its instantiated ``base_env``).
-        transform: a transform, e.g. from a ``ComposeConfig`` (None: none).
+        base_env: the env (from a node: its instantiated ``base_env``). A partial (a node
+            marked ``_partial_: true``, as torchrl's recipes mark it) is called; a node
+            without ``_target_`` (torchrl's ``base_env: {env_name: ..., _partial_: true}``)
+            is a gym env node (``env/gym``).
+        transform: a transform, e.g. from a ``ComposeConfig`` (None: none; a partial is
+            called).
     """
     from rl_trainers.envs import TransformedEnv
 
+    if isinstance(base_env, DictConfig | dict) and "_target_" not in base_env:
+        base_env = _instantiate(_with_gym_target(OmegaConf.create(_plain(base_env))), {})
+    if isinstance(base_env, functools.partial):
+        base_env = base_env()
+    if isinstance(transform, functools.partial):
+        transform = transform()
     return TransformedEnv(base_env, transform)
 
 
-def make_compose(transforms: Sequence[Any] = ()) -> Any:
+def make_compose(transforms: Sequence[Any] | None = ()) -> Any:
     """``Compose(*transforms)``, torchrl's ``ComposeConfig`` field.
 
     Args:
-        transforms: the transforms, applied in order.
+        transforms: the transforms, applied in order (None: none).
     """
     from rl_trainers.envs import Compose
 
-    return Compose(*list(transforms))
+    return Compose(*list(transforms or ()))
+
+
+def _with_gym_target(node: DictConfig) -> DictConfig:
+    """An env node given by its fields only (no ``_target_``) as rl_trainers' gym env node,
+    without torchrl's ``_partial_`` mark (the node describes an env, built when needed)."""
+    node.pop("_partial_", None)
+    node["_target_"] = GymEnvConfig._target_
+    return node
 
 
 class _NodeEnvFactory:
@@ -132,11 +151,15 @@ def _as_node(value: Any) -> DictConfig | None:
 
 
 def _vector_env_nodes(node: DictConfig) -> Iterator[DictConfig]:
-    """The ``GymEnvConfig`` nodes along the ``base_env`` chain starting at ``node``."""
+    """The ``GymEnvConfig`` nodes along the ``base_env`` chain starting at ``node`` (a
+    ``base_env`` given by its fields only is one, see :func:`make_transformed_env`)."""
     while isinstance(node, DictConfig):
         if node.get("_target_") in VECTOR_ENV_TARGETS:
             yield node
-        node = node.get("base_env")
+        base_env = node.get("base_env")
+        if isinstance(base_env, DictConfig) and "_target_" not in base_env:
+            _with_gym_target(base_env)
+        node = base_env
 
 
 def _plain(value: Any) -> Any:

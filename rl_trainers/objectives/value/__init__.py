@@ -27,6 +27,7 @@ from rl_trainers.objectives.common import (
 __all__ = [
     "generalized_advantage_estimate",
     "td_lambda_return_estimate",
+    "vec_td_lambda_return_estimate",
     "td0_return_estimate",
     "vtrace_advantage_estimate",
     "reward2go",
@@ -147,6 +148,35 @@ def td_lambda_return_estimate(
     # (valid because the recursion is cut wherever done_t, where shifted would be wrong).
     x = _discounted_cumsum(base - shifted, gamma * lmbda, done)
     return x + shifted
+
+
+def vec_td_lambda_return_estimate(
+    gamma: float | torch.Tensor,
+    lmbda: float,
+    next_state_value: torch.Tensor,
+    reward: torch.Tensor,
+    done: torch.Tensor,
+    terminated: torch.Tensor | None = None,
+    rolling_gamma: bool | None = None,
+    *,
+    time_dim: int = -2,
+) -> torch.Tensor:
+    """TD(lambda) returns ``[*B, T, 1]``, torchrl's vectorised variant (same signature).
+
+    The same returns as :func:`td_lambda_return_estimate`, which already runs over the whole
+    time dim at once (one discounted cumulative sum cut at episode ends), so torchrl's two
+    functions are one computation here.
+    """
+    return td_lambda_return_estimate(
+        gamma,
+        lmbda,
+        next_state_value,
+        reward,
+        done,
+        terminated,
+        rolling_gamma,
+        time_dim=time_dim,
+    )
 
 
 def td0_return_estimate(

@@ -1,10 +1,16 @@
 """torchrl's path ``torchrl.trainers.algorithms.configs.envs``: an alias, no logic.
 
 Generated from :data:`rl_trainers.compat.torchrl.aliases.ALIASES`; the names are those of
-:mod:`rl_trainers.configs.envs` and
-:mod:`rl_trainers.compat.torchrl.schema`.
+:mod:`rl_trainers.configs.envs`,
+:mod:`rl_trainers.compat.torchrl.schema` and
+:mod:`rl_trainers.compat.torchrl.config_factories`.
 """
 
+from rl_trainers.compat.torchrl.config_factories import (
+    make_batched_env,
+    make_env,
+    make_transformed_env,
+)
 from rl_trainers.compat.torchrl.schema import (
     BatchedEnvConfig,
     TransformedEnvConfig,
@@ -19,4 +25,7 @@ __all__ = [
     "ENV_PRESET_ACTIONS",
     "GymEnvConfig",
     "TransformedEnvConfig",
+    "make_batched_env",
+    "make_env",
+    "make_transformed_env",
 ]

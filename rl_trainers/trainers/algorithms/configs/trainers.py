@@ -1,9 +1,16 @@
 """torchrl's path ``torchrl.trainers.algorithms.configs.trainers``: an alias, no logic.
 
 Generated from :data:`rl_trainers.compat.torchrl.aliases.ALIASES`; the names are those of
-:mod:`rl_trainers.configs.trainers`.
+:mod:`rl_trainers.configs.trainers` and
+:mod:`rl_trainers.compat.torchrl.config_factories`.
 """
 
+from rl_trainers.compat.torchrl.config_factories import (
+    _make_a2c_trainer,
+    _make_ppo_trainer,
+    _make_reinforce_trainer,
+    _make_sac_trainer,
+)
 from rl_trainers.configs.trainers import (
     A2CLoopConfig,
     A2CTrainerConfig,
@@ -40,4 +47,8 @@ __all__ = [
     "SACTrainerConfig",
     "TD3LoopConfig",
     "TD3TrainerConfig",
+    "_make_a2c_trainer",
+    "_make_ppo_trainer",
+    "_make_reinforce_trainer",
+    "_make_sac_trainer",
 ]

@@ -1,10 +1,16 @@
 """torchrl's path ``torchrl.trainers.algorithms.configs.transforms``: an alias, no logic.
 
 Generated from :data:`rl_trainers.compat.torchrl.aliases.ALIASES`; the names are those of
-:mod:`rl_trainers.configs.transforms` and
-:mod:`rl_trainers.compat.torchrl.schema`.
+:mod:`rl_trainers.configs.transforms`,
+:mod:`rl_trainers.compat.torchrl.schema` and
+:mod:`rl_trainers.compat.torchrl.config_factories`.
 """
 
+from rl_trainers.compat.torchrl.config_factories import (
+    _make_reward_sum_transform,
+    make_compose,
+    make_noop_reset_env,
+)
 from rl_trainers.compat.torchrl.schema import (
     ComposeConfig,
 )
@@ -63,4 +69,7 @@ __all__ = [
     "TrajCounterConfig",
     "UnsqueezeTransformConfig",
     "VecNormConfig",
+    "_make_reward_sum_transform",
+    "make_compose",
+    "make_noop_reset_env",
 ]
