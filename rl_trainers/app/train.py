@@ -43,12 +43,56 @@ def main(algorithm: str, argv: Sequence[str] | None = None, program: Sequence[st
     """
     args = list(sys.argv[1:] if argv is None else argv)
     started(algorithm, program)
+    check_options(algorithm, args)
     sys.argv = [sys.argv[0], *translate_torchrl_overrides(args)]  # what hydra.main reads
     hydra_main = hydra.main(
         config_path=RECIPES_DIR, config_name=f"{algorithm}_trainer", version_base=None
     )(train)
     with composition_errors():  # unknown fields, options or presets: one line, exit 2
         hydra_main()
+
+
+#: Hydra's own long options (``--cfg job``, ``--multirun``...): anything else is a mistake.
+HYDRA_OPTIONS = frozenset(
+    {
+        "help",
+        "hydra-help",
+        "version",
+        "cfg",
+        "resolve",
+        "package",
+        "run",
+        "multirun",
+        "shell-completion",
+        "config-path",
+        "config-name",
+        "config-dir",
+        "experimental-rerun",
+        "info",
+    }
+)
+
+
+def check_options(algorithm: str, args: Sequence[str]) -> None:
+    """An argparse-style option (``--episodes 3``, as SB3 and rl-zoo scripts take them) is
+    one ``Error:`` line naming the override to write, where Hydra prints its whole usage."""
+    from rl_trainers.configs.field_names import suggest_field
+
+    from .errors import report_and_exit
+    from .launch import command_of
+
+    for i, arg in enumerate(args):
+        name, eq, value = arg[2:].partition("=")
+        if not arg.startswith("--") or not name or name in HYDRA_OPTIONS:
+            continue
+        if not eq and i + 1 < len(args) and "=" not in args[i + 1]:
+            value = args[i + 1]
+        meant = suggest_field(algorithm, name.replace("-", "_"))
+        write = f" ({meant}={value or '<value>'})" if meant else ""
+        report_and_exit(
+            f"{arg} is not an option: settings are Hydra overrides, field=value{write}; "
+            f"{command_of(algorithm)} --help lists every field"
+        )
 
 
 def _report_composition_errors_in_workers() -> contextlib.AbstractContextManager | None:

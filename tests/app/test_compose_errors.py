@@ -70,6 +70,9 @@ from .test_config_errors import assert_user_error
             ["default recipe is tuned for Pendulum-v1", "leave experiment out"],
         ),
         ("ppo", ["optimizer=adagrad"], ["optimizer='adagrad'", "adamw", "rmsprop"]),
+        # argparse-style options (SB3 and rl-zoo scripts): the override to write instead
+        ("td3", ["--episodes", "3"], ["--episodes is not an option", "(eval.episodes=3)"]),
+        ("ppo", ["--learning-rate=1e-3"], ["Hydra overrides, field=value (optimizer.lr=1e-3)"]),
         (
             "ppo",
             ["env.make_kwargs.g=2.0"],
