@@ -4,6 +4,7 @@ The tensor specs are importable from here too, as from ``torchrl.data``; they ar
 once, in :mod:`rl_trainers.envs.specs`.
 """
 
+from rl_trainers.data import tensor_specs
 from rl_trainers.data.postprocs import MultiStep
 from rl_trainers.data.replay_buffers import (
     ImmutableDatasetWriter,
@@ -32,47 +33,10 @@ from rl_trainers.data.replay_buffers import (
     Writer,
     WriterEnsemble,
 )
-from rl_trainers.envs.specs import (
-    Binary,
-    BinaryDiscreteTensorSpec,
-    Bounded,
-    BoundedTensorSpec,
-    Categorical,
-    Composite,
-    CompositeSpec,
-    DiscreteTensorSpec,
-    MultiCategorical,
-    MultiDiscreteTensorSpec,
-    MultiOneHot,
-    MultiOneHotDiscreteTensorSpec,
-    OneHot,
-    OneHotDiscreteTensorSpec,
-    TensorSpec,
-    Unbounded,
-    UnboundedContinuousTensorSpec,
-    UnboundedDiscreteTensorSpec,
-)
+from rl_trainers.data.tensor_specs import *  # noqa: F403 - the specs, listed there
 
 __all__ = [
-    # specs (defined in rl_trainers.envs.specs)
-    "Binary",
-    "BinaryDiscreteTensorSpec",
-    "Bounded",
-    "BoundedTensorSpec",
-    "Categorical",
-    "Composite",
-    "CompositeSpec",
-    "DiscreteTensorSpec",
-    "MultiCategorical",
-    "MultiDiscreteTensorSpec",
-    "MultiOneHot",
-    "MultiOneHotDiscreteTensorSpec",
-    "OneHot",
-    "OneHotDiscreteTensorSpec",
-    "TensorSpec",
-    "Unbounded",
-    "UnboundedContinuousTensorSpec",
-    "UnboundedDiscreteTensorSpec",
+    *tensor_specs.__all__,  # the specs (defined in rl_trainers.envs.specs)
     # replay buffers
     "ImmutableDatasetWriter",
     "LazyMemmapStorage",

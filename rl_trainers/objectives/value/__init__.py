@@ -150,33 +150,10 @@ def td_lambda_return_estimate(
     return x + shifted
 
 
-def vec_td_lambda_return_estimate(
-    gamma: float | torch.Tensor,
-    lmbda: float,
-    next_state_value: torch.Tensor,
-    reward: torch.Tensor,
-    done: torch.Tensor,
-    terminated: torch.Tensor | None = None,
-    rolling_gamma: bool | None = None,
-    *,
-    time_dim: int = -2,
-) -> torch.Tensor:
-    """TD(lambda) returns ``[*B, T, 1]``, torchrl's vectorised variant (same signature).
-
-    The same returns as :func:`td_lambda_return_estimate`, which already runs over the whole
-    time dim at once (one discounted cumulative sum cut at episode ends), so torchrl's two
-    functions are one computation here.
-    """
-    return td_lambda_return_estimate(
-        gamma,
-        lmbda,
-        next_state_value,
-        reward,
-        done,
-        terminated,
-        rolling_gamma,
-        time_dim=time_dim,
-    )
+#: torchrl's vectorised TD(lambda): the same computation here, as
+#: :func:`td_lambda_return_estimate` already runs over the whole time dim at once (one
+#: discounted cumulative sum cut at episode ends).
+vec_td_lambda_return_estimate = td_lambda_return_estimate
 
 
 def td0_return_estimate(
