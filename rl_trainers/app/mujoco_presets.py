@@ -20,9 +20,14 @@ from . import RECIPES_DIR
 PRESET_ENVS = ("HalfCheetah", "Hopper", "Walker2d", "Ant")
 
 
+def tuned_for(env_name: str) -> bool:
+    """Whether the MuJoCo presets are tuned for ``env_name`` (:data:`PRESET_ENVS`)."""
+    return env_name.partition("-v")[0] in PRESET_ENVS
+
+
 def preset_fit(env_name: str) -> str:
     """How the MuJoCo presets fit ``env_name``: said after the preset's command."""
-    if env_name.partition("-v")[0] in PRESET_ENVS:
+    if tuned_for(env_name):
         return "the settings of docs/results.md"
     return (
         f"tuned for {', '.join(PRESET_ENVS[:-1])} and {PRESET_ENVS[-1]} in docs/results.md; "
@@ -109,6 +114,6 @@ def missing_preset_hint(algorithm: str, option: str, presets: list[str]) -> str 
     if env_name is None or not is_mujoco(env_name):
         return None
     command = f"experiment={preset} env={env_option}"
-    if env_name.partition("-v")[0] in PRESET_ENVS:
+    if tuned_for(env_name):
         return f"the MuJoCo preset suits {env_name} too: {command}"
     return f"no preset for {env_name}: {command} runs the MuJoCo preset, {preset_fit(env_name)}"

@@ -66,7 +66,11 @@ def _keep(config: DictConfig, key: str, jobs: bool) -> None:
         directory = Path(str(OmegaConf.select(config, key, throw_on_resolution_failure=True)))
     except Exception:  # noqa: BLE001 - a directory only a job can resolve: nothing to keep
         return
-    for run_dir in sorted(directory.iterdir()) if jobs and directory.is_dir() else [directory]:
+    if not jobs:
+        run_dirs = [directory]
+    else:  # a sweep's job directories, from a previous launch of the sweep
+        run_dirs = sorted(directory.iterdir()) if directory.is_dir() else []
+    for run_dir in run_dirs:
         hydra_dir = run_dir / ".hydra"
         if (run_dir / "checkpoints").is_dir() and hydra_dir.is_dir():
             files = {p.name: p.read_bytes() for p in hydra_dir.iterdir() if p.is_file()}

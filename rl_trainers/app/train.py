@@ -52,27 +52,6 @@ def main(algorithm: str, argv: Sequence[str] | None = None, program: Sequence[st
         hydra_main()
 
 
-#: Hydra's own long options (``--cfg job``, ``--multirun``...): anything else is a mistake.
-HYDRA_OPTIONS = frozenset(
-    {
-        "help",
-        "hydra-help",
-        "version",
-        "cfg",
-        "resolve",
-        "package",
-        "run",
-        "multirun",
-        "shell-completion",
-        "config-path",
-        "config-name",
-        "config-dir",
-        "experimental-rerun",
-        "info",
-    }
-)
-
-
 def check_options(algorithm: str, args: Sequence[str]) -> None:
     """An argparse-style option (``--episodes 3``, as SB3 and rl-zoo scripts take them) is
     one ``Error:`` line naming the override to write, where Hydra prints its whole usage."""
@@ -81,9 +60,16 @@ def check_options(algorithm: str, args: Sequence[str]) -> None:
     from .errors import report_and_exit
     from .launch import command_of
 
+    if not any(arg.startswith("--") for arg in args):
+        return
+    from hydra._internal.utils import get_args_parser  # the parser hydra.main reads argv with
+
+    hydra_options = {
+        s for action in get_args_parser()._actions for s in action.option_strings
+    }  # --cfg, --multirun, --info...
     for i, arg in enumerate(args):
         name, eq, value = arg[2:].partition("=")
-        if not arg.startswith("--") or not name or name in HYDRA_OPTIONS:
+        if not arg.startswith("--") or not name or f"--{name}" in hydra_options:
             continue
         if not eq and i + 1 < len(args) and "=" not in args[i + 1]:
             value = args[i + 1]
