@@ -254,8 +254,10 @@ def test_missing_optional_dependency(runs, tmp_path, blocked, args, needs):
     assert needs in line
 
 
-def test_results_table_of_a_sweep(tmp_path):
-    sweep = tmp_path / "sweep"
+@pytest.fixture(scope="module")
+def ppo_sweep(tmp_path_factory):
+    """A sweep of 2 seeds for each of 2 learning rates."""
+    sweep = tmp_path_factory.mktemp("results") / "sweep"
     train(
         "ppo",
         [
@@ -271,6 +273,11 @@ def test_results_table_of_a_sweep(tmp_path):
         sweep,
         multirun=True,
     )
+    return sweep
+
+
+def test_results_table_of_a_sweep(ppo_sweep):
+    sweep = ppo_sweep
     done = cli("rl_trainers.results", str(sweep), "--format", "csv")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
@@ -301,6 +308,30 @@ def test_results_table_of_a_sweep(tmp_path):
     assert markdown.stdout.startswith("| group")
     # the table reads files only: torch, seconds to import, is not loaded
     assert not _imports_torch("results", str(sweep))
+
+
+def _csv_rows(done: subprocess.CompletedProcess) -> list[dict]:
+    assert done.returncode == 0, done.stderr
+    header, *lines = done.stdout.strip().splitlines()
+    return [dict(zip(header.split(","), line.split(","), strict=True)) for line in lines]
+
+
+def test_results_one_row_per_run_to_compare_seeds(ppo_sweep):
+    rows = _csv_rows(
+        cli("rl_trainers.results", str(ppo_sweep), "--group-by", "run", "--format", "csv")
+    )
+    jobs = sorted(ppo_sweep.glob("*/summary.json"))
+    assert len(rows) == len(jobs) == 4
+    for row in rows:
+        job = ppo_sweep / row["group"].split("/")[-1] / "summary.json"  # <sweep>/<job>
+        assert row["seeds"] == "1"
+        assert float(row["return_mean"]) == json.loads(job.read_text())["eval_return_mean"]
+    by_seed = _csv_rows(
+        cli("rl_trainers.results", str(ppo_sweep), "--group-by", "seed", "--format", "csv")
+    )
+    assert [(r["group"], r["seeds"]) for r in by_seed] == [("seed=0", "2"), ("seed=1", "2")]
+    line = _error(cli("rl_trainers.results", str(ppo_sweep), "--group-by", "sed"))
+    assert "--group-by sed" in line and "no run has this config key" in line
 
 
 #: Runs ``rl-trainers <args>`` in this interpreter and says whether torch was imported.
