@@ -140,8 +140,9 @@ def choose_checkpoint(run_dir: Path, which: str, checkpoint: str | os.PathLike |
         if found is not None:
             return found
     raise RunError(
-        f"{run_dir} has no checkpoint in {folder} (the run ended before its first save, or "
-        "saving was disabled)"
+        f"{run_dir} has no checkpoint in {folder}: the run is still training, or was killed "
+        "before its first save (a run saves when it ends, when Ctrl-C or SIGTERM stops it, "
+        "and every trainer.save_trainer_interval frames when that is set)"
     )
 
 

@@ -7,13 +7,14 @@ import shutil
 import statistics
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
 
 import rl_trainers
 
-from .conftest import cli, train
+from .conftest import REPO, cli, env_with_package, train
 
 #: Loads an exported file with torch (or onnxruntime) alone: rl_trainers cannot be imported.
 STANDALONE = """
@@ -221,6 +222,32 @@ def test_errors_are_one_line(runs, tmp_path):
     assert "does not belong to this run" in line and "algorithm='td3'" in line
     line = _error(cli("rl_trainers.eval", str(runs["ppo_pendulum"]), "--best"))
     assert "no best policy" in line
+
+
+def test_eval_of_a_run_still_training_before_its_first_checkpoint(tmp_path):
+    run = tmp_path / "run"
+    training = subprocess.Popen(
+        [
+            sys.executable,
+            str(REPO / "sota-implementations" / "ppo_trainer" / "train.py"),
+            "trainer.total_frames=10000000",
+            "trainer.progress_bar=false",
+            f"hydra.run.dir={run}",
+        ],
+        env=env_with_package(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (run / ".hydra" / "config.yaml").is_file() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        line = _error(cli("rl_trainers.eval", str(run)))
+    finally:
+        training.kill()
+        training.wait()
+    assert "has no checkpoint" in line and "still training" in line
+    assert "trainer.save_trainer_interval" in line
 
 
 @pytest.mark.parametrize(
