@@ -224,6 +224,13 @@ def test_errors_are_one_line(runs, tmp_path):
     assert "no best policy" in line
 
 
+def test_commands_on_a_sweep_directory_name_its_runs(ppo_sweep):
+    for args in (["rl_trainers.eval"], ["rl_trainers.export", "--format", "exported", "p.pt2"]):
+        line = _error(cli(args[0], str(ppo_sweep), *args[1:]))
+        assert "is not a run directory but holds 4" in line
+        assert f"e.g. {ppo_sweep / '0'}" in line and "--group-by run" in line
+
+
 def test_eval_of_a_run_still_training_before_its_first_checkpoint(tmp_path):
     run = tmp_path / "run"
     training = subprocess.Popen(
