@@ -156,12 +156,17 @@ def _video_writer(path: Path, fps: int):
 
 def enjoy_main(argv: Sequence[str] | None = None) -> int:
     args = enjoy_parser().parse_args(argv)
+    from rl_trainers.errors import RunError
+
+    for option, value in (("--episodes", args.episodes), ("--max-steps", args.max_steps)):
+        if value < 1:
+            raise RunError(f"{option} {value}: at least 1")
     video = Path(args.video) if args.video else None
     if video is None and not _has_display():
         video = Path(args.run_dir) / "enjoy.mp4"
     if video is not None:
         _check_video(video)  # before torch is imported, anything loaded or written
-    from rl_trainers.agents.policy import RunError, load_policy, make_env
+    from rl_trainers.agents.policy import load_policy, make_env
 
     mode = "rgb_array" if video is not None else "human"
     if video is not None:

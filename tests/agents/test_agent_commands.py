@@ -231,6 +231,16 @@ def test_commands_on_a_sweep_directory_name_its_runs(ppo_sweep):
         assert f"e.g. {ppo_sweep / '0'}" in line and "--group-by run" in line
 
 
+@pytest.mark.parametrize("option", ["--episodes", "--max-steps"])
+def test_enjoy_refuses_nothing_to_play(ppo_sweep, option, tmp_path):
+    video = tmp_path / "agent.gif"
+    line = _error(
+        cli("rl_trainers.enjoy", str(ppo_sweep / "0"), option, "0", "--video", str(video))
+    )
+    assert line == f"Error: {option} 0: at least 1"
+    assert not video.exists()
+
+
 def test_eval_of_a_run_still_training_before_its_first_checkpoint(tmp_path):
     run = tmp_path / "run"
     training = subprocess.Popen(
