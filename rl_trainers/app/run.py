@@ -9,6 +9,7 @@ run directory; only rank 0 logs, evaluates, prints and writes ``summary.json``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -27,6 +28,7 @@ from .rundir import (
     output_dir_of_run,
     previous_run_config_restored_on_failure,
     previous_run_overrides,
+    run_dir_locked,
     shared_run_dir,
 )
 from .signals import Phase, late_forwarded_signal_ignored, stop_signals_outside_training
@@ -51,12 +53,14 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
 
     start = time.perf_counter()
     phase = Phase()
-    with stop_signals_outside_training(phase):
+    with stop_signals_outside_training(phase), contextlib.ExitStack() as held:
         distributed = _init_distributed(str(cfg.get("device") or "cpu"))
         out = Path(output_dir) if output_dir is not None else output_dir_of_run()
         if distributed:
             out = shared_run_dir(out)
         with previous_run_config_restored_on_failure(out):  # a refused launch
+            if int(os.environ.get("RANK", "0")) == 0:  # data-parallel ranks share out
+                held.enter_context(run_dir_locked(out))
             check_fresh_run_dir(cfg, out)
             if int(os.environ.get("RANK", "0")) == 0:
                 warn_default_recipe_on_mujoco(cfg)
