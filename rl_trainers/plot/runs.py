@@ -21,6 +21,7 @@ a run, without a config (e.g. logs written from a Python script).
 from __future__ import annotations
 
 import csv
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -220,7 +221,16 @@ def _read_tensorboard(events_dir: Path) -> dict[str, Series]:
     )
 
     events = EventAccumulator(str(events_dir), size_guidance={SCALARS: 0})  # 0: keep all
-    events.Reload()
+    # a resumed run's writer hides the points its interrupted session logged after the
+    # checkpoint (purge_step); the reader drops them as intended, but warns about each
+    # purge as if TensorFlow had restarted
+    tb_logger = logging.getLogger("tensorboard")
+    level = tb_logger.level
+    tb_logger.setLevel(logging.ERROR)
+    try:
+        events.Reload()
+    finally:
+        tb_logger.setLevel(level)
     return {
         tag: _clean([(e.step, e.value) for e in events.Scalars(tag)])
         for tag in sorted(events.Tags()[SCALARS])
