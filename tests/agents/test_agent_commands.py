@@ -231,6 +231,16 @@ def test_commands_on_a_sweep_directory_name_its_runs(ppo_sweep):
         assert f"e.g. {ppo_sweep / '0'}" in line and "--group-by run" in line
 
 
+def test_onnx_export_prints_only_what_it_wrote(ppo_sweep, tmp_path):
+    pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
+    pytest.importorskip("onnxscript", reason="onnxscript is not installed")
+    out = tmp_path / "policy.onnx"
+    done = cli("rl_trainers.export", str(ppo_sweep / "0"), str(out))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"wrote {out} (onnx)")
+    assert done.stderr == ""  # no exporter chatter (skipped torchvision operators...)
+
+
 @pytest.mark.parametrize("option", ["--episodes", "--max-steps"])
 def test_enjoy_refuses_nothing_to_play(ppo_sweep, option, tmp_path):
     video = tmp_path / "agent.gif"
