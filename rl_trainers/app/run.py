@@ -110,6 +110,7 @@ def _train_and_summarise(
 
     from rl_trainers.algorithms.build import resume_checkpoint
     from rl_trainers.core.checkpoint import CheckpointError
+    from rl_trainers.core.loop import StoppedAtOnce
 
     lead = trainer.rank == 0  # data-parallel: only rank 0 prints, evaluates and summarises
     ckpt = resume_checkpoint(cfg, out)
@@ -135,11 +136,24 @@ def _train_and_summarise(
     # sessions before a resume) over this process's building, loading and training time
     first_frame = int(trainer.collected_frames)
     train_start = time.perf_counter()
-    trainer.train()
+    try:
+        trainer.train()
+    except StoppedAtOnce as stop:  # a second signal: one line, not a traceback
+        if lead:
+            where = trainer.last_checkpoint or "none was written"
+            print(
+                f"Stopped at once by a second {signal.Signals(stop.signum).name} at frame "
+                f"{trainer.collected_frames} (the batch in progress was dropped); last "
+                f"checkpoint: {where}. Continue with: {resume_command(out)}",
+                file=sys.stderr,
+            )
+        raise SystemExit(128 + stop.signum) from None
     train_time = time.perf_counter() - train_start
     if trainer.world_size > 1:
         check_ranks_in_sync(trainer)
     if trainer.interrupted is not None:
+        if phase is not None:  # a second signal while the workers shut down
+            phase.name = "the shutdown after the stop"
         where = trainer.last_checkpoint or "(no checkpoint: saving is disabled)"
         dropped = ""
         if trainer.stop_timed_out:
