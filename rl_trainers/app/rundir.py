@@ -50,8 +50,8 @@ def run_dir_locked(out: Path) -> Iterator[None]:
     same directory (a second terminal, a requeued job while the first still runs) is refused
     instead of training alongside it into the same checkpoints and logs. The system drops the
     lock when the process ends, however it ends (``kill -9`` too). Without ``fcntl``
-    (Windows), or where the file cannot be written (the run's own checks report that), no
-    lock is taken."""
+    (Windows), where the file cannot be written (the run's own checks report that) or where
+    the filesystem has no locks (some NFS mounts), no lock is taken."""
     import os
     import socket
 
@@ -68,6 +68,7 @@ def run_dir_locked(out: Path) -> Iterator[None]:
     try:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            locked = True
         except BlockingIOError:
             handle.seek(0)
             holder = handle.read().strip() or "another process"
@@ -77,10 +78,13 @@ def run_dir_locked(out: Path) -> Iterator[None]:
                 f"a run is training in it ({holder}): wait for it to end, or stop it (SIGTERM "
                 "or Ctrl-C saves a checkpoint) and resume with trainer.resume=true",
             ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
-        handle.flush()
+        except OSError:
+            locked = False
+        if locked:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+            handle.flush()
         yield
     finally:
         handle.close()
