@@ -156,12 +156,17 @@ def _video_writer(path: Path, fps: int):
 
 def enjoy_main(argv: Sequence[str] | None = None) -> int:
     args = enjoy_parser().parse_args(argv)
+    from rl_trainers.errors import RunError
+
+    for option, value in (("--episodes", args.episodes), ("--max-steps", args.max_steps)):
+        if value < 1:
+            raise RunError(f"{option} {value}: at least 1")
     video = Path(args.video) if args.video else None
     if video is None and not _has_display():
         video = Path(args.run_dir) / "enjoy.mp4"
     if video is not None:
         _check_video(video)  # before torch is imported, anything loaded or written
-    from rl_trainers.agents.policy import RunError, load_policy, make_env
+    from rl_trainers.agents.policy import load_policy, make_env
 
     mode = "rgb_array" if video is not None else "human"
     if video is not None:
@@ -280,6 +285,14 @@ def results_parser(prog: str = "rl-trainers results") -> argparse.ArgumentParser
         default="text",
         help="text (default), csv or markdown",
     )
+    p.add_argument(
+        "--group-by",
+        metavar="KEY[,KEY...]",
+        default="auto",
+        help="which runs form a row, as rl-trainers-plot groups them: auto (default; runs "
+        "that differ only by seed), config keys (optimizer.lr), run (one row per run, e.g. "
+        "to compare seeds), path (one row per DIR) or none (one row)",
+    )
     return p
 
 
@@ -320,7 +333,7 @@ def _iqm(values: list[float]) -> tuple[float, float, float] | None:
     return float(point["g"][0]), float(interval["g"][0][0]), float(interval["g"][1][0])
 
 
-def results_rows(dirs: Sequence[str]) -> list[dict]:
+def results_rows(dirs: Sequence[str], group_by: Sequence[str] = ("auto",)) -> list[dict]:
     from rl_trainers.plot.curves import group_runs
     from rl_trainers.plot.runs import find_runs
 
@@ -330,7 +343,7 @@ def results_rows(dirs: Sequence[str]) -> list[dict]:
 
         raise RunError(f"{', '.join(dirs)}: no finished run (no summary.json) found")
     rows = []
-    for group in group_runs(runs):
+    for group in group_runs(runs, list(group_by)):
         summaries = [json.loads((r.path / "summary.json").read_text()) for r in group.runs]
         returns = [float(s["eval_return_mean"]) for s in summaries]
         n = len(returns)
@@ -405,7 +418,8 @@ def _table(rows: list[dict], fmt: str) -> str:
 
 def results_main(argv: Sequence[str] | None = None) -> int:
     args = results_parser().parse_args(argv)
-    print(_table(results_rows(args.dirs), args.format))
+    group_by = [k.strip() for k in args.group_by.split(",") if k.strip()]
+    print(_table(results_rows(args.dirs, group_by), args.format))
     return 0
 
 

@@ -167,18 +167,27 @@ def _require_onnx() -> None:
 
 
 def _export_onnx(program, policy: TrainedPolicy, out: Path) -> None:
+    import logging
     import warnings
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        onnx_program = torch.onnx.export(
-            program,
-            (_example(policy),),
-            input_names=["observation"],
-            output_names=["action"],
-            dynamo=True,
-            verbose=False,
-        )
+    # the exporter also logs, through torch.onnx's loggers, that operators of packages not
+    # installed (torchvision::nms...) are skipped: none of them is in a policy
+    onnx_logger = logging.getLogger("torch.onnx")
+    level = onnx_logger.level
+    onnx_logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            onnx_program = torch.onnx.export(
+                program,
+                (_example(policy),),
+                input_names=["observation"],
+                output_names=["action"],
+                dynamo=True,
+                verbose=False,
+            )
+    finally:
+        onnx_logger.setLevel(level)
     onnx_program.save(str(out))
 
 

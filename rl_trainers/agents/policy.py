@@ -37,6 +37,12 @@ def find_run(path: str | os.PathLike) -> tuple[Path, Path | None]:
         raise RunError(f"{path} does not exist: give a run directory (it holds .hydra/config.yaml)")
     if path.is_dir():
         if not (path / CONFIG_FILE).is_file():
+            jobs = sorted(p.parents[1] for p in path.glob(f"*/{CONFIG_FILE}"))
+            if jobs:  # e.g. a sweep directory: its numbered job directories are the runs
+                raise RunError(
+                    f"{path} is not a run directory but holds {len(jobs)}: give one of them, "
+                    f"e.g. {jobs[0]} (rl-trainers results {path} --group-by run compares them)"
+                )
             raise RunError(
                 f"{path} is not a run directory: it has no {CONFIG_FILE} (give the directory a "
                 "training run wrote, e.g. outputs/ppo/CartPole-v1/<date>_<time>)"
@@ -140,8 +146,9 @@ def choose_checkpoint(run_dir: Path, which: str, checkpoint: str | os.PathLike |
         if found is not None:
             return found
     raise RunError(
-        f"{run_dir} has no checkpoint in {folder} (the run ended before its first save, or "
-        "saving was disabled)"
+        f"{run_dir} has no checkpoint in {folder}: the run is still training, or was killed "
+        "before its first save (a run saves when it ends, when Ctrl-C or SIGTERM stops it, "
+        "and every trainer.save_trainer_interval frames when that is set)"
     )
 
 

@@ -181,7 +181,12 @@ class AlgorithmTrainer(Trainer):
         target = self.eval_stop_at_return
         if target is not None and mean >= target:
             self.finish(f"evaluation return {mean.item():.2f} >= eval.stop_at_return={target}")
-        return {"eval/return_mean": mean, "eval/return_std": returns.std(correction=0)}
+        out = {"eval/return_mean": mean, "eval/return_std": returns.std(correction=0)}
+        # an evaluation is logged at its first appearance in a log_interval window, the
+        # first window (before any multiple of log_interval is crossed) included
+        for key in out:
+            self._log_windows.setdefault(key, -1)
+        return out
 
     def _keep_best_policy(self, mean: float) -> None:
         """Save the policy (the loss module's weights, the exploration state and the

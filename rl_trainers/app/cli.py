@@ -40,7 +40,7 @@ def usage(prog: str = "rl-trainers") -> str:
             "  eval RUN_DIR [--episodes N] [--seed S] [--stochastic] [--checkpoint PATH]",
             "  enjoy RUN_DIR [--video out.mp4] [--episodes N]",
             "  export RUN_DIR OUT (.pt2, .ts or .onnx) [--format exported|torchscript|onnx]",
-            "  results DIR... [--format text|csv|markdown]",
+            "  results DIR... [--format text|csv|markdown] [--group-by run|KEY,...]",
             "",
             f"{prog} <command> --help for each command's options; {prog} --version.",
         ]

@@ -9,6 +9,7 @@ run directory; only rank 0 logs, evaluates, prints and writes ``summary.json``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -27,6 +28,7 @@ from .rundir import (
     output_dir_of_run,
     previous_run_config_restored_on_failure,
     previous_run_overrides,
+    run_dir_locked,
     shared_run_dir,
 )
 from .signals import Phase, late_forwarded_signal_ignored, stop_signals_outside_training
@@ -51,12 +53,14 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
 
     start = time.perf_counter()
     phase = Phase()
-    with stop_signals_outside_training(phase):
+    with stop_signals_outside_training(phase), contextlib.ExitStack() as held:
         distributed = _init_distributed(str(cfg.get("device") or "cpu"))
         out = Path(output_dir) if output_dir is not None else output_dir_of_run()
         if distributed:
             out = shared_run_dir(out)
         with previous_run_config_restored_on_failure(out):  # a refused launch
+            if int(os.environ.get("RANK", "0")) == 0:  # data-parallel ranks share out
+                held.enter_context(run_dir_locked(out))
             check_fresh_run_dir(cfg, out)
             if int(os.environ.get("RANK", "0")) == 0:
                 warn_default_recipe_on_mujoco(cfg)
@@ -106,6 +110,7 @@ def _train_and_summarise(
 
     from rl_trainers.algorithms.build import resume_checkpoint
     from rl_trainers.core.checkpoint import CheckpointError
+    from rl_trainers.core.loop import StoppedAtOnce
 
     lead = trainer.rank == 0  # data-parallel: only rank 0 prints, evaluates and summarises
     ckpt = resume_checkpoint(cfg, out)
@@ -131,11 +136,24 @@ def _train_and_summarise(
     # sessions before a resume) over this process's building, loading and training time
     first_frame = int(trainer.collected_frames)
     train_start = time.perf_counter()
-    trainer.train()
+    try:
+        trainer.train()
+    except StoppedAtOnce as stop:  # a second signal: one line, not a traceback
+        if lead:
+            where = trainer.last_checkpoint or "none was written"
+            print(
+                f"Stopped at once by a second {signal.Signals(stop.signum).name} at frame "
+                f"{trainer.collected_frames} (the batch in progress was dropped); last "
+                f"checkpoint: {where}. Continue with: {resume_command(out)}",
+                file=sys.stderr,
+            )
+        raise SystemExit(128 + stop.signum) from None
     train_time = time.perf_counter() - train_start
     if trainer.world_size > 1:
         check_ranks_in_sync(trainer)
     if trainer.interrupted is not None:
+        if phase is not None:  # a second signal while the workers shut down
+            phase.name = "the shutdown after the stop"
         where = trainer.last_checkpoint or "(no checkpoint: saving is disabled)"
         dropped = ""
         if trainer.stop_timed_out:

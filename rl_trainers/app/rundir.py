@@ -40,6 +40,56 @@ def shared_run_dir(out: Path) -> Path:
     return shared
 
 
+#: The file a training run holds locked in its run directory while it uses it.
+LOCK_FILE = ".lock"
+
+
+@contextlib.contextmanager
+def run_dir_locked(out: Path) -> Iterator[None]:
+    """While a run uses ``out``: an exclusive lock on ``out/.lock``, so a second launch on the
+    same directory (a second terminal, a requeued job while the first still runs) is refused
+    instead of training alongside it into the same checkpoints and logs. The system drops the
+    lock when the process ends, however it ends (``kill -9`` too). Without ``fcntl``
+    (Windows), where the file cannot be written (the run's own checks report that) or where
+    the filesystem has no locks (some NFS mounts), no lock is taken."""
+    import os
+    import socket
+
+    from rl_trainers.errors import ConfigError
+
+    try:
+        import fcntl
+
+        out.mkdir(parents=True, exist_ok=True)
+        handle = open(out / LOCK_FILE, "a+")  # noqa: SIM115 - held until the run ends
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            locked = True
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise ConfigError(
+                "hydra.run.dir",
+                str(out),
+                f"a run is training in it ({holder}): wait for it to end, or stop it (SIGTERM "
+                "or Ctrl-C saves a checkpoint) and resume with trainer.resume=true",
+            ) from None
+        except OSError:
+            locked = False
+        if locked:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+            handle.flush()
+        yield
+    finally:
+        handle.close()
+
+
 #: The ``.hydra/`` files of the previous runs in the directories this process's jobs will
 #: use, read before Hydra writes the new job's config over them: run directory -> name ->
 #: bytes.

@@ -42,6 +42,7 @@ __all__ = [
     "HookTimings",
     "NonFiniteLossError",
     "OptimizerHook",
+    "StoppedAtOnce",
     "Trainer",
     "TrainerHookBase",
 ]
@@ -63,6 +64,20 @@ class NonFiniteLossError(FloatingPointError):
         if checkpoint:
             msg += f" The last good checkpoint is {checkpoint}."
         super().__init__(msg)
+
+
+class StoppedAtOnce(KeyboardInterrupt):
+    """A second SIGTERM or SIGINT during :meth:`Trainer.train`: training stops at once,
+    the batch in progress dropped and no checkpoint saved.
+
+    Attributes:
+        signum: the signal's number.
+    """
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        name = signal.Signals(signum).name
+        super().__init__(f"second signal ({name}): stopping without a checkpoint")
 
 
 class HookPoint(str, Enum):
@@ -958,7 +973,7 @@ class Trainer:
         def on_signal(signum: int, frame: Any) -> None:
             name = signal.Signals(signum).name
             if self._stop_request is not None:
-                raise KeyboardInterrupt(f"second signal ({name}): stopping without a checkpoint")
+                raise StoppedAtOnce(signum)
             self._stop_request = name
             saving = ", saving a checkpoint" if self.save_trainer_file is not None else ""
             msg = (

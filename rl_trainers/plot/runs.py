@@ -21,6 +21,7 @@ a run, without a config (e.g. logs written from a Python script).
 from __future__ import annotations
 
 import csv
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,9 @@ class Run:
     overrides: list[str] = field(default_factory=list)
     #: ``("csv" | "tensorboard" | "mlflow", directory)``, or None when no readable log.
     source: tuple[str, Path] | None = None
+    #: Every log of the run, ``source`` first: a run resumed with another ``logger=``, or
+    #: whose backend failed over to CSV, has its points in two of them.
+    sources: list[tuple[str, Path]] = field(default_factory=list)
     #: Why no log could be read (set when ``source`` is None).
     unreadable: str = ""
     #: The directory given to :func:`find_runs` that the run was found in.
@@ -94,8 +98,9 @@ def _is_tb_dir(path: Path) -> bool:
     return any(p.name.startswith("events.out.tfevents.") for p in path.iterdir() if p.is_file())
 
 
-def _find_source(run_dir: Path) -> tuple[tuple[str, Path] | None, str]:
-    """The log directory of a run, preferring CSV, then TensorBoard, then MLflow."""
+def _find_sources(run_dir: Path) -> tuple[list[tuple[str, Path]], str]:
+    """The log directories of a run (the first of each kind), CSV first, then TensorBoard,
+    then MLflow; when there is none, why."""
     csv_dirs, tb_dirs, mlflow_dbs, wandb_runs = [], [], [], []
     for root, dirs, files in os.walk(run_dir):
         dirs[:] = sorted(d for d in dirs if d not in (".hydra", "checkpoints"))
@@ -108,31 +113,30 @@ def _find_source(run_dir: Path) -> tuple[tuple[str, Path] | None, str]:
             mlflow_dbs.append(here / "mlflow.db")
         if here.name.startswith("offline-run-") and here.parent.name == "wandb":
             wandb_runs.append(here)
-    if csv_dirs:
-        return ("csv", csv_dirs[0]), ""
-    if tb_dirs:
-        return ("tensorboard", tb_dirs[0]), ""
-    if mlflow_dbs:
-        return ("mlflow", mlflow_dbs[0]), ""
+    kinds = (("csv", csv_dirs), ("tensorboard", tb_dirs), ("mlflow", mlflow_dbs))
+    found = [(kind, dirs[0]) for kind, dirs in kinds if dirs]
+    if found:
+        return found, ""
     if wandb_runs:
-        return None, (
+        return [], (
             "it holds only W&B offline logs, which cannot be read here (wandb has no public "
             "reader for them): `wandb sync` them and plot in the W&B UI, or log with "
             "logger=csv, tensorboard or mlflow"
         )
-    return None, "it holds no CSV, TensorBoard or MLflow logs"
+    return [], "it holds no CSV, TensorBoard or MLflow logs"
 
 
 def _make_run(path: Path, given: str) -> Run:
     hydra = path / ".hydra"
     config = _load_yaml(hydra / "config.yaml") if hydra.is_dir() else None
     overrides = _load_yaml(hydra / "overrides.yaml") if hydra.is_dir() else None
-    source, why = _find_source(path)
+    sources, why = _find_sources(path)
     return Run(
         path=path,
         config=config if isinstance(config, dict) else {},
         overrides=[str(o) for o in overrides] if isinstance(overrides, list) else [],
-        source=source,
+        source=sources[0] if sources else None,
+        sources=sources,
         unreadable=why,
         given=given,
     )
@@ -220,7 +224,16 @@ def _read_tensorboard(events_dir: Path) -> dict[str, Series]:
     )
 
     events = EventAccumulator(str(events_dir), size_guidance={SCALARS: 0})  # 0: keep all
-    events.Reload()
+    # a resumed run's writer hides the points its interrupted session logged after the
+    # checkpoint (purge_step); the reader drops them as intended, but warns about each
+    # purge as if TensorFlow had restarted
+    tb_logger = logging.getLogger("tensorboard")
+    level = tb_logger.level
+    tb_logger.setLevel(logging.ERROR)
+    try:
+        events.Reload()
+    finally:
+        tb_logger.setLevel(level)
     return {
         tag: _clean([(e.step, e.value) for e in events.Scalars(tag)])
         for tag in sorted(events.Tags()[SCALARS])
@@ -250,14 +263,14 @@ def _read_mlflow(db: Path) -> dict[str, Series]:
 
 
 def read_series(run: Run) -> dict[str, Series]:
-    """Every scalar series of ``run``'s logs."""
+    """Every scalar series of ``run``'s logs, the points of all its logs merged by step."""
     assert run.source is not None
-    kind, where = run.source
-    if kind == "csv":
-        return _read_csv(where)
-    if kind == "tensorboard":
-        return _read_tensorboard(where)
-    return _read_mlflow(where)
+    readers = {"csv": _read_csv, "tensorboard": _read_tensorboard, "mlflow": _read_mlflow}
+    points: dict[str, list[tuple[int, float]]] = {}
+    for kind, where in run.sources or [run.source]:
+        for name, series in readers[kind](where).items():
+            points.setdefault(name, []).extend(series)
+    return {name: _clean(series) for name, series in sorted(points.items())}
 
 
 def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:

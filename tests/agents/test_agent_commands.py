@@ -7,13 +7,14 @@ import shutil
 import statistics
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
 
 import rl_trainers
 
-from .conftest import cli, train
+from .conftest import REPO, cli, env_with_package, train
 
 #: Loads an exported file with torch (or onnxruntime) alone: rl_trainers cannot be imported.
 STANDALONE = """
@@ -223,6 +224,59 @@ def test_errors_are_one_line(runs, tmp_path):
     assert "no best policy" in line
 
 
+def test_commands_on_a_sweep_directory_name_its_runs(ppo_sweep):
+    for args in (["rl_trainers.eval"], ["rl_trainers.export", "--format", "exported", "p.pt2"]):
+        line = _error(cli(args[0], str(ppo_sweep), *args[1:]))
+        assert "is not a run directory but holds 4" in line
+        assert f"e.g. {ppo_sweep / '0'}" in line and "--group-by run" in line
+
+
+def test_onnx_export_prints_only_what_it_wrote(ppo_sweep, tmp_path):
+    pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
+    pytest.importorskip("onnxscript", reason="onnxscript is not installed")
+    out = tmp_path / "policy.onnx"
+    done = cli("rl_trainers.export", str(ppo_sweep / "0"), str(out))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"wrote {out} (onnx)")
+    assert done.stderr == ""  # no exporter chatter (skipped torchvision operators...)
+
+
+@pytest.mark.parametrize("option", ["--episodes", "--max-steps"])
+def test_enjoy_refuses_nothing_to_play(ppo_sweep, option, tmp_path):
+    video = tmp_path / "agent.gif"
+    line = _error(
+        cli("rl_trainers.enjoy", str(ppo_sweep / "0"), option, "0", "--video", str(video))
+    )
+    assert line == f"Error: {option} 0: at least 1"
+    assert not video.exists()
+
+
+def test_eval_of_a_run_still_training_before_its_first_checkpoint(tmp_path):
+    run = tmp_path / "run"
+    training = subprocess.Popen(
+        [
+            sys.executable,
+            str(REPO / "sota-implementations" / "ppo_trainer" / "train.py"),
+            "trainer.total_frames=10000000",
+            "trainer.progress_bar=false",
+            f"hydra.run.dir={run}",
+        ],
+        env=env_with_package(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (run / ".hydra" / "config.yaml").is_file() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        line = _error(cli("rl_trainers.eval", str(run)))
+    finally:
+        training.kill()
+        training.wait()
+    assert "has no checkpoint" in line and "still training" in line
+    assert "trainer.save_trainer_interval" in line
+
+
 @pytest.mark.parametrize(
     ("blocked", "args", "needs"),
     [
@@ -254,8 +308,10 @@ def test_missing_optional_dependency(runs, tmp_path, blocked, args, needs):
     assert needs in line
 
 
-def test_results_table_of_a_sweep(tmp_path):
-    sweep = tmp_path / "sweep"
+@pytest.fixture(scope="module")
+def ppo_sweep(tmp_path_factory):
+    """A sweep of 2 seeds for each of 2 learning rates."""
+    sweep = tmp_path_factory.mktemp("results") / "sweep"
     train(
         "ppo",
         [
@@ -271,6 +327,11 @@ def test_results_table_of_a_sweep(tmp_path):
         sweep,
         multirun=True,
     )
+    return sweep
+
+
+def test_results_table_of_a_sweep(ppo_sweep):
+    sweep = ppo_sweep
     done = cli("rl_trainers.results", str(sweep), "--format", "csv")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
@@ -301,6 +362,30 @@ def test_results_table_of_a_sweep(tmp_path):
     assert markdown.stdout.startswith("| group")
     # the table reads files only: torch, seconds to import, is not loaded
     assert not _imports_torch("results", str(sweep))
+
+
+def _csv_rows(done: subprocess.CompletedProcess) -> list[dict]:
+    assert done.returncode == 0, done.stderr
+    header, *lines = done.stdout.strip().splitlines()
+    return [dict(zip(header.split(","), line.split(","), strict=True)) for line in lines]
+
+
+def test_results_one_row_per_run_to_compare_seeds(ppo_sweep):
+    rows = _csv_rows(
+        cli("rl_trainers.results", str(ppo_sweep), "--group-by", "run", "--format", "csv")
+    )
+    jobs = sorted(ppo_sweep.glob("*/summary.json"))
+    assert len(rows) == len(jobs) == 4
+    for row in rows:
+        job = ppo_sweep / row["group"].split("/")[-1] / "summary.json"  # <sweep>/<job>
+        assert row["seeds"] == "1"
+        assert float(row["return_mean"]) == json.loads(job.read_text())["eval_return_mean"]
+    by_seed = _csv_rows(
+        cli("rl_trainers.results", str(ppo_sweep), "--group-by", "seed", "--format", "csv")
+    )
+    assert [(r["group"], r["seeds"]) for r in by_seed] == [("seed=0", "2"), ("seed=1", "2")]
+    line = _error(cli("rl_trainers.results", str(ppo_sweep), "--group-by", "sed"))
+    assert "--group-by sed" in line and "no run has this config key" in line
 
 
 #: Runs ``rl-trainers <args>`` in this interpreter and says whether torch was imported.

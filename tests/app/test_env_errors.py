@@ -86,3 +86,23 @@ def test_an_unsupported_action_space_names_the_env_its_space_and_what_is_support
         f"env.env_name='{env_name}' is invalid: its action space {space} is not supported: "
         f"{algorithm.upper()} acts in {supported}"
     )
+
+
+def test_a_mujoco_py_env_version_names_the_versions_that_build(tmp_path):
+    """rl-zoo's hyperparameter files name Hopper-v3, which gymnasium refuses (mujoco-py)."""
+    pytest.importorskip("mujoco")
+    from .conftest import TINY
+    from .test_cli import train
+
+    proc = train(
+        "sac",
+        *TINY["sac"],
+        "env=hopper",
+        "env.env_name=Hopper-v3",
+        "hydra.run.dir=run",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    error = next(line for line in proc.stderr.splitlines() if line.startswith("Error: "))
+    assert error.startswith("Error: could not build 'env': The mujoco v2 and v3 based")
+    assert error.endswith("Registered versions here: Hopper-v5, Hopper-v4.")

@@ -108,3 +108,44 @@ def test_a_refused_launch_leaves_the_previous_runs_config(mode, tmp_path):
     summary = json.loads((run_dir / "summary.json").read_text())
     policy = rl_trainers.load_policy(run_dir)
     assert rl_trainers.evaluate(policy).summary()["eval_return_mean"] == summary["eval_return_mean"]
+
+
+def test_a_run_directory_in_use_by_a_training_run_is_refused(tmp_path):
+    """A second launch on the directory of a run still training (a second terminal, a
+    requeued job while the first one lives) stops with one Error line instead of training
+    into the same checkpoints and logs; once the first is gone, even by SIGKILL, the
+    directory is free."""
+    import socket
+    import subprocess
+    import time
+
+    from .conftest import REPO, TINY
+    from .test_cli import train
+
+    run_dir = tmp_path / "run"
+    where = [f"hydra.run.dir={run_dir}", "trainer.resume=true"]
+    script = REPO / "sota-implementations" / "ppo_trainer" / "train.py"
+    first = subprocess.Popen(
+        [sys.executable, str(script), "trainer.total_frames=10000000", *where],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        lock = run_dir / ".lock"
+        deadline = time.monotonic() + 120
+        while not (lock.is_file() and lock.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        second = train("ppo", *TINY["ppo"], *where, cwd=tmp_path)
+    finally:
+        first.kill()
+        first.wait()
+    assert second.returncode == 2
+    line = second.stderr.strip().splitlines()[0]
+    assert line == (
+        f"Error: hydra.run.dir='{run_dir}' is invalid: a run is training in it (pid "
+        f"{first.pid} on {socket.gethostname()}): wait for it to end, or stop "
+        "it (SIGTERM or Ctrl-C saves a checkpoint) and resume with trainer.resume=true"
+    )
+    third = train("ppo", *TINY["ppo"], *where, cwd=tmp_path)
+    assert third.returncode == 0, third.stderr[-3000:]

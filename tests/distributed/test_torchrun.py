@@ -85,6 +85,7 @@ def test_only_rank_zero_logs_and_writes_the_summary(ppo_run):
     assert done.stdout.count('"world_size": 2') == 1  # the summary is printed once
     assert sorted(p.name for p in out.iterdir()) == [
         ".hydra",
+        ".lock",  # rank 0's, held while the run trains
         "checkpoints",
         "logs",
         "summary.json",

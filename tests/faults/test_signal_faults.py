@@ -66,6 +66,33 @@ def test_sigterm_during_the_final_evaluation(tmp_path):
     assert seconds < 20
 
 
+def test_second_signal_during_a_batch_stops_at_once_in_one_line(tmp_path):
+    out = tmp_path / "run"
+    args = [str(SCRIPT), *LONG, "env.env_name=faults.envs:SlowAfterCartPole"]
+    # 4 envs: the steps of the third 64-frame batch take half a second each
+    proc = spawn([*args, f"hydra.run.dir={out}"], tmp_path, **faults_env(after=140))
+    stderr = _StreamCollector(proc.stderr)
+    try:
+        _wait_for(lambda: "SLOW" in stderr.text(), 120, proc)
+        proc.send_signal(signal.SIGINT)
+        _wait_for(lambda: "send it again" in stderr.text(), 60, proc)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+        stderr._thread.join(5)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = stderr.text()
+    assert proc.returncode == 128 + signal.SIGINT, text[-3000:]
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text
+    last = out / "checkpoints" / "trainer_128.pt"
+    assert (
+        "Stopped at once by a second SIGINT at frame 128 (the batch in progress was dropped); "
+        f"last checkpoint: {last}. Continue with: python {SCRIPT} "
+    ) in text
+    assert text.rstrip().endswith(f"trainer.resume=true hydra.run.dir={out}")
+
+
 SLOW_SAVE = textwrap.dedent(
     """
     import runpy, sys, time, torch

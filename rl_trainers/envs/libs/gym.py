@@ -186,7 +186,13 @@ class GymFactory:
             kwargs.setdefault("render_mode", "rgb_array")
         env_id = resolve_env_id(self.env_name)
         _route_mujoco_warnings(env_id)
-        env = gym.make(env_id, **kwargs)
+        try:
+            env = gym.make(env_id, **kwargs)
+        except ImportError as err:  # MuJoCo's v2/v3 ids (mujoco-py), as rl-zoo used them
+            others = _other_versions(env_id)
+            if not others:
+                raise
+            raise ImportError(f"{err} Registered versions here: {', '.join(others)}.") from err
         if self.frame_skip > 1:
             env = _FrameSkip(env, self.frame_skip)
         if self.from_pixels:
@@ -194,6 +200,22 @@ class GymFactory:
                 env, render_only=self.pixels_only, render_key="pixels", obs_key="observation"
             )
         return env
+
+
+def _other_versions(env_id: str) -> list[str]:
+    """The other registered versions of ``env_id`` built by another entry point (for
+    ``Hopper-v3``: Hopper-v5, Hopper-v4; not Hopper-v2, which fails the same way), newest
+    first."""
+    name, _, version = env_id.rpartition("-v")
+    if not name or not version.isdigit():
+        return []
+    failing = gym.spec(env_id).entry_point
+    found = []
+    for other, spec in gym.registry.items():
+        other_name, _, other_version = other.rpartition("-v")
+        if other_name == name and other_version.isdigit() and spec.entry_point != failing:
+            found.append((int(other_version), other))
+    return [other for _, other in sorted(found, reverse=True)]
 
 
 def _route_mujoco_warnings(env_id: str) -> None:
