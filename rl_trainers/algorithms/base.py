@@ -131,6 +131,7 @@ class AlgorithmTrainer(Trainer):
             # frames of all ranks per batch (data-parallel: only rank 0 has an eval_env)
             every = max(1, eval_interval // (frames_per_batch * self.world_size))
             self.register_op("post_steps_log", self._evaluate, every=every)
+            self.log_always.update(("eval/return_mean", "eval/return_std"))
         if self._data_parallel is not None:
             env = getattr(self.collector, "env", None)
             self._vecnorms = _vecnorms(env)
@@ -181,12 +182,7 @@ class AlgorithmTrainer(Trainer):
         target = self.eval_stop_at_return
         if target is not None and mean >= target:
             self.finish(f"evaluation return {mean.item():.2f} >= eval.stop_at_return={target}")
-        out = {"eval/return_mean": mean, "eval/return_std": returns.std(correction=0)}
-        # an evaluation is logged at its first appearance in a log_interval window, the
-        # first window (before any multiple of log_interval is crossed) included
-        for key in out:
-            self._log_windows.setdefault(key, -1)
-        return out
+        return {"eval/return_mean": mean, "eval/return_std": returns.std(correction=0)}
 
     def _keep_best_policy(self, mean: float) -> None:
         """Save the policy (the loss module's weights, the exploration state and the

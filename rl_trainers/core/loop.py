@@ -767,6 +767,9 @@ class Trainer:
         self.iteration = 0
         self._last_save_frames = 0
         self._log_now = False
+        #: Keys logged each time a logging hook returns them, whatever ``log_interval`` says
+        #: (the periodic evaluations' results: every evaluation is a point of the curve).
+        self.log_always: set[str] = set()
         self._log_windows: dict[str, int] = {}  # key -> log_interval window it was last logged in
         self._logged_steps: dict[str, int] = {}  # key -> step it was last logged at
         self._pbar = None
@@ -881,10 +884,11 @@ class Trainer:
         if not (pbar or logger is not None):
             return
         # Every key is logged on batches that cross a multiple of log_interval; a key that
-        # only appears now and then (e.g. evaluation results) is also logged at its first
-        # appearance in a log_interval window that has not logged it yet, so it is not lost.
-        # A key is logged once per step: the first value (as torchrl's gate keeps the first),
-        # so a post_optim_log hook gives one point per logged batch, not one per optim step.
+        # only appears now and then is also logged at its first appearance in a log_interval
+        # window that has not logged it yet, so it is not lost; a key of log_always is logged
+        # whenever it appears. A key is logged once per step: the first value (as torchrl's
+        # gate keeps the first), so a post_optim_log hook gives one point per logged batch,
+        # not one per optim step.
         step = self.collected_frames
         window = step // self.log_interval
         windows = self._log_windows
@@ -896,7 +900,7 @@ class Trainer:
                 self._pbar_values[key] = value
             if (
                 logger is not None
-                and (self._log_now or windows.get(key, 0) < window)
+                and (self._log_now or key in self.log_always or windows.get(key, 0) < window)
                 and steps.get(key) != step
             ):
                 windows[key] = window
