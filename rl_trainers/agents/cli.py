@@ -348,7 +348,7 @@ def results_rows(dirs: Sequence[str], group_by: Sequence[str] = ("auto",)) -> li
         returns = [float(s["eval_return_mean"]) for s in summaries]
         n = len(returns)
         mean = statistics.fmean(returns)
-        std = statistics.stdev(returns) if n > 1 else 0.0  # over seeds: the sample std
+        std = statistics.stdev(returns) if n > 1 else None  # over seeds: the sample std
         first = summaries[0]
         row = {
             "group": group.label,
@@ -393,7 +393,8 @@ def _table(rows: list[dict], fmt: str) -> str:
             str(r["algorithm"]),
             str(r["env"]),
             str(r["seeds"]),
-            f"{r['return_mean']:.2f} ± {r['return_std']:.2f}",
+            f"{r['return_mean']:.2f}"
+            + ("" if r["return_std"] is None else f" ± {r['return_std']:.2f}"),
         ]
         if has_iqm:
             cells.append(

@@ -380,6 +380,10 @@ def test_results_one_row_per_run_to_compare_seeds(ppo_sweep):
         job = ppo_sweep / row["group"].split("/")[-1] / "summary.json"  # <sweep>/<job>
         assert row["seeds"] == "1"
         assert float(row["return_mean"]) == json.loads(job.read_text())["eval_return_mean"]
+        assert row["return_std"] == ""  # no spread from one run, not a spread of 0
+    text = cli("rl_trainers.results", str(ppo_sweep), "--group-by", "run")
+    assert text.returncode == 0
+    assert not any("±" in row for row in text.stdout.splitlines()[1:])  # the header's only
     by_seed = _csv_rows(
         cli("rl_trainers.results", str(ppo_sweep), "--group-by", "seed", "--format", "csv")
     )
