@@ -56,8 +56,18 @@ def eval_parser(prog: str = "rl-trainers eval") -> argparse.ArgumentParser:
     return p
 
 
+def _refuse_below_one(options: dict[str, int | None]) -> None:
+    """One ``Error:`` line for a count option below 1, before anything is loaded."""
+    from rl_trainers.errors import RunError
+
+    for option, value in options.items():
+        if value is not None and value < 1:
+            raise RunError(f"{option} {value}: at least 1")
+
+
 def eval_main(argv: Sequence[str] | None = None) -> int:
     args = eval_parser().parse_args(argv)  # before torch is imported: --help at once
+    _refuse_below_one({"--episodes": args.episodes})
     from rl_trainers.agents.policy import evaluate, load_policy
 
     which = "best" if args.best else "latest"
@@ -156,17 +166,14 @@ def _video_writer(path: Path, fps: int):
 
 def enjoy_main(argv: Sequence[str] | None = None) -> int:
     args = enjoy_parser().parse_args(argv)
-    from rl_trainers.errors import RunError
-
-    for option, value in (("--episodes", args.episodes), ("--max-steps", args.max_steps)):
-        if value < 1:
-            raise RunError(f"{option} {value}: at least 1")
+    _refuse_below_one({"--episodes": args.episodes, "--max-steps": args.max_steps})
     video = Path(args.video) if args.video else None
     if video is None and not _has_display():
         video = Path(args.run_dir) / "enjoy.mp4"
     if video is not None:
         _check_video(video)  # before torch is imported, anything loaded or written
     from rl_trainers.agents.policy import load_policy, make_env
+    from rl_trainers.errors import RunError
 
     mode = "rgb_array" if video is not None else "human"
     if video is not None:

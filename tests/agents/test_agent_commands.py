@@ -251,6 +251,11 @@ def test_enjoy_refuses_nothing_to_play(ppo_sweep, option, tmp_path):
     assert not video.exists()
 
 
+def test_eval_refuses_no_episodes_before_loading(ppo_sweep):
+    line = _error(cli("rl_trainers.eval", str(ppo_sweep / "0"), "--episodes", "0"))
+    assert line == "Error: --episodes 0: at least 1"  # the only line: nothing was loaded
+
+
 def test_eval_of_a_run_still_training_before_its_first_checkpoint(tmp_path):
     run = tmp_path / "run"
     training = subprocess.Popen(
