@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -123,3 +125,26 @@ def tiny_config():
         return compose_config(algorithm, [*TINY[algorithm], *overrides])
 
     return make
+
+
+@pytest.fixture(scope="session")
+def help_page(tmp_path_factory):
+    """``help_page(algorithm)``: the finished ``train.py --help`` of an algorithm, run once."""
+    pages = {}
+
+    def page(algorithm: str) -> subprocess.CompletedProcess:
+        if algorithm not in pages:
+            pages[algorithm] = subprocess.run(
+                [
+                    sys.executable,
+                    str(REPO / "sota-implementations" / f"{algorithm}_trainer" / "train.py"),
+                    "--help",
+                ],
+                cwd=tmp_path_factory.mktemp("help"),
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+        return pages[algorithm]
+
+    return page

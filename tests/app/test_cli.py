@@ -63,8 +63,8 @@ def test_the_app_answers_without_importing_torch(args, code, tmp_path):
 
 
 @pytest.mark.parametrize("algorithm", ["ppo", "sac"])
-def test_help_lists_groups_options_and_fields(algorithm, tmp_path):
-    proc = train(algorithm, "--help", cwd=tmp_path)
+def test_help_lists_groups_options_and_fields(algorithm, help_page):
+    proc = help_page(algorithm)
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     for group, option in [
@@ -101,8 +101,8 @@ def _group_lines(text: str) -> list[str]:
         ("dqn", DISCRETE_ENV_OPTIONS, "envs with continuous actions are not listed: DQN"),
     ],
 )
-def test_help_lists_only_the_envs_the_algorithm_can_run(algorithm, listed, note, tmp_path):
-    proc = train(algorithm, "--help", cwd=tmp_path)
+def test_help_lists_only_the_envs_the_algorithm_can_run(algorithm, listed, note, help_page):
+    proc = help_page(algorithm)
     assert proc.returncode == 0, proc.stderr
     groups = _group_lines(proc.stdout)
     env = [i for i, line in enumerate(groups) if line.startswith("  env: ")]
@@ -114,8 +114,8 @@ def test_help_lists_only_the_envs_the_algorithm_can_run(algorithm, listed, note,
         assert note in groups[env[0] + 1], groups
 
 
-def test_dqn_help_lists_its_groups_and_fields(tmp_path):
-    proc = train("dqn", "--help", cwd=tmp_path)
+def test_dqn_help_lists_its_groups_and_fields(help_page):
+    proc = help_page("dqn")
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     assert "dqn_trainer: train DQN" in text and "experiment: dqn_acrobot" in text
@@ -149,8 +149,8 @@ def test_dqn_help_lists_its_groups_and_fields(tmp_path):
         ("ddpg", "ddpg_mountaincar", ["loss.delay_value"]),
     ],
 )
-def test_td3_and_ddpg_help_list_their_groups_and_fields(algorithm, experiment, fields, tmp_path):
-    proc = train(algorithm, "--help", cwd=tmp_path)
+def test_td3_and_ddpg_help_list_their_groups_and_fields(algorithm, experiment, fields, help_page):
+    proc = help_page(algorithm)
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     assert f"{algorithm}_trainer: train {algorithm.upper()}" in text
@@ -193,8 +193,8 @@ def test_td3_and_ddpg_help_list_their_groups_and_fields(algorithm, experiment, f
         ),
     ],
 )
-def test_a2c_and_pg_help_list_their_groups_and_fields(algorithm, fields, values, tmp_path):
-    proc = train(algorithm, "--help", cwd=tmp_path)
+def test_a2c_and_pg_help_list_their_groups_and_fields(algorithm, fields, values, help_page):
+    proc = help_page(algorithm)
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     assert f"{algorithm}_trainer: train {algorithm.upper()}" in text

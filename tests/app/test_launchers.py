@@ -361,9 +361,9 @@ def test_hparams_search_mistakes_are_one_line(algorithm, args, expected, tmp_pat
     assert "Traceback" not in proc.stderr
 
 
-def test_help_lists_the_algorithms_own_hparams_searches(tmp_path):
-    ppo = train("ppo", "--help", cwd=tmp_path).stdout
-    sac = train("sac", "--help", cwd=tmp_path).stdout
+def test_help_lists_the_algorithms_own_hparams_searches(help_page):
+    ppo = help_page("ppo").stdout
+    sac = help_page("sac").stdout
     assert "+hparams_search: ppo_cartpole\n" in ppo
     assert "+hparams_search: sac_pendulum\n" in sac
     assert "hydra/launcher=joblib" in ppo

@@ -1,4 +1,8 @@
-"""Every recipe in configs/ runs for a few hundred frames, through compose and through train.py."""
+"""Every recipe in configs/ runs for a few hundred frames, through compose and through train.py.
+
+The options of a group (every env of an algorithm, every experiment preset) run once, in one
+``train.py -m`` multirun per group (:func:`sweeps`); a test per option checks its run's summary.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +25,11 @@ A2C_ENVS = ENV_OPTIONS
 PG_ENVS = ENV_OPTIONS
 LOGGERS = ["csv", "tensorboard", "wandb", "mlflow"]
 EXPERIMENTS = sorted(p.stem for p in (Path(RECIPES_DIR) / "experiment").glob("*.yaml"))
+#: algorithm -> its experiment presets (one multirun each).
+EXPERIMENTS_OF = {
+    a: [e for e in EXPERIMENTS if e.split("_", 1)[0] == a]
+    for a in sorted({e.split("_", 1)[0] for e in EXPERIMENTS})
+}
 
 
 def _check_summary(out, frames: int) -> dict:
@@ -43,16 +52,62 @@ def _check_summary(out, frames: int) -> dict:
     return summary
 
 
+def _train(algorithm: str, *args: str, cwd) -> subprocess.CompletedProcess:
+    script = REPO / "sota-implementations" / f"{algorithm}_trainer" / "train.py"
+    return subprocess.run(
+        [sys.executable, str(script), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.fixture(scope="module")
+def sweeps(tmp_path_factory):
+    """``sweeps(algorithm, group, options, extra)``: the finished ``train.py -m
+    group=<options> <TINY> <extra>`` multirun, run on first use: ``(process, sweep_dir)``."""
+    done = {}
+
+    def sweep(algorithm: str, group: str, options: list[str], extra: list[str] = ()):
+        key = (algorithm, group, tuple(options), tuple(extra))
+        if key not in done:
+            cwd = tmp_path_factory.mktemp(f"{algorithm}_{group}")
+            proc = _train(
+                algorithm,
+                "-m",
+                f"{group}={','.join(options)}",
+                *TINY[algorithm],
+                *extra,
+                f"hydra.sweep.dir={cwd}/sweep",
+                cwd=cwd,
+            )
+            done[key] = proc, cwd / "sweep"
+        return done[key]
+
+    return sweep
+
+
+def _job_dir(sweep: tuple[subprocess.CompletedProcess, Path], group: str, option: str) -> Path:
+    """The run directory of the sweep's job with ``group=option``."""
+    proc, sweep_dir = sweep
+    jobs = [
+        p.parent.parent
+        for p in sweep_dir.glob("*/.hydra/overrides.yaml")
+        if f"- {group}={option}\n" in p.read_text()
+    ]
+    assert len(jobs) == 1, proc.stderr[-3000:]
+    return jobs[0]
+
+
 @pytest.mark.parametrize("env", PPO_ENVS)
-def test_ppo_env_recipe(tiny_config, env, tmp_path):
-    run(tiny_config("ppo", [f"env={env}"]), output_dir=tmp_path)
-    _check_summary(tmp_path, 256)
+def test_ppo_env_recipe(sweeps, env):
+    _check_summary(_job_dir(sweeps("ppo", "env", PPO_ENVS), "env", env), 256)
 
 
 @pytest.mark.parametrize("env", SAC_ENVS)
-def test_sac_env_recipe(tiny_config, env, tmp_path):
-    run(tiny_config("sac", [f"env={env}"]), output_dir=tmp_path)
-    _check_summary(tmp_path, 200)
+def test_sac_env_recipe(sweeps, env):
+    _check_summary(_job_dir(sweeps("sac", "env", SAC_ENVS), "env", env), 200)
 
 
 @pytest.mark.parametrize("algorithm", ["td3", "ddpg"])
@@ -63,21 +118,18 @@ def test_td3_and_ddpg_recipes(tiny_config, algorithm, noise, tmp_path):
 
 
 @pytest.mark.parametrize("env", DQN_ENVS)
-def test_dqn_env_recipe(tiny_config, env, tmp_path):
-    run(tiny_config("dqn", [f"env={env}"]), output_dir=tmp_path)
-    _check_summary(tmp_path, 256)
+def test_dqn_env_recipe(sweeps, env):
+    _check_summary(_job_dir(sweeps("dqn", "env", DQN_ENVS), "env", env), 256)
 
 
 @pytest.mark.parametrize("env", A2C_ENVS)
-def test_a2c_env_recipe(tiny_config, env, tmp_path):
-    run(tiny_config("a2c", [f"env={env}"]), output_dir=tmp_path)
-    _check_summary(tmp_path, 256)
+def test_a2c_env_recipe(sweeps, env):
+    _check_summary(_job_dir(sweeps("a2c", "env", A2C_ENVS), "env", env), 256)
 
 
 @pytest.mark.parametrize("env", PG_ENVS)
-def test_pg_env_recipe(tiny_config, env, tmp_path):
-    run(tiny_config("pg", [f"env={env}"]), output_dir=tmp_path)
-    _check_summary(tmp_path, 256)
+def test_pg_env_recipe(sweeps, env):
+    _check_summary(_job_dir(sweeps("pg", "env", PG_ENVS), "env", env), 256)
 
 
 @pytest.mark.parametrize("env", ["cartpole", "pendulum"])
@@ -166,21 +218,10 @@ def test_logger_recipe(tiny_config, logger, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
-def test_experiment_recipe(tiny_config, experiment, tmp_path):
+def test_experiment_recipe(sweeps, experiment):
     algorithm = experiment.split("_", 1)[0]
-    run(tiny_config(algorithm, [f"experiment={experiment}"]), output_dir=tmp_path)
-    _check_summary(tmp_path, 200)
-
-
-def _train(algorithm: str, *args: str, cwd) -> subprocess.CompletedProcess:
-    script = REPO / "sota-implementations" / f"{algorithm}_trainer" / "train.py"
-    return subprocess.run(
-        [sys.executable, str(script), *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    sweep = sweeps(algorithm, "experiment", EXPERIMENTS_OF[algorithm])
+    _check_summary(_job_dir(sweep, "experiment", experiment), 200)
 
 
 def _without(overrides: list[str], group: str) -> list[str]:
@@ -198,24 +239,16 @@ def _without(overrides: list[str], group: str) -> list[str]:
         ("ddpg", "env", SAC_ENVS, []),
         ("a2c", "env", A2C_ENVS, []),
         ("pg", "env", PG_ENVS, []),
-        *[(e.split("_", 1)[0], "experiment", [e], []) for e in EXPERIMENTS],
+        *[(a, "experiment", experiments, []) for a, experiments in EXPERIMENTS_OF.items()],
         ("ppo", "network", ["convnet"], _without(PIXELS["ppo"], "network")),
         ("sac", "network", ["convnet"], _without(PIXELS["sac"], "network")),
     ],
 )
-def test_recipes_through_train_py(algorithm, group, options, extra, tmp_path):
+def test_recipes_through_train_py(sweeps, algorithm, group, options, extra):
     """One multirun process runs every option of a group through the real entry point."""
-    proc = _train(
-        algorithm,
-        "-m",
-        f"{group}={','.join(options)}",
-        *TINY[algorithm],
-        *extra,
-        f"hydra.sweep.dir={tmp_path}/sweep",
-        cwd=tmp_path,
-    )
+    proc, sweep_dir = sweeps(algorithm, group, options, extra)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    summaries = sorted((tmp_path / "sweep").glob("*/summary.json"))
+    summaries = sorted(sweep_dir.glob("*/summary.json"))
     assert len(summaries) == len(options)
 
 
