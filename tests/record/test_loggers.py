@@ -376,6 +376,31 @@ def test_tensorboard_logger_read_back(tmp_path):
     assert points[-1][1] == 2.0
 
 
+def test_tensorboard_resume_reads_right_after_many_writers_in_one_process(tmp_path):
+    """A process that made many writers (a test session, a notebook) resumes a run within
+    the second of its last event file: the resumed file must still be read after it, though
+    the names' counters cross a decimal digit (…9 then …10, which sort the other way)."""
+    from tensorboard.summary.writer.event_file_writer import _global_uid
+
+    from rl_trainers.record.loggers import TensorboardLogger
+
+    scratch = tmp_path / "scratch"
+    # the next writer's counter (the file name's last part) is 10**k - 1, those after 10**k...
+    while len(str(_global_uid._value)) == len(str(_global_uid._value + 1)):
+        TensorboardLogger("x", log_dir=str(scratch)).close()
+    first = TensorboardLogger("exp", log_dir=str(tmp_path))
+    for step in range(5):
+        first.log_scalar("loss", 1.0, step=step)
+    state = {"last_steps": {"loss": 2}}
+    first.close()
+    second = TensorboardLogger("exp", log_dir=str(tmp_path))
+    second.load_state_dict(state)  # purges steps 3 and 4 of the first session
+    second.log_scalar("loss", 2.0, step=3)
+    second.close()
+    points = [(e.step, e.value) for e in _accumulator(str(tmp_path / "exp")).Scalars("loss")]
+    assert points == [(0, 1.0), (1, 1.0), (2, 1.0), (3, 2.0)]
+
+
 # --------------------------------------------------------------------------- wandb
 def _wandb_records(path):
     """Reads the records of a .wandb file (LevelDB log framing of protobuf Records)."""

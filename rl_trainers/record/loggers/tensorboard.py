@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,6 +19,28 @@ from .common import (
 )
 
 __all__ = ["TensorboardLogger"]
+
+
+def _after_existing_event_files(run_dir: str) -> None:
+    """Waits, when ``run_dir`` holds an event file of the current second, for the next one.
+
+    TensorBoard reads a directory's event files in name order, and a name is
+    ``events.out.tfevents.<seconds>.<host>.<pid>.<counter>``: files of one second sort by
+    pid and counter as text (counter 10 before 9), so a resumed session's file, whose purge
+    must come after the events it hides, could be read first. A file of a later second
+    sorts after them all; the wait (under a second) only happens when a writer reopens the
+    directory within the second its last file was made."""
+    try:
+        names = os.listdir(run_dir)
+    except OSError:
+        return
+    prefix = "events.out.tfevents."
+    stamps = [name[len(prefix) :].split(".", 1)[0] for name in names if name.startswith(prefix)]
+    seconds = [int(stamp) for stamp in stamps if stamp.isdigit()]
+    if seconds:
+        wait = max(seconds) + 1 - time.time()
+        if 0 < wait <= 1:
+            time.sleep(wait)
 
 
 class TensorboardLogger(Logger):
@@ -57,8 +80,10 @@ class TensorboardLogger(Logger):
             from torch.utils.tensorboard import SummaryWriter
         except ImportError as err:  # tensorboard missing
             raise missing_extra("tensorboard", "tensorboard") from err
+        run_dir = os.path.join(self.log_dir, self.exp_name)
+        _after_existing_event_files(run_dir)
         return SummaryWriter(
-            log_dir=os.path.join(self.log_dir, self.exp_name),
+            log_dir=run_dir,
             purge_step=self._purge_step,
             **self._writer_kwargs,
         )
