@@ -58,11 +58,12 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
         out = Path(output_dir) if output_dir is not None else output_dir_of_run()
         if distributed:
             out = shared_run_dir(out)
+        first_rank = int(os.environ.get("RANK", "0")) == 0  # data-parallel ranks share out
         with previous_run_config_restored_on_failure(out):  # a refused launch
-            if int(os.environ.get("RANK", "0")) == 0:  # data-parallel ranks share out
+            if first_rank:
                 held.enter_context(run_dir_locked(out))
             check_fresh_run_dir(cfg, out)
-            if int(os.environ.get("RANK", "0")) == 0:
+            if first_rank:
                 warn_default_recipe_on_mujoco(cfg)
             trainer = build_trainer(cfg, out)
         phase.trainer = trainer

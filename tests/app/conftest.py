@@ -148,3 +148,17 @@ def help_page(tmp_path_factory):
         return pages[algorithm]
 
     return page
+
+
+def train(algorithm: str, *args: str, cwd, env=None) -> subprocess.CompletedProcess:
+    """``sota-implementations/<algorithm>_trainer/train.py <args>`` run in ``cwd``, its output
+    captured."""
+    script = REPO / "sota-implementations" / f"{algorithm}_trainer" / "train.py"
+    return subprocess.run(
+        [sys.executable, str(script), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )

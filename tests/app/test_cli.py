@@ -8,21 +8,9 @@ import sys
 
 import pytest
 
-from .conftest import DISCRETE_ENV_OPTIONS, ENV_OPTIONS, REPO, TINY
+from .conftest import DISCRETE_ENV_OPTIONS, ENV_OPTIONS, REPO, TINY, train
 
 CONTINUOUS = [e for e in ENV_OPTIONS if e not in DISCRETE_ENV_OPTIONS]
-
-
-def train(algorithm: str, *args: str, cwd, env=None) -> subprocess.CompletedProcess:
-    script = REPO / "sota-implementations" / f"{algorithm}_trainer" / "train.py"
-    return subprocess.run(
-        [sys.executable, str(script), *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
 
 
 #: Runs a train.py in this interpreter, then prints which heavy modules it loaded.

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ import pytest
 from rl_trainers.app import RECIPES_DIR
 from rl_trainers.app.run import run
 
-from .conftest import DISCRETE_ENV_OPTIONS, ENV_OPTIONS, PIXELS, REPO, TINY
+from .conftest import DISCRETE_ENV_OPTIONS, ENV_OPTIONS, PIXELS, TINY, train
 
 PPO_ENVS = ENV_OPTIONS
 SAC_ENVS = [e for e in ENV_OPTIONS if e not in DISCRETE_ENV_OPTIONS]
@@ -52,17 +51,6 @@ def _check_summary(out, frames: int) -> dict:
     return summary
 
 
-def _train(algorithm: str, *args: str, cwd) -> subprocess.CompletedProcess:
-    script = REPO / "sota-implementations" / f"{algorithm}_trainer" / "train.py"
-    return subprocess.run(
-        [sys.executable, str(script), *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
 @pytest.fixture(scope="module")
 def sweeps(tmp_path_factory):
     """``sweeps(algorithm, group, options, extra)``: the finished ``train.py -m
@@ -73,7 +61,7 @@ def sweeps(tmp_path_factory):
         key = (algorithm, group, tuple(options), tuple(extra))
         if key not in done:
             cwd = tmp_path_factory.mktemp(f"{algorithm}_{group}")
-            proc = _train(
+            proc = train(
                 algorithm,
                 "-m",
                 f"{group}={','.join(options)}",
