@@ -153,8 +153,6 @@ def _train_and_summarise(
     if trainer.world_size > 1:
         check_ranks_in_sync(trainer)
     if trainer.interrupted is not None:
-        if phase is not None:  # a second signal while the workers shut down
-            phase.name = "the shutdown after the stop"
         where = trainer.last_checkpoint or "(no checkpoint: saving is disabled)"
         dropped = ""
         if trainer.stop_timed_out:

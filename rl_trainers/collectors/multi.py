@@ -56,6 +56,10 @@ def _bind_weights(policy: torch.nn.Module, shared: dict[str, torch.Tensor]) -> N
             tensor.data = shared[name]
 
 
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
 def _worker(
     idx: int,
     conn: Connection,
@@ -63,7 +67,10 @@ def _worker(
     shared: dict[str, torch.Tensor] | None,
     kwargs: dict[str, Any],
 ) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process handles stops
+    # SIGTERM (how the parent ends a worker that does not close) unwinds the worker, closing
+    # its envs, instead of running the main-process handler a forked worker inherits
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     # Workers are daemonic (they die with the parent) but may build a ParallelEnv, whose own
     # (daemonic) processes multiprocessing refuses to start from a daemonic process.
     mp.current_process()._config["daemon"] = False

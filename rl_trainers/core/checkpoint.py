@@ -206,6 +206,21 @@ def _umask() -> int:
     return mask
 
 
+def _interrupt_behind(err: BaseException) -> KeyboardInterrupt | None:
+    """The KeyboardInterrupt (a signal's, e.g. ``StoppedAtOnce``) that ``err`` stands for.
+
+    torch's zip writer calls the file's ``write`` from C++; an exception raised there by a
+    signal handler comes back as a RuntimeError ("unexpected pos ...") whose context is
+    the interrupt, which must not be reported as a failed disk write."""
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, KeyboardInterrupt):
+            return err
+        seen.add(id(err))
+        err = err.__context__
+    return None
+
+
 def save_checkpoint(state: Mapping[str, Any], path: str | os.PathLike) -> Path:
     """Write ``state`` to ``path`` with the backend named by ``CKPT_BACKEND``.
 
@@ -237,6 +252,9 @@ def save_checkpoint(state: Mapping[str, Any], path: str | os.PathLike) -> Path:
         except BaseException as err:
             if os.path.exists(tmp):
                 os.remove(tmp)
+            interrupt = _interrupt_behind(err)
+            if interrupt is not None:  # a signal landed inside torch's writer
+                raise interrupt from None
             if isinstance(err, RuntimeError):
                 # torch's zip writer reports a failed write (a full disk...) as a
                 # RuntimeError ("unexpected pos ..."), not as the OSError it was

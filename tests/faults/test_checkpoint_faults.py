@@ -1,14 +1,17 @@
-"""Faults of the checkpoint files: the newest one truncated, a write failing mid-run."""
+"""Faults of the checkpoint files: the newest one truncated, a write failing mid-run, a
+signal landing inside a write."""
 
 from __future__ import annotations
 
 import os
+import signal
 import textwrap
 import time
 
 import pytest
+import torch
 
-from rl_trainers.core.checkpoint import list_checkpoints, load_checkpoint
+from rl_trainers.core.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
 
 from .conftest import SCRIPT, TINY, error_lines, spawn, train
 
@@ -106,3 +109,34 @@ def test_disk_full_during_a_checkpoint_keeps_the_previous_one(tmp_path):
     code, stderr, _ = train([*overrides, "trainer.resume=true"], tmp_path, 180)
     assert code == 0, stderr[-3000:]
     assert f"Resumed from {previous} at frame 128." in stderr
+
+
+def test_a_signal_during_a_checkpoint_write_is_an_interrupt_not_a_disk_error(tmp_path):
+    # A stop-at-once signal handler raises KeyboardInterrupt; when it runs inside torch's
+    # zip writer (a write interrupted by the signal), torch hands it back as a RuntimeError
+    # that reads like a failed write. Real SIGALRMs at varying moments of many writes: every
+    # one must come out as the interrupt.
+    state = {f"w{i}": torch.randn(64, 64) for i in range(200)}
+    path = tmp_path / "trainer.pt"
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    outcomes = []
+    try:
+        for i in range(300):
+            signal.setitimer(signal.ITIMER_REAL, 0.0002 * (1 + i % 25))
+            try:
+                save_checkpoint(state, path)
+                outcomes.append("saved")
+            except BaseException as err:  # noqa: BLE001 - the type is what is checked
+                outcomes.append(type(err).__name__)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert set(outcomes) <= {"saved", "KeyboardInterrupt"}, sorted(set(outcomes))
+    assert outcomes.count("KeyboardInterrupt") > 100  # the signals did land in the writes
+    # an interrupted write never leaves a partial file where the checkpoint goes
+    assert "saved" in outcomes or not path.exists()

@@ -138,16 +138,19 @@ class _FrameSkip(gym.Wrapper):
         return obs, total, term, trunc, info
 
 
-def _ignore_sigint_in_worker() -> None:
-    """In a worker process (e.g. of an AsyncVectorEnv), leave Ctrl-C to the main process.
+def _leave_stop_signals_to_main_process() -> None:
+    """In a worker process (e.g. of an AsyncVectorEnv): ignore Ctrl-C, end on SIGTERM.
 
     A terminal's SIGINT reaches the whole process group; the trainer in the main process
-    then finishes its batch and saves a checkpoint, which needs the workers alive. Workers
-    still end with SIGTERM/SIGKILL and when their parent closes them.
+    then finishes its batch and saves a checkpoint, which needs the workers alive. A forked
+    worker also inherits the main process's Python handlers: SIGTERM (how its parent ends
+    it) gets the default action back, so it ends the worker rather than raising the main
+    process's stop exception there (a traceback per worker at the end of a stopped run).
     """
     if multiprocessing.parent_process() is not None:
         try:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
         except ValueError:  # not the worker's main thread
             pass
 
@@ -178,7 +181,7 @@ class GymFactory:
         self.make_kwargs = dict(make_kwargs or {})
 
     def __call__(self) -> gym.Env:
-        _ignore_sigint_in_worker()
+        _leave_stop_signals_to_main_process()
         kwargs = dict(self.make_kwargs)
         if self.from_pixels:
             os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
