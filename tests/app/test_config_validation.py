@@ -244,3 +244,15 @@ def test_log_interval_reached_by_the_last_batch_logs(tiny_config, tmp_path):
     run(cfg, output_dir=tmp_path)
     logged = (tmp_path / "logs" / "ppo_CartPole-v1" / "scalars" / "loss_critic.csv").read_text()
     assert logged.split(",")[0] == "256"
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "experiment"),
+    [("ppo", "ppo_halfcheetah"), ("sac", "sac_halfcheetah"), ("td3", "td3_halfcheetah")],
+)
+def test_mujoco_presets_checkpoint_periodically(algorithm, experiment):
+    # hours-long runs: a SIGKILL loses at most 100k frames, not the whole run
+    cfg = compose_config(algorithm, [f"experiment={experiment}", "env=hopper"])
+    assert cfg.trainer.save_trainer_interval == 100_000
+    assert cfg.trainer.keep_checkpoints == 2
+    assert compose_config(algorithm, []).trainer.save_trainer_interval == 0  # short recipes
