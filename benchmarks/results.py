@@ -213,6 +213,14 @@ def late_training_return(cell: Cell, seed: int) -> float | None:
     return statistics.mean(values) if values else None
 
 
+def _duration_s(run: dict) -> float:
+    """A run's time: its launch's wall time; for a resumed run, whose summary's wall time
+    covers its last launch only, its training time over every launch."""
+    if run.get("resumed_from_frame") and run.get("total_train_time_s"):
+        return run["total_train_time_s"]
+    return run["wall_time_s"]
+
+
 def _mean_std(values: list[float]) -> str:
     if not values:
         return "-"
@@ -233,8 +241,8 @@ def table(cells: list[Cell]) -> list[str]:
         returns = [r["eval_return_mean"] for r in runs]
         late = [late_training_return(cell, seed) for seed in finished_seeds(cell)]
         per_seed = ", ".join(f"{v:.0f}" for v in returns) or "-"
-        wall = _mean_std([r["wall_time_s"] / 60 for r in runs]) if runs else "-"
-        fps = f"{statistics.mean(r['fps'] for r in runs):.0f}" if runs else "-"
+        wall = _mean_std([_duration_s(r) / 60 for r in runs]) if runs else "-"
+        fps = f"{statistics.mean(r['frames'] / _duration_s(r) for r in runs):.0f}" if runs else "-"
         lines.append(
             f"| {cell.algo.upper()} | {cell.env} | {cell.frames // 1000}k | {_side(cell)} "
             f"| {len(runs)}/{len(cell.seeds)} | {_mean_std(returns)} | {per_seed} "

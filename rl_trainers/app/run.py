@@ -189,6 +189,7 @@ def _train_and_summarise(
         "resumed_from_frame": first_frame,
         "wall_time_s": round(wall_time, 3),
         "train_time_s": round(train_time, 3),
+        "total_train_time_s": round(trainer.train_time_s, 3),
         "fps": round(session_frames / max(wall_time, 1e-9), 1),
         "num_threads": torch.get_num_threads(),
         "eval_return_mean": float(sum(returns) / len(returns)),

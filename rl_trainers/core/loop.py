@@ -766,6 +766,8 @@ class Trainer:
         self._optim_count = 0
         self.iteration = 0
         self._last_save_frames = 0
+        self._train_time_before = 0.0  # seconds in train() of the sessions before this one
+        self._train_started: float | None = None
         self._log_now = False
         #: Keys logged each time a logging hook returns them, whatever ``log_interval`` says
         #: (the periodic evaluations' results: every evaluation is a point of the curve).
@@ -925,6 +927,7 @@ class Trainer:
         self.stop_timed_out = False
         self._stop_request = self._stop_reason = None
         self._logger_failure = None
+        self._train_started = time.perf_counter()
         with self._signal_handlers():
             try:
                 self._train()
@@ -936,6 +939,8 @@ class Trainer:
                 if self._grace is not None:
                     self._grace.close()
                     self._grace = None
+                self._train_time_before = self.train_time_s
+                self._train_started = None
             # set before the handlers are restored: a handler installed around train()
             # (the app's, data-parallel) sees the stop from the first moment it is back
             self.interrupted = self._stop_reason
@@ -1366,6 +1371,15 @@ class Trainer:
             record_grad_norm=log_losses,
         )
 
+    @property
+    def train_time_s(self) -> float:
+        """Seconds spent in :meth:`train` by this run, over every session: a resumed
+        trainer carries on from its checkpoint's count (0 for checkpoints that lack it)."""
+        running = 0.0
+        if self._train_started is not None:
+            running = time.perf_counter() - self._train_started
+        return self._train_time_before + running
+
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
         """The trainer's full state: counters, registered modules/hooks, collector and RNGs."""
@@ -1382,6 +1396,8 @@ class Trainer:
                 "log_windows": dict(self._log_windows),
             },
             "meta": dict(self.checkpoint_metadata),
+            # wall-clock, so apart from the counters (which a resumed run reproduces bitwise)
+            "timing": {"train_time_s": self.train_time_s},
             "modules": {name: module.state_dict() for name, module in self._modules.items()},
             "collector": collector_sd() if callable(collector_sd) else None,
             "rng": _ckpt.get_rng_state(),
@@ -1456,6 +1472,7 @@ class Trainer:
         # the log gate: which window each key was last logged in (no repeated point on resume)
         self._log_windows = {str(k): int(v) for k, v in (counters.get("log_windows") or {}).items()}
         self._logged_steps = {}  # steps after the restored count are logged again
+        self._train_time_before = float((state_dict.get("timing") or {}).get("train_time_s", 0))
         _ckpt.set_rng_state(state_dict["rng"])
 
     def _check_world_size(self, saved: dict[str, Any], source: str) -> None:

@@ -13,6 +13,7 @@ import json
 import pytest
 
 from rl_trainers.app.run import run
+from rl_trainers.core.checkpoint import load_checkpoint
 
 from .conftest import assert_same_state, compose_config, csv_curves, interrupted_run, tiny
 
@@ -121,6 +122,23 @@ def test_summary_counts_this_sessions_frames(ppo_runs):
     finished = ppo_runs["finished_summary"]
     assert finished["frames"] == 1024 and finished["session_frames"] == 0
     assert finished["fps"] == 0.0
+
+
+def test_summary_counts_the_training_time_of_every_session(ppo_runs):
+    straight = ppo_runs["straight_summary"]
+    assert straight["total_train_time_s"] == pytest.approx(straight["train_time_s"], abs=0.05)
+    # the resumed run: the stopped session's time, carried in its checkpoint, plus this one's
+    _, resumed_dir = ppo_runs["dirs"]
+    stopped = load_checkpoint(resumed_dir / "checkpoints" / f"trainer_{PPO_STOP}.pt")
+    first_session = stopped["timing"]["train_time_s"]
+    assert first_session > 0
+    resumed = ppo_runs["resumed_summary"]
+    assert resumed["total_train_time_s"] == pytest.approx(
+        first_session + resumed["train_time_s"], abs=0.05
+    )
+    # the finished run resumed trains nothing: its total stays the uninterrupted run's
+    finished = ppo_runs["finished_summary"]
+    assert finished["total_train_time_s"] == pytest.approx(straight["total_train_time_s"], abs=0.05)
 
 
 def test_sac_final_evaluation_does_not_depend_on_the_resume(tmp_path):
