@@ -36,6 +36,9 @@ from .signals import Phase, late_forwarded_signal_ignored, stop_signals_outside_
 # PyOpenGL, which MuJoCo's renderers import, logs its library probing at INFO: Hydra's
 # console handler would print it in every MuJoCo run
 logging.getLogger("OpenGL").setLevel(logging.WARNING)
+# MLflow logs the creation of its local database's tables at INFO ("Creating initial MLflow
+# database tables...") on the first run of logger=mlflow in a directory
+logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
 # alembic (imported by Optuna's storages) logs each of its plugins at INFO when the Optuna
 # sweeper starts: a screenful of "setup plugin" lines before the first trial
 logging.getLogger("alembic").setLevel(logging.WARNING)

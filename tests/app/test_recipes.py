@@ -198,11 +198,14 @@ def test_pixel_recipe(tiny_config, algorithm, tmp_path):
 
 
 @pytest.mark.parametrize("logger", LOGGERS)
-def test_logger_recipe(tiny_config, logger, tmp_path, monkeypatch):
+def test_logger_recipe(tiny_config, logger, tmp_path, monkeypatch, capfd):
     monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.chdir(tmp_path)  # MLflow's default store is created in the working directory
     run(tiny_config("ppo", [f"logger={logger}"]), output_dir=tmp_path)
     _check_summary(tmp_path, 256)
     assert any(tmp_path.iterdir())
+    # no backend's own chatter ("Creating initial MLflow database tables...") on the console
+    assert " INFO " not in capfd.readouterr().err
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
