@@ -234,22 +234,37 @@ def resolve_logger(cfg: DictConfig, output_dir: Path):
     return guard_logger(backend, on_error, fallback_dir=output_dir / "logs")
 
 
+def mlflow_tracking_uri(cfg_logger: DictConfig) -> str | None:
+    """The MLflow logger's tracking location: ``logger.tracking_uri``; where it is null,
+    ``MLFLOW_TRACKING_URI`` (as MLflow itself reads it), else ``mlruns``. None for the other
+    loggers."""
+    if "tracking_uri" not in cfg_logger:
+        return None
+    uri = cfg_logger.get("tracking_uri")
+    if uri is None:
+        uri = os.environ.get("MLFLOW_TRACKING_URI") or "mlruns"
+    return str(uri)
+
+
 def check_tracking_server(cfg: DictConfig, timeout: float = 5.0) -> None:
-    """An ``http(s)://`` ``logger.tracking_uri`` (MLflow) must answer before training:
-    MLflow's client retries a server that is down for minutes, then fails mid-run."""
+    """An ``http(s)://`` MLflow tracking URI must answer before training: MLflow's client
+    retries a server that is down for minutes, then fails mid-run."""
     import socket
     from urllib.parse import urlsplit
 
-    uri = cfg.logger.get("tracking_uri")
-    if not isinstance(uri, str) or not uri.startswith(("http://", "https://")):
+    uri = mlflow_tracking_uri(cfg.logger)
+    if uri is None or not uri.startswith(("http://", "https://")):
         return
     parts = urlsplit(uri)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         socket.create_connection((parts.hostname, port), timeout=timeout).close()
     except OSError as err:
+        field = "logger.tracking_uri"
+        if cfg.logger.get("tracking_uri") is None:
+            field += " (from MLFLOW_TRACKING_URI)"
         raise ConfigError(
-            "logger.tracking_uri",
+            field,
             uri,
             f"no server answers at {parts.hostname}:{port} ({err.strerror or err}): start "
             "it (mlflow server ...), or log to a local store, e.g. logger.tracking_uri=mlruns",
@@ -289,9 +304,10 @@ def check_logger_dirs(cfg: DictConfig, output_dir: Path) -> dict[str, Any]:
     for key in ("log_dir", "save_dir"):
         if key in cfg_logger and cfg_logger[key] is not None and not os.path.isabs(cfg_logger[key]):
             overrides[key] = str(output_dir / cfg_logger[key])
-    uri = cfg_logger.get("tracking_uri")
-    if uri is not None and "://" not in uri and not os.path.isabs(uri):
-        overrides["tracking_uri"] = str(output_dir / uri)
+    uri = mlflow_tracking_uri(cfg_logger)
+    if uri is not None:
+        relative = "://" not in uri and not os.path.isabs(uri)
+        overrides["tracking_uri"] = str(output_dir / uri) if relative else uri
     for key, value in overrides.items():
         if key != "tracking_uri":
             check_writable(Path(value), f"logger.{key}")

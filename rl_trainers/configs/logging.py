@@ -57,4 +57,8 @@ class MLFlowLoggerConfig(LoggerConfig):
     """MLflow tracking to a local file store or sqlite database."""
 
     _target_: str = "rl_trainers.record.loggers.MLFlowLogger"
-    tracking_uri: str = config_field("mlruns", "file path, file:// or sqlite:/// URI")
+    tracking_uri: str | None = config_field(
+        None,
+        "directory (relative: in the run directory), file://, sqlite:/// or http(s):// URI "
+        "(null: the environment's MLFLOW_TRACKING_URI when set, else mlruns)",
+    )

@@ -43,7 +43,8 @@ def test_wandb_online_without_an_api_key_stops_before_training(tmp_path):
     assert not list((tmp_path / "run").glob("checkpoints/*.pt"))  # nothing trained
 
 
-def test_an_mlflow_server_that_is_down_stops_before_training(tmp_path):
+@pytest.mark.parametrize("given_by", ["override", "environment"])
+def test_an_mlflow_server_that_is_down_stops_before_training(given_by, tmp_path):
     """MLflow's client retried for minutes (urllib3 warnings), then failed mid-run."""
     pytest.importorskip("mlflow")
     import socket
@@ -51,11 +52,16 @@ def test_an_mlflow_server_that_is_down_stops_before_training(tmp_path):
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = run_bad("ppo", tmp_path, "logger=mlflow", f"logger.tracking_uri=http://127.0.0.1:{port}")
+    uri = f"http://127.0.0.1:{port}"
+    if given_by == "override":
+        proc = run_bad("ppo", tmp_path, "logger=mlflow", f"logger.tracking_uri={uri}")
+        field = "logger.tracking_uri"
+    else:
+        env = {**os.environ, "MLFLOW_TRACKING_URI": uri}
+        proc = run_bad("ppo", tmp_path, "logger=mlflow", env=env)
+        field = "logger.tracking_uri (from MLFLOW_TRACKING_URI)"
     assert_user_error(
-        proc,
-        f"logger.tracking_uri='http://127.0.0.1:{port}' is invalid: no server answers",
-        "logger.tracking_uri=mlruns",
+        proc, f"{field}='{uri}' is invalid: no server answers", "logger.tracking_uri=mlruns"
     )
     assert "Retrying" not in proc.stderr
 

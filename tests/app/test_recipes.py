@@ -208,6 +208,26 @@ def test_logger_recipe(tiny_config, logger, tmp_path, monkeypatch, capfd):
     assert " INFO " not in capfd.readouterr().err
 
 
+def test_mlflow_logs_to_mlflow_tracking_uri_unless_the_config_sets_one(
+    tiny_config, tmp_path, monkeypatch
+):
+    pytest.importorskip("mlflow")
+    from mlflow.tracking import MlflowClient
+
+    store = f"sqlite:///{tmp_path / 'shared.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store)  # where an MLflow user keeps every run
+    run(tiny_config("ppo", ["logger=mlflow"]), output_dir=tmp_path / "run")
+    client = MlflowClient(tracking_uri=store)
+    (experiment,) = [e for e in client.search_experiments() if e.name == "ppo_CartPole-v1"]
+    (logged,) = client.search_runs([experiment.experiment_id])
+    assert logged.data.metrics and logged.data.params
+    assert not (tmp_path / "run" / "mlruns").exists()
+    # logger.tracking_uri, when given, wins: a directory is in the run directory
+    run(tiny_config("ppo", ["logger=mlflow", "logger.tracking_uri=mlruns"]), tmp_path / "own")
+    assert (tmp_path / "own" / "mlruns" / "mlflow.db").is_file()
+    assert len(client.search_runs([experiment.experiment_id])) == 1
+
+
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_experiment_recipe(sweeps, experiment):
     algorithm = experiment.split("_", 1)[0]
