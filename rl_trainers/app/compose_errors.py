@@ -108,11 +108,11 @@ def _experiment_hint(algorithm: str, option: str, options: list[str]) -> str | N
     return f"{mujoco}; " if mujoco else None
 
 
-def _gymnasium_id_hint(env_id: str, options: list[str]) -> str:
+def _gymnasium_id_hint(env_id: str) -> str:
     """For ``env=<gymnasium id>``: the option that sets that id, else ``env.env_name``."""
-    from .mujoco_presets import env_option_id
+    from .mujoco_presets import env_option_of
 
-    option = next((o for o in options if (env_option_id(o) or "").lower() == env_id.lower()), None)
+    option = env_option_of(env_id)
     if option is not None:
         return f"did you mean env={option}? "
     return f"any gymnasium id runs with env.env_name={env_id}; "
@@ -154,7 +154,7 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
         if group == "experiment":
             hint = _experiment_hint(algorithm, option, options) or hint
         if group == "env" and re.search(r"-v\d+$|:", option):  # a gymnasium id
-            hint = _gymnasium_id_hint(option, options)
+            hint = _gymnasium_id_hint(option)
         return str(ConfigError(group, option, f"{hint}options of {group}: {', '.join(options)}"))
     cause = exc.__cause__
     if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and cause.full_key:

@@ -60,6 +60,28 @@ def env_option_id(option: str | None) -> str | None:
     return None if env_name is None else str(env_name)
 
 
+def env_option_of(env_id: str) -> str | None:
+    """The ``env`` option that sets the gymnasium id ``env_id`` (``Hopper-v5`` -> ``hopper``,
+    case-insensitive), None when no option does."""
+    for option_file in sorted((Path(RECIPES_DIR) / "env").glob("*.yaml")):
+        option = option_file.stem
+        if not option.endswith("_schema") and (env_option_id(option) or "").lower() == (
+            env_id.lower()
+        ):
+            return option
+    return None
+
+
+def env_override(value: str) -> str:
+    """The override that picks the env a user named ``value`` (an ``env`` option or a
+    gymnasium id, as ``--env`` takes it in rl-zoo): ``env=<option>``, else
+    ``env.env_name=<value>``."""
+    if env_option_id(value) is not None:
+        return f"env={value}"
+    option = env_option_of(value)
+    return f"env={option}" if option is not None else f"env.env_name={value}"
+
+
 def preset_command(preset: str, env_option: str | None, env_name: str) -> str:
     """``experiment=<preset>`` and what picks ``env_name`` after it: the chosen ``env``
     option when that option is ``env_name``'s (nothing for the preset's own), else

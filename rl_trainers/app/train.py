@@ -59,6 +59,7 @@ def check_options(algorithm: str, args: Sequence[str]) -> None:
 
     from .errors import report_and_exit
     from .launch import command_of
+    from .mujoco_presets import env_override
 
     if not any(arg.startswith("--") for arg in args):
         return
@@ -75,6 +76,8 @@ def check_options(algorithm: str, args: Sequence[str]) -> None:
             value = args[i + 1]
         meant = suggest_field(algorithm, name.replace("-", "_"))
         write = f" ({meant}={value or '<value>'})" if meant else ""
+        if meant == "env" and value:  # rl-zoo's --env takes a gymnasium id
+            write = f" ({env_override(value)})"
         report_and_exit(
             f"{arg} is not an option: settings are Hydra overrides, field=value{write}; "
             f"{command_of(algorithm)} --help lists every field"

@@ -73,6 +73,9 @@ from .test_config_errors import assert_user_error
         # argparse-style options (SB3 and rl-zoo scripts): the override to write instead
         ("td3", ["--episodes", "3"], ["--episodes is not an option", "(eval.episodes=3)"]),
         ("ppo", ["--learning-rate=1e-3"], ["Hydra overrides, field=value (optimizer.lr=1e-3)"]),
+        # rl-zoo's --env takes a gymnasium id: the env option that sets it, else env.env_name
+        ("sac", ["--env", "HalfCheetah-v5"], ["--env is not an option", "(env=halfcheetah)"]),
+        ("ppo", ["--env=LunarLander-v3"], ["(env.env_name=LunarLander-v3)"]),
         (
             "ppo",
             ["env.make_kwargs.g=2.0"],
