@@ -53,27 +53,33 @@ def main(algorithm: str, argv: Sequence[str] | None = None, program: Sequence[st
 
 
 def check_options(algorithm: str, args: Sequence[str]) -> None:
-    """An argparse-style option (``--episodes 3``, as SB3 and rl-zoo scripts take them) is
-    one ``Error:`` line naming the override to write, where Hydra prints its whole usage."""
+    """An argparse-style option (``--episodes 3``, ``-n 100000``, as SB3 and rl-zoo scripts
+    take them) is one ``Error:`` line naming the override to write, where Hydra printed its
+    whole usage."""
     from rl_trainers.configs.field_names import suggest_field
 
     from .errors import report_and_exit
     from .launch import command_of
     from .mujoco_presets import env_override
 
-    if not any(arg.startswith("--") for arg in args):
+    if not any(arg.startswith("-") for arg in args):
         return
     from hydra._internal.utils import get_args_parser  # the parser hydra.main reads argv with
 
     hydra_options = {
         s for action in get_args_parser()._actions for s in action.option_strings
-    }  # --cfg, --multirun, --info...
+    }  # --cfg, --multirun, --info, -m...
     for i, arg in enumerate(args):
-        name, eq, value = arg[2:].partition("=")
-        if not arg.startswith("--") or not name or f"--{name}" in hydra_options:
+        if not arg.startswith("-") or _is_number(arg):
+            continue
+        dashes = "--" if arg.startswith("--") else "-"
+        name, eq, value = arg.removeprefix(dashes).partition("=")
+        if not name or f"{dashes}{name}" in hydra_options:
             continue
         if not eq and i + 1 < len(args) and "=" not in args[i + 1]:
             value = args[i + 1]
+        if dashes == "-":
+            name = RL_ZOO_SHORT_OPTIONS.get(name, name)
         meant = suggest_field(algorithm, name.replace("-", "_"))
         write = f" ({meant}={value or '<value>'})" if meant else ""
         if meant == "env" and value:  # rl-zoo's --env takes a gymnasium id
@@ -82,6 +88,18 @@ def check_options(algorithm: str, args: Sequence[str]) -> None:
             f"{arg} is not an option: settings are Hydra overrides, field=value{write}; "
             f"{command_of(algorithm)} --help lists every field"
         )
+
+
+#: rl-zoo's one-dash options, by the name of the setting they stand for
+RL_ZOO_SHORT_OPTIONS = {"n": "n_timesteps"}
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
 
 
 def _report_composition_errors_in_workers() -> contextlib.AbstractContextManager | None:

@@ -76,6 +76,7 @@ from .test_config_errors import assert_user_error
         # rl-zoo's --env takes a gymnasium id: the env option that sets it, else env.env_name
         ("sac", ["--env", "HalfCheetah-v5"], ["--env is not an option", "(env=halfcheetah)"]),
         ("ppo", ["--env=LunarLander-v3"], ["(env.env_name=LunarLander-v3)"]),
+        ("ppo", ["-n", "100000"], ["-n is not an option", "(trainer.total_frames=100000)"]),
         (
             "ppo",
             ["env.make_kwargs.g=2.0"],
