@@ -36,6 +36,7 @@ from rl_trainers.collectors.collectors import (
     check_cudagraph_device,
 )
 from rl_trainers.collectors.utils import split_trajectories, weights_state_dict
+from rl_trainers.envs.libs.gym import exit_worker_on_signal
 from rl_trainers.envs.transforms.transforms import RunningStatistics, running_statistics
 
 __all__ = ["MultiSyncDataCollector", "MultiaSyncDataCollector", "aSyncDataCollector"]
@@ -56,10 +57,6 @@ def _bind_weights(policy: torch.nn.Module, shared: dict[str, torch.Tensor]) -> N
             tensor.data = shared[name]
 
 
-def _exit_on_sigterm(signum: int, frame: Any) -> None:
-    raise SystemExit(128 + signum)
-
-
 def _worker(
     idx: int,
     conn: Connection,
@@ -70,7 +67,7 @@ def _worker(
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process handles stops
     # SIGTERM (how the parent ends a worker that does not close) unwinds the worker, closing
     # its envs, instead of running the main-process handler a forked worker inherits
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    signal.signal(signal.SIGTERM, exit_worker_on_signal)
     # Workers are daemonic (they die with the parent) but may build a ParallelEnv, whose own
     # (daemonic) processes multiprocessing refuses to start from a daemonic process.
     mp.current_process()._config["daemon"] = False
