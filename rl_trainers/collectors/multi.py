@@ -15,7 +15,6 @@ shuts them down. Workers also exit when their parent disappears.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import traceback
 import warnings
@@ -36,7 +35,7 @@ from rl_trainers.collectors.collectors import (
     check_cudagraph_device,
 )
 from rl_trainers.collectors.utils import split_trajectories, weights_state_dict
-from rl_trainers.envs.libs.gym import exit_worker_on_signal
+from rl_trainers.envs.libs.gym import leave_stop_signals_to_main_process
 from rl_trainers.envs.transforms.transforms import RunningStatistics, running_statistics
 
 __all__ = ["MultiSyncDataCollector", "MultiaSyncDataCollector", "aSyncDataCollector"]
@@ -64,10 +63,7 @@ def _worker(
     shared: dict[str, torch.Tensor] | None,
     kwargs: dict[str, Any],
 ) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process handles stops
-    # SIGTERM (how the parent ends a worker that does not close) unwinds the worker, closing
-    # its envs, instead of running the main-process handler a forked worker inherits
-    signal.signal(signal.SIGTERM, exit_worker_on_signal)
+    leave_stop_signals_to_main_process()  # Ctrl-C ignored, SIGTERM unwinds (closing envs)
     # Workers are daemonic (they die with the parent) but may build a ParallelEnv, whose own
     # (daemonic) processes multiprocessing refuses to start from a daemonic process.
     mp.current_process()._config["daemon"] = False

@@ -138,27 +138,27 @@ class _FrameSkip(gym.Wrapper):
         return obs, total, term, trunc, info
 
 
-def exit_worker_on_signal(signum: int, frame: Any) -> None:
+def _exit_worker_on_signal(signum: int, frame: Any) -> None:
     """A worker process's SIGTERM handler: unwind it (its ``finally`` blocks close its envs)
     and end it with status 128 + the signal, quietly (multiprocessing prints no traceback
     for a SystemExit)."""
     raise SystemExit(128 + signum)
 
 
-def _leave_stop_signals_to_main_process() -> None:
+def leave_stop_signals_to_main_process() -> None:
     """In a worker process (e.g. of an AsyncVectorEnv): ignore Ctrl-C, end on SIGTERM.
 
     A terminal's SIGINT reaches the whole process group; the trainer in the main process
     then finishes its batch and saves a checkpoint, which needs the workers alive. A forked
     worker also inherits the main process's Python handlers: SIGTERM (how its parent ends
-    it) gets :func:`exit_worker_on_signal` instead of the main process's stop handler, which
+    it) gets :func:`_exit_worker_on_signal` instead of the main process's stop handler, which
     raised the app's stop exception there (a traceback per worker at the end of a stopped
     run).
     """
     if multiprocessing.parent_process() is not None:
         try:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
-            signal.signal(signal.SIGTERM, exit_worker_on_signal)
+            signal.signal(signal.SIGTERM, _exit_worker_on_signal)
         except ValueError:  # not the worker's main thread
             pass
 
@@ -189,7 +189,7 @@ class GymFactory:
         self.make_kwargs = dict(make_kwargs or {})
 
     def __call__(self) -> gym.Env:
-        _leave_stop_signals_to_main_process()
+        leave_stop_signals_to_main_process()
         kwargs = dict(self.make_kwargs)
         if self.from_pixels:
             os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
