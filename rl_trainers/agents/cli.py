@@ -448,8 +448,49 @@ def _user_errors() -> tuple[type[Exception], ...]:
     return errors if checkpoint is None else (*errors, checkpoint.CheckpointError)
 
 
+#: rl-zoo's options that find a run by algorithm, env and log folder (``python -m
+#: rl_zoo3.enjoy --algo ppo --env CartPole-v1 -f logs/``), where these commands take its directory
+RL_ZOO_RUN_OPTIONS = ("--algo", "--env", "-f", "--folder", "--exp-id")
+
+
+def rl_zoo_run_dir_hint(command: str, argv: Sequence[str]) -> str:
+    """The ``Error:`` text for rl-zoo's way of naming a run: the run directory to pass, the
+    newest run of that algorithm and env under the folder (``outputs`` by default, where
+    the training commands put them) when there is one."""
+
+    found: dict[str, str] = {}
+    rest: list[str] = []  # the words that are not rl-zoo's: OUT of export, --episodes 3
+    words = iter(argv)
+    for word in words:
+        name, eq, value = word.partition("=")
+        if name in RL_ZOO_RUN_OPTIONS:
+            found[name] = value if eq else next(words, "")
+        else:
+            rest.append(word)
+    algo, env = found.get("--algo"), found.get("--env")
+    folder = Path(found.get("-f") or found.get("--folder") or "outputs")
+    runs = []
+    if algo and env:
+        runs = sorted(p.parent for p in (folder / algo / env).glob("*/.hydra"))
+    said = "rl-zoo's --algo, --env and -f name a run; rl-trainers {0} takes its directory:"
+    if runs:
+        newest = " ".join(["rl-trainers", command, str(runs[-1]), *rest])
+        return (
+            f"{said.format(command)} {newest} (the newest of {len(runs)} under {runs[-1].parent})"
+        )
+    where = f"{folder}/{algo or '<algorithm>'}/{env or '<env id>'}"
+    return (
+        f"{said.format(command)} {' '.join(['rl-trainers', command, 'RUN_DIR', *rest])}; "
+        "training puts a run in outputs/<algorithm>/<env id>/<date> unless hydra.run.dir "
+        f"chose another (no run under {where} here)"
+    )
+
+
 def run_command(command: str, argv: Sequence[str] | None = None) -> int:
     """Run one command; the user's mistakes become ``Error: ...`` and status 2."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    if command != "results" and any(word.partition("=")[0] in RL_ZOO_RUN_OPTIONS for word in words):
+        return _fail(rl_zoo_run_dir_hint(command, words))
     try:
         return _MAINS[command](argv)
     except _user_errors() as err:

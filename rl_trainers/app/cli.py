@@ -64,6 +64,19 @@ def train_main(
     main(algorithm, argv, program)
 
 
+def rl_zoo_hint(argv: Sequence[str], prog: str) -> str:
+    """For rl-zoo's command line (``train --algo sac --env Hopper-v5``, as ``python -m
+    rl_zoo3.train`` takes it): the command here, else ``""``."""
+    from .rl_zoo import command_here, split_options
+
+    words = argv[1:] if argv[0] == "train" else argv
+    algo = next((v[0] for _, name, v in split_options(words) if name == "algo" and v), None)
+    if algo not in algorithms():
+        return f"the algorithm is the command ({prog} ppo ...); " if argv[0] == "train" else ""
+    whole = command_here(algo, words, f"{prog} {algo}")
+    return f"the algorithm is the command: {whole or f'{prog} {algo}'}; "
+
+
 def main(argv: Sequence[str] | None = None, prog: str = "rl-trainers") -> None:
     """``rl-trainers <command> ...``: an algorithm's app, or a command on trained runs."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -85,6 +98,6 @@ def main(argv: Sequence[str] | None = None, prog: str = "rl-trainers") -> None:
         return
     names = [*algorithms(), *AGENT_COMMANDS]
     close = difflib.get_close_matches(command.lower(), names, n=1, cutoff=0.6)
-    hint = f"did you mean {close[0]}? " if close else ""
+    hint = f"did you mean {close[0]}? " if close else rl_zoo_hint(argv, prog)
     print(f"Error: unknown command {command!r}: {hint}one of {', '.join(names)}", file=sys.stderr)
     raise SystemExit(2)

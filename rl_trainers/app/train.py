@@ -55,51 +55,40 @@ def main(algorithm: str, argv: Sequence[str] | None = None, program: Sequence[st
 def check_options(algorithm: str, args: Sequence[str]) -> None:
     """An argparse-style option (``--episodes 3``, ``-n 100000``, as SB3 and rl-zoo scripts
     take them) is one ``Error:`` line naming the override to write, where Hydra printed its
-    whole usage."""
-    from rl_trainers.configs.field_names import suggest_field
-
-    from .errors import report_and_exit
-    from .launch import command_of
-    from .mujoco_presets import env_override
-
+    whole usage; for rl-zoo's command line (``--algo sac --env Hopper-v5 -n 300000``), the
+    whole command here too."""
     if not any(arg.startswith("-") for arg in args):
         return
     from hydra._internal.utils import get_args_parser  # the parser hydra.main reads argv with
 
-    hydra_options = {
-        s for action in get_args_parser()._actions for s in action.option_strings
-    }  # --cfg, --multirun, --info, -m...
-    for i, arg in enumerate(args):
-        if not arg.startswith("-") or _is_number(arg):
-            continue
-        dashes = "--" if arg.startswith("--") else "-"
-        name, eq, value = arg.removeprefix(dashes).partition("=")
-        if not name or f"{dashes}{name}" in hydra_options:
-            continue
-        if not eq and i + 1 < len(args) and "=" not in args[i + 1]:
-            value = args[i + 1]
-        if dashes == "-":
-            name = RL_ZOO_SHORT_OPTIONS.get(name, name)
-        meant = suggest_field(algorithm, name.replace("-", "_"))
-        write = f" ({meant}={value or '<value>'})" if meant else ""
-        if meant == "env" and value:  # rl-zoo's --env takes a gymnasium id
-            write = f" ({env_override(value)})"
-        report_and_exit(
-            f"{arg} is not an option: settings are Hydra overrides, field=value{write}; "
-            f"{command_of(algorithm)} --help lists every field"
-        )
+    from .errors import report_and_exit
+    from .launch import command_of
+    from .rl_zoo import NOTES, command_here, option_overrides, split_options
 
-
-#: rl-zoo's one-dash options, by the name of the setting they stand for
-RL_ZOO_SHORT_OPTIONS = {"n": "n_timesteps"}
-
-
-def _is_number(word: str) -> bool:
-    try:
-        float(word)
-    except ValueError:
-        return False
-    return True
+    hydra_actions = get_args_parser()._actions
+    hydra_options = {s for action in hydra_actions for s in action.option_strings}  # --cfg, -m...
+    info_topics = next(a.choices for a in hydra_actions if "--info" in a.option_strings)
+    if "-i" in args[:-1] and args[args.index("-i") + 1] not in info_topics:
+        hydra_options.discard("-i")  # rl-zoo's -i (--trained-agent) model.zip, not --info
+    options = [
+        option
+        for option in split_options(args)
+        if option[1] and option[0].partition("=")[0] not in hydra_options
+    ]
+    if not options:
+        return
+    arg, name, values = options[0]
+    meant = option_overrides(algorithm, name, values) or ""
+    said = "; ".join(filter(None, [meant, NOTES.get(name)]))
+    write = f" ({said})" if said else ""
+    command = command_of(algorithm)
+    whole = command_here(algorithm, args, command)
+    if whole is not None and whole != " ".join(filter(None, [command, meant])):
+        write += f"; rl-zoo's command line here: {whole}"
+    report_and_exit(
+        f"{arg} is not an option: settings are Hydra overrides, field=value{write}; "
+        f"{command} --help lists every field"
+    )
 
 
 def _report_composition_errors_in_workers() -> contextlib.AbstractContextManager | None:

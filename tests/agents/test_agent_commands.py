@@ -444,3 +444,29 @@ def test_help_describes_every_argument(command):
         following = lines[i + 1] if i + 1 < len(lines) else ""
         described = help_text.strip() or following.startswith("   ")
         assert described, f"rl-trainers {command} --help: {name} has no description"
+
+
+def test_rl_zoo_options_name_the_run_directory(runs, tmp_path):
+    """rl-zoo's enjoy finds a run by --algo, --env and -f: the error names the newest run of
+    that algorithm and env under the folder, and the command it names works."""
+    older, newer = (
+        tmp_path / "outputs" / "td3" / "Pendulum-v1" / day for day in ("2026-01-01", "2026-01-02")
+    )
+    for run_dir in (older, newer):
+        shutil.copytree(runs["td3_pendulum"], run_dir)
+    done = cli("rl_trainers.eval", "--algo", "td3", "--env", "Pendulum-v1", cwd=tmp_path)
+    assert done.returncode == 2
+    line = done.stderr.splitlines()[0]
+    assert line.startswith("Error: rl-zoo's --algo, --env and -f name a run"), done.stderr
+    named = "rl-trainers eval outputs/td3/Pendulum-v1/2026-01-02 (the newest of 2"
+    assert named in line
+    named_run = cli("rl_trainers.eval", "outputs/td3/Pendulum-v1/2026-01-02", cwd=tmp_path)
+    assert named_run.returncode == 0, named_run.stderr
+    assert (newer / "eval.json").is_file() and not (older / "eval.json").exists()
+
+    zoo = ["--algo=td3", "--env", "Pendulum-v1", "-f", "logs"]
+    elsewhere = cli("rl_trainers.export", *zoo, "p.pt2", cwd=tmp_path)
+    assert elsewhere.returncode == 2
+    assert "rl-trainers export RUN_DIR p.pt2;" in elsewhere.stderr
+    assert "no run under logs/td3/Pendulum-v1 here" in elsewhere.stderr
+    assert not (tmp_path / "p.pt2").exists()

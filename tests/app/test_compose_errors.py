@@ -73,8 +73,15 @@ from .test_config_errors import assert_user_error
         # argparse-style options (SB3 and rl-zoo scripts): the override to write instead
         ("td3", ["--episodes", "3"], ["--episodes is not an option", "(eval.episodes=3)"]),
         ("ppo", ["--learning-rate=1e-3"], ["Hydra overrides, field=value (optimizer.lr=1e-3)"]),
-        # rl-zoo's --env takes a gymnasium id: the env option that sets it, else env.env_name
-        ("sac", ["--env", "HalfCheetah-v5"], ["--env is not an option", "(env=halfcheetah)"]),
+        # rl-zoo's --env takes a gymnasium id and picks its tuned settings: the MuJoCo preset,
+        # else the env option that sets it, else env.env_name
+        (
+            "sac",
+            ["--env", "HalfCheetah-v5"],
+            ["--env is not an option", "(experiment=sac_halfcheetah)"],
+        ),
+        ("td3", ["--env", "Hopper-v5"], ["(experiment=td3_halfcheetah env=hopper)"]),
+        ("dqn", ["--env", "CartPole-v1"], ["(env=cartpole)"]),
         ("ppo", ["--env=LunarLander-v3"], ["(env.env_name=LunarLander-v3)"]),
         ("ppo", ["-n", "100000"], ["-n is not an option", "(trainer.total_frames=100000)"]),
         (

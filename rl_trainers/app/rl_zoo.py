@@ -1,0 +1,188 @@
+"""rl-zoo's command line in this app's terms.
+
+An rl-zoo user types ``python train.py --algo sac --env Hopper-v5 -n 300000 --seed 1``;
+here that is ``rl-trainers sac experiment=sac_halfcheetah env=hopper
+trainer.total_frames=300000 seed=1``. :func:`option_overrides` gives the overrides one of
+rl-zoo's options stands for, :func:`command_here` the whole command line: the ``Error:``
+line of an argparse-style option names both, where Hydra printed its usage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+#: rl-zoo's one-dash options, by their long name
+SHORT_OPTIONS = {
+    "n": "n-timesteps",
+    "f": "log-folder",
+    "i": "trained-agent",
+    "tb": "tensorboard-log",
+    "P": "progress",
+    "params": "hyperparams",
+    "conf": "conf-file",
+    "optimize": "optimize-hyperparameters",
+    "tags": "wandb-tags",
+}
+
+#: rl-zoo's Optuna options: a study here is a ``hparams_search`` recipe run with ``-m``
+_STUDY_OPTIONS = (
+    "optimize-hyperparameters",
+    "n-trials",
+    "max-total-trials",
+    "n-jobs",
+    "sampler",
+    "pruner",
+    "n-startup-trials",
+    "n-evaluations",
+    "storage",
+    "study-name",
+)
+
+
+#: what an option's overrides leave unsaid, by rl-zoo's option name
+NOTES = {
+    "trained-agent": "a checkpoint of this app's runs, not an SB3 .zip",
+    "save-replay-buffer": "checkpoints hold the replay buffer already",
+    "log-interval": "counted in frames here",
+    "conf-file": "the tuned settings are presets, listed by --help",
+    **{name: "an Optuna study, docs/scaling.md" for name in _STUDY_OPTIONS},
+}
+
+
+def split_options(args: Sequence[str]) -> list[tuple[str, str, list[str]]]:
+    """The argparse-style options of ``args``: (the option as typed, its long name without
+    dashes, the words it takes). ``--name=value`` takes its value; ``--name a b`` takes the
+    words up to the next option or Hydra override (``field=value``); a negative number is a
+    value, not an option."""
+    options: list[tuple[str, str, list[str]]] = []
+    for arg in args:
+        if arg.startswith("-") and not _is_number(arg):
+            dashes = "--" if arg.startswith("--") else "-"
+            name, eq, value = arg.removeprefix(dashes).partition("=")
+            if dashes == "-":
+                name = SHORT_OPTIONS.get(name, name)
+            options.append((arg, name, [value] if eq else []))
+        elif options and "=" not in arg and not options[-1][0].count("="):
+            options[-1][2].append(arg)
+    return options
+
+
+def option_overrides(algorithm: str, name: str, values: Sequence[str]) -> str | None:
+    """The overrides (or what to do) that rl-zoo's option ``--<name> <values>`` stands for
+    in ``algorithm``'s app (an option named after a field, ``--n-envs 4``, sets the field);
+    ``""`` for an option with nothing to set here, None for an option with no counterpart."""
+    from rl_trainers.configs.field_names import suggest_field
+
+    value = values[0] if values else "<value>"
+    if name == "algo":
+        from .cli import algorithms
+
+        if value in algorithms():
+            return ""  # the algorithm is the command: command_here names it
+        return f"no {value} here: the algorithms are {', '.join(algorithms())}"
+    if name == "env":
+        return _env_overrides(algorithm, value)
+    if name == "tensorboard-log":
+        return "logger=tensorboard"
+    if name == "track":
+        return "logger=wandb"
+    if name == "wandb-project-name":
+        return f"logger=wandb logger.project={value}"
+    if name == "trained-agent":
+        if value.endswith(".zip"):  # an SB3 model: not a checkpoint of this app
+            return "trainer.resume_from=<run dir>/checkpoints/trainer_<frames>.pt"
+        return f"trainer.resume_from={value}"
+    if name == "eval-freq":
+        return f"eval.interval={0 if _is_number(value) and float(value) < 0 else value}"
+    if name == "log-folder":
+        return f"hydra.run.dir={value}"
+    if name == "vec-env":
+        return "env.vectorization=" + {"dummy": "sync", "subproc": "async"}.get(value, "sync|async")
+    if name == "log-interval":
+        return "trainer.log_interval=<frames>"
+    if name == "progress":
+        return "trainer.progress_bar=true"
+    if name == "save-replay-buffer":
+        return ""  # checkpoints hold the replay buffer
+    if name == "env-kwargs":
+        return f"'env.make_kwargs={{{_pairs(values)}}}'"  # quoted: a shell expands {a,b}
+    if name == "hyperparams":
+        overrides = []
+        for pair in values:
+            key, _, setting = pair.partition(":")
+            field = suggest_field(algorithm, key) or key
+            overrides.append(f"{field}={setting}")
+        return " ".join(overrides)
+    if name in _STUDY_OPTIONS:
+        return "-m +hparams_search=<study>"
+    if name == "conf-file":
+        return "experiment=<preset>"
+    field = {
+        "n-timesteps": "trainer.total_frames",
+        "eval-episodes": "eval.episodes",
+        "save-freq": "trainer.save_trainer_interval",
+        "num-threads": "trainer.num_threads",
+        "seed": "seed",
+        "device": "device",
+    }.get(name) or suggest_field(algorithm, name.replace("-", "_"))  # --n-envs: env.num_envs
+    return f"{field}={value}" if field else None
+
+
+def command_here(algorithm: str, args: Sequence[str], command: str) -> str | None:
+    """The command line that runs what ``args`` (rl-zoo's options, maybe with overrides)
+    asks of rl-zoo, in ``algorithm``'s app started by ``command``; None when an option is
+    not rl-zoo's or nothing in ``args`` is one. ``--algo`` names the app: the command of
+    ``command``'s form for that algorithm."""
+    from .cli import algorithms
+
+    options = split_options(args)
+    algo = next((values[0] for _, name, values in options if name == "algo" and values), None)
+    if algo is not None and algo != algorithm:
+        if algo not in algorithms():
+            return None
+        command = command.replace(f"{algorithm}_trainer", f"{algo}_trainer")
+        if command.endswith(f" {algorithm}"):
+            command = command.removesuffix(algorithm) + algo
+        algorithm = algo
+    words = [command]
+    for _, name, values in options:
+        overrides = option_overrides(algorithm, name, values)
+        if overrides is None:
+            return None
+        words += [word for word in overrides.split(" ") if word and word not in words]
+    words += [arg for arg in args if "=" in arg and not arg.startswith("-")]
+    return " ".join(words)
+
+
+def _env_overrides(algorithm: str, env_id: str) -> str:
+    """rl-zoo's ``--env <id>`` picks the env's tuned settings: the algorithm's MuJoCo preset
+    for a MuJoCo env when it has one, else the env option (or ``env.env_name``)."""
+    from .help_page import group_options
+    from .mujoco_presets import (
+        env_option_id,
+        env_option_of,
+        env_override,
+        is_mujoco,
+        mujoco_preset,
+        preset_command,
+    )
+
+    option = env_option_of(env_id) or (env_id if env_option_id(env_id) else None)
+    env_name = env_option_id(option) or env_id
+    preset = mujoco_preset(algorithm)
+    if is_mujoco(env_name) and preset in group_options(algorithm).get("experiment", []):
+        return preset_command(preset, option, env_name)
+    return env_override(env_id)
+
+
+def _pairs(values: Sequence[str]) -> str:
+    """rl-zoo's ``key:value`` words as the inside of a Hydra dict: ``g:9.81,...``."""
+    return ",".join(f"{key}:{value}" for key, _, value in (v.partition(":") for v in values))
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
