@@ -184,3 +184,25 @@ def _help(tmp_path):
     proc = spawn([str(SCRIPT), "--help"], tmp_path)
     stdout, stderr = proc.communicate(timeout=120)
     return proc.returncode, stdout, stderr
+
+
+def test_a_video_write_that_fails_loses_the_video_not_the_scalars(tmp_path):
+    """The CSV logger's video directory taken away mid-run: the evaluations' videos after the
+    fault are lost (one warning), every scalar still reaches the CSV files."""
+    video = ["eval.video=true", "eval.episodes=1", "eval.interval=64", "eval.video_max_frames=8"]
+    code, stderr, seconds, out = _run_with_fault(
+        tmp_path, f"logs/{EXP}/videos", [*TINY["ppo"], *SAVE_EVERY, *video]
+    )
+    assert code == 0, stderr[-3000:]
+    assert "FAULT INJECTED" in stderr
+    (warning,) = [line for line in stderr.splitlines() if "logger backend" in line]
+    assert warning.startswith("Warning: the logger backend CSVLogger failed in log_video: ")
+    assert "the videos it fails on are skipped and the scalars go on to it" in warning
+    assert "Traceback" not in stderr and not error_lines(stderr)
+    scalars = out / "logs" / EXP / "scalars"
+    assert _csv_steps(scalars / "loss_objective.csv") == [64, 128, 192, 256]
+    assert _csv_steps(scalars / "eval" / "return_mean.csv") == [64, 128, 192, 256]
+    moved = out / "logs" / EXP / "videos.moved" / "eval"
+    assert sorted(p.name for p in moved.iterdir()) == ["video_128.gif", "video_64.gif"]
+    assert (out / "summary.json").exists()
+    assert seconds < 120, f"{seconds:.0f} s"

@@ -93,6 +93,7 @@ class GuardedLogger(Logger):
         self.fallback: Logger | None = None
         self.error: str | None = None  #: the backend's failure, as one line
         self._failure: LoggerBackendError | None = None
+        self._media_failed: set[str] = set()  # log_video, log_histogram: warned once each
         self._pending: list[tuple[str, Any, int | None]] = []
         self._hparams: Any = None
         self._thread_error: BaseException | None = None
@@ -227,6 +228,30 @@ class GuardedLogger(Logger):
                 )
         return None
 
+    def _call_media(self, what: str, backend_call: Callable[[Logger], Any], fallback_call) -> Any:
+        """A video or a histogram: with ``on_error="continue"`` its failure (no video
+        writer, data the backend refuses) loses that item, not the backend: one ``Warning:``
+        line per kind, and the scalars go on to the backend. Otherwise :meth:`_call`."""
+        if self.on_error != "continue" or self.error is not None:
+            return self._call(what, backend_call, fallback_call)
+        self._check_thread_error()
+        if self.error is not None:
+            return self._call(what, backend_call, fallback_call)
+        try:
+            return backend_call(self.backend)
+        except Exception as err:  # noqa: BLE001 - any item the backend refuses is handled alike
+            if what not in self._media_failed:
+                self._media_failed.add(what)
+                kind = what.removeprefix("log_")
+                print(
+                    f"Warning: the logger backend {type(self.backend).__name__} failed in "
+                    f"{what}: {_one_line(err)}; the {kind}s it fails on are skipped and the "
+                    "scalars go on to it (logger.on_error=raise stops the run instead).",
+                    file=self._stream or sys.stderr,
+                    flush=True,
+                )
+        return None
+
     def _check_thread_error(self) -> None:
         if self.error is None and self._thread_error is not None:
             self._fail("a background write", self._thread_error)
@@ -286,7 +311,7 @@ class GuardedLogger(Logger):
 
     def log_video(self, name: str, video: Tensor, step: int | None = None, **kwargs) -> None:
         self._record_step(name, step)
-        self._call(
+        self._call_media(
             "log_video",
             lambda b: b.log_video(name, video, step=step, **kwargs),
             lambda f: f.log_video(name, video, step=step, **kwargs),
@@ -296,7 +321,7 @@ class GuardedLogger(Logger):
         self, name: str, data: Sequence | Tensor, step: int | None = None, **kwargs
     ) -> None:
         self._record_step(name, step)
-        self._call(
+        self._call_media(
             "log_histogram",
             lambda b: b.log_histogram(name, data, step=step, **kwargs),
             lambda f: f.log_histogram(name, data, step=step, **kwargs),
