@@ -17,6 +17,8 @@ _LAZY = {
     "evaluate": "rl_trainers.agents.policy",
     "TrainedPolicy": "rl_trainers.agents.policy",
     "export_policy": "rl_trainers.agents.export",
+    "train": "rl_trainers.agents.training",
+    "TrainedRun": "rl_trainers.agents.training",
 }
 
 
@@ -32,5 +34,7 @@ __all__ = [
     "logger",
     "make_env",
     "timeit",
+    "train",
     "TrainedPolicy",
+    "TrainedRun",
 ]

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ComponentError", "ConfigError", "ConfigWarning", "RunError"]
+__all__ = ["ComponentError", "ConfigError", "ConfigWarning", "RunError", "TrainingError"]
 
 
 class ConfigError(ValueError):
@@ -41,3 +41,13 @@ class RunError(ValueError):
     """A directory that is not a run, a run without a checkpoint, a checkpoint that does not
     belong to the run, a missing optional dependency: one line for the user of a trained
     run (``rl_trainers.load_policy``, ``rl-trainers eval|enjoy|export|results``)."""
+
+
+class TrainingError(RuntimeError):
+    """A run started by :func:`rl_trainers.train` stopped on an error: the message is the
+    run's ``Error:`` line (a mistake in the overrides, a run directory in use...) or, for a
+    crash, its exit status and the end of its output."""
+
+    def __init__(self, message: str, returncode: int) -> None:
+        super().__init__(message)
+        self.returncode = returncode

@@ -1,0 +1,120 @@
+"""``rl_trainers.train(...)``: the app's run from Python, returning the finished run."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+import pytest
+import torch
+import yaml
+
+import rl_trainers
+from rl_trainers.core.checkpoint import list_checkpoints
+from rl_trainers.errors import TrainingError
+
+from .conftest import env_with_package
+
+TINY_PPO = [
+    "trainer.total_frames=256",
+    "collector.frames_per_batch=64",
+    "trainer.minibatch_size=32",
+    "trainer.num_epochs=2",
+    "eval.episodes=2",
+]
+
+
+def test_train_returns_the_finished_run_ready_to_use(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PYTHONPATH", env_with_package()["PYTHONPATH"])
+    threads, handler = torch.get_num_threads(), signal.getsignal(signal.SIGINT)
+    run = rl_trainers.train(
+        "ppo",
+        *TINY_PPO,
+        {"env.num_envs": 2, "network.policy.num_cells": [16, 16], "trainer.progress_bar": False},
+        run_dir=tmp_path / "run",
+    )
+    assert run.run_dir == tmp_path / "run"
+    assert run.summary == json.loads((run.run_dir / "summary.json").read_text())
+    assert run.summary["frames"] == 256 and run.eval_return_mean > 0
+    saved = yaml.safe_load((run.run_dir / ".hydra" / "config.yaml").read_text())
+    assert saved["env"]["num_envs"] == 2
+    assert saved["network"]["policy"]["num_cells"] == [16, 16]
+    assert saved["trainer"]["progress_bar"] is False
+    policy = run.load_policy()
+    assert policy.act([0.0, 0.0, 0.0, 0.0]) in (0, 1)
+    # the run's own process: the caller's torch threads and signal handlers are untouched
+    assert (torch.get_num_threads(), signal.getsignal(signal.SIGINT)) == (threads, handler)
+    # its console output is relayed (a notebook shows it)
+    assert '"eval_return_mean"' in capsys.readouterr().out
+
+
+def test_a_mistake_raises_the_runs_error_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(
+        TrainingError, match=r"optimizer.lrr is not a field: did you mean optimizer.lr\?"
+    ) as err:
+        rl_trainers.train("ppo", "optimizer.lrr=1", echo=False)
+    assert err.value.returncode == 2
+    with pytest.raises(TrainingError, match="-m: train.. takes overrides"):
+        rl_trainers.train("ppo", "-m", "seed=0,1")
+    assert capsys.readouterr() == ("", "")  # echo=False: nothing relayed
+    assert not (tmp_path / "outputs").exists()
+
+
+INTERRUPTED = textwrap.dedent(
+    """
+    import sys
+    import rl_trainers
+
+    try:
+        rl_trainers.train("ppo", *sys.argv[2:], run_dir=sys.argv[1], echo=False)
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt raised", flush=True)
+    """
+)
+
+
+def test_an_interrupt_stops_the_run_with_a_checkpoint_and_raises(tmp_path):
+    """Ctrl-C in the calling program (SIGINT to it alone: the run has a session of its own)
+    reaches the run, which checkpoints and ends; train() then raises KeyboardInterrupt."""
+    script = tmp_path / "caller.py"
+    script.write_text(INTERRUPTED)
+    out = tmp_path / "run"
+    long_run = [*TINY_PPO, "trainer.total_frames=10000000", "trainer.progress_bar=false"]
+    caller = subprocess.Popen(
+        [sys.executable, str(script), str(out), *long_run],
+        env=env_with_package(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    run_processes = []
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / "logs").exists():  # training started
+            assert caller.poll() is None, caller.communicate()
+            assert time.monotonic() < deadline, "the run did not start"
+            time.sleep(0.1)
+        run_processes = psutil.Process(caller.pid).children(recursive=True)
+        time.sleep(1.0)
+        start = time.monotonic()
+        caller.send_signal(signal.SIGINT)
+        stdout, stderr = caller.communicate(timeout=60)
+    finally:  # the run has a session of its own: no orphan left training if this fails
+        caller.kill()
+        for process in run_processes:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
+    assert time.monotonic() - start < 30
+    assert caller.returncode == 0, stderr
+    assert "KeyboardInterrupt raised" in stdout
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in run_processes)
+    frames = list_checkpoints(out / "checkpoints" / "trainer.pt")[-1][0]
+    assert 0 < frames < 10_000_000  # the interrupted run's checkpoint, at a batch boundary
+    assert frames % 64 == 0
