@@ -3,7 +3,8 @@
 Runs are grouped by their saved config (``.hydra/config.yaml``, flattened to
 ``optimizer.lr``-style keys) with ``seed`` and the keys that cannot change what is learned
 (:data:`IGNORED_KEYS`: logging, progress bar, threads, checkpoint and resume settings, ...)
-left out; ``group_by=["optimizer.lr"]`` groups by the listed keys only, ``["run"]`` keeps
+left out, a ``None`` value the same as a missing key (a field a later version added) and
+this package's builders (``_target_``) compared by name, not by module path; ``group_by=["optimizer.lr"]`` groups by the listed keys only, ``["run"]`` keeps
 each run alone, ``["path"]`` pools the runs of each directory given to ``find_runs`` and
 ``["none"]`` pools every run.
 
@@ -169,7 +170,9 @@ def group_runs(runs: list[Run], group_by: list[str] | None = None) -> list[Group
     flat = [flatten(r.config) for r in runs]
     if mode == ["auto"]:
         keys = [
-            {k: v for k, v in f.items() if not _ignored(k)} if r.config else {"run": str(r.path)}
+            {k: _comparable(k, v) for k, v in f.items() if not _ignored(k) and v is not None}
+            if r.config
+            else {"run": str(r.path)}
             for r, f in zip(runs, flat)
         ]
     else:
@@ -199,7 +202,25 @@ def group_runs(runs: list[Run], group_by: list[str] | None = None) -> list[Group
         labels = _labels_from_overrides(members) or _labels_from_config(member_keys, members)
     else:
         labels = [", ".join(f"{n}={_show(k.get(n))}" for n in mode) for k in member_keys]
-    return [Group(label, rs) for label, rs in zip(labels, members)]
+    return [Group(label, rs) for label, rs in zip(_told_apart(labels, members), members)]
+
+
+def _comparable(key: str, value: Any) -> Any:
+    """A config value as groups compare it: one of this package's builders (a ``_target_``
+    in ``rl_trainers.``) by its name alone, so that runs of the same settings saved by
+    versions of the code with other module paths group together."""
+    if key.endswith("._target_") and isinstance(value, str) and value.startswith("rl_trainers."):
+        return "rl_trainers." + value.rpartition(".")[2]
+    return value
+
+
+def _told_apart(labels: list[str], groups: list[list[Run]]) -> list[str]:
+    """``labels``, each one that several groups share followed by its first run's directory."""
+    shared = {label for label in labels if labels.count(label) > 1}
+    return [
+        f"{label} ({_short(runs[0])})" if label in shared else label
+        for label, runs in zip(labels, groups)
+    ]
 
 
 def _short(run: Run) -> str:

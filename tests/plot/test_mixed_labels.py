@@ -100,3 +100,50 @@ def test_the_legend_is_below_the_axes(mixed, tmp_path):
     axes_box = fig.axes[0].get_tightbbox(renderer)
     assert legend_box.y1 <= axes_box.y0 + 1  # entirely below the axes and their labels
     assert not fig.axes[0].get_legend()
+
+
+def _saved_run(root: Path, name: str, config: dict, env_option: str) -> None:
+    """A run directory as the app leaves it: config, overrides, Hydra's choices, a CSV."""
+    hydra = root / name / ".hydra"
+    hydra.mkdir(parents=True)
+    (hydra / "config.yaml").write_text(yaml.safe_dump(config))
+    (hydra / "overrides.yaml").write_text("[]\n")
+    choices = {"hydra": {"runtime": {"choices": {"env": env_option, "logger": "csv"}}}}
+    (hydra / "hydra.yaml").write_text(yaml.safe_dump(choices))
+    scalars = root / name / "logs" / "exp" / "scalars" / "eval"
+    scalars.mkdir(parents=True)
+    (scalars / "return_mean.csv").write_text("64,1.0\n128,2.0\n")
+
+
+def _td3(seed: int, module: str, **trainer) -> dict:
+    return {
+        "algorithm": "td3",
+        "seed": seed,
+        "env": {"_target_": f"{module}.make_env", "env_name": "HalfCheetah-v5"},
+        "loss": {"_target_": f"{module}.make_td3_loss", "gamma": 0.99},
+        "trainer": {"total_frames": 300000, **trainer},
+    }
+
+
+def test_runs_saved_by_another_version_of_the_code_are_seeds_of_one_group(tmp_path):
+    """The same settings, saved before the builders moved to another module and before a
+    field (None by default) existed: one group of three seeds, not two groups."""
+    _saved_run(tmp_path, "seed0", _td3(0, "rl_trainers.trainers.helpers"), "halfcheetah")
+    for seed in (1, 2):
+        config = _td3(seed, "rl_trainers.algorithms.components", new_field=None)
+        _saved_run(tmp_path, f"seed{seed}", config, "halfcheetah")
+    (group,) = group_runs(find_runs([tmp_path]))
+    assert [r.path.name for r in group.runs] == ["seed0", "seed1", "seed2"]
+    assert group.label == "TD3 HalfCheetah-v5"
+
+
+def test_groups_whose_labels_would_coincide_are_told_apart_by_directory(tmp_path):
+    """Two env builders under the same env option (a user's own ``_target_``): two groups,
+    and their labels differ."""
+    _saved_run(tmp_path, "ours", _td3(0, "rl_trainers.algorithms.components"), "halfcheetah")
+    theirs = _td3(0, "rl_trainers.algorithms.components")
+    theirs["env"]["_target_"] = "my_project.envs.make_noisy_env"
+    _saved_run(tmp_path, "theirs", theirs, "halfcheetah")
+    labels = [g.label for g in group_runs(find_runs([tmp_path]))]
+    assert len(labels) == 2 and len(set(labels)) == 2, labels
+    assert all(label.startswith("env=halfcheetah") for label in labels), labels
