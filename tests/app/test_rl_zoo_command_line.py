@@ -5,8 +5,6 @@ settings rl-zoo's would."""
 from __future__ import annotations
 
 import shlex
-import subprocess
-import sys
 
 import pytest
 import yaml
@@ -14,6 +12,7 @@ import yaml
 from rl_trainers.app.rl_zoo import command_here, option_overrides, split_options
 
 from .test_cli import train
+from .test_rl_trainers_command import rl_trainers
 
 
 def test_options_split_with_their_words():
@@ -63,16 +62,6 @@ def test_another_algorithm_names_its_command():
     script = "python sota-implementations/ppo_trainer/train.py"
     assert command_here("ppo", ["--algo", "sac"], script) == script.replace("ppo", "sac")
     assert command_here("ppo", ["--algo", "tqc"], script) is None  # no such algorithm here
-
-
-def rl_trainers(*args: str, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rl_trainers", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 def named_command(stderr: str) -> list[str]:
