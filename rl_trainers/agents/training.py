@@ -161,8 +161,11 @@ class _Relay:
             part = decoder.decode(chunk)
             self._parts.append(part)
             if self._stream is not None:
-                self._stream.write(part)
-                self._stream.flush()
+                try:
+                    self._stream.write(part)
+                    self._stream.flush()
+                except (AttributeError, OSError, ValueError):  # closed, or no stream at all:
+                    self._stream = None  # the pipe is still drained, or the run would block
         self._pipe.close()
 
     def text(self) -> str:

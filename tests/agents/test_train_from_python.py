@@ -118,3 +118,11 @@ def test_an_interrupt_stops_the_run_with_a_checkpoint_and_raises(tmp_path):
     frames = list_checkpoints(out / "checkpoints" / "trainer.pt")[-1][0]
     assert 0 < frames < 10_000_000  # the interrupted run's checkpoint, at a batch boundary
     assert frames % 64 == 0
+
+
+def test_a_caller_without_a_console_still_gets_its_run(tmp_path, monkeypatch):
+    """``sys.stdout`` gone (pythonw, a closed stream): the output is still drained, so the
+    run cannot block on a full pipe."""
+    monkeypatch.setattr(sys, "stdout", None)
+    run = rl_trainers.train("ppo", *TINY_PPO, run_dir=tmp_path / "run")
+    assert run.summary["frames"] == 256
