@@ -117,6 +117,8 @@ def train(
         tail = "\n".join(err.strip().splitlines()[-20:])
         raise TrainingError(f"the run failed (exit status {returncode}):\n{tail}", returncode)
     summary = _last_json_object(out)
+    if summary is None:
+        raise TrainingError(f"the run ended without its summary:\n{out[-2000:]}", returncode)
     return TrainedRun(Path(summary["output_dir"]), summary)
 
 
@@ -140,11 +142,16 @@ def _hydra_value(value: Any) -> str:
     return str(value)
 
 
-def _last_json_object(text: str) -> dict[str, Any]:
+def _last_json_object(text: str) -> dict[str, Any] | None:
     """The JSON object the app prints last (``summary.json``), from its ``{`` line on."""
     lines = text.splitlines()
-    start = max(i for i, line in enumerate(lines) if line == "{")
-    return json.loads("\n".join(lines[start:]))
+    starts = [i for i, line in enumerate(lines) if line == "{"]
+    if not starts:
+        return None
+    try:
+        return json.loads("\n".join(lines[starts[-1] :]))
+    except json.JSONDecodeError:
+        return None
 
 
 class _Relay:
