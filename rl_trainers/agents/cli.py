@@ -452,6 +452,16 @@ def _user_errors() -> tuple[type[Exception], ...]:
 #: rl_zoo3.enjoy --algo ppo --env CartPole-v1 -f logs/``), where these commands take its directory
 RL_ZOO_RUN_OPTIONS = ("--algo", "--env", "-f", "--folder", "--exp-id")
 
+#: rl-zoo enjoy's other options, as these commands spell them (None: nothing to pass)
+RL_ZOO_ENJOY_OPTIONS = {
+    "--load-best": "--best",
+    "--no-render": None,  # without a display enjoy writes a video
+    "--deterministic": None,  # the default here
+    "--stochastic": "--stochastic",
+    "-n": None,  # timesteps: enjoy plays --episodes N
+    "--n-timesteps": None,
+}
+
 
 def rl_zoo_run_dir_hint(command: str, argv: Sequence[str]) -> str:
     """The ``Error:`` text for rl-zoo's way of naming a run: the run directory to pass, the
@@ -465,6 +475,11 @@ def rl_zoo_run_dir_hint(command: str, argv: Sequence[str]) -> str:
         name, eq, value = word.partition("=")
         if name in RL_ZOO_RUN_OPTIONS:
             found[name] = value if eq else next(words, "")
+        elif name in RL_ZOO_ENJOY_OPTIONS:
+            if name in ("-n", "--n-timesteps") and not eq:
+                next(words, "")  # its value
+            if RL_ZOO_ENJOY_OPTIONS[name]:
+                rest.append(RL_ZOO_ENJOY_OPTIONS[name])
         else:
             rest.append(word)
     algo, env = found.get("--algo"), found.get("--env")

@@ -470,3 +470,9 @@ def test_rl_zoo_options_name_the_run_directory(runs, tmp_path):
     assert "rl-trainers export RUN_DIR p.pt2;" in elsewhere.stderr
     assert "no run under logs/td3/Pendulum-v1 here" in elsewhere.stderr
     assert not (tmp_path / "p.pt2").exists()
+
+    # rl-zoo enjoy's own options, as enjoy spells them
+    zoo = ["--algo", "td3", "--env", "Pendulum-v1", "--exp-id", "1", "--load-best", "-n", "1000"]
+    enjoy = cli("rl_trainers.enjoy", *zoo, "--no-render", cwd=tmp_path)
+    assert enjoy.returncode == 2
+    assert "rl-trainers enjoy outputs/td3/Pendulum-v1/2026-01-02 --best (the newest" in enjoy.stderr
