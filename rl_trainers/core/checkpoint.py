@@ -113,6 +113,8 @@ def encode(obj: Any, where: str = "state") -> Any:
     """
     if isinstance(obj, torch.Tensor):
         return obj.detach()
+    if isinstance(obj, np.generic):  # before _PLAIN: np.float64 and np.str_ are a float and a
+        return obj.item()  # str too, which torch would pickle as numpy objects
     if isinstance(obj, _PLAIN):
         return obj
     if isinstance(obj, TensorDictBase):
@@ -131,8 +133,6 @@ def encode(obj: Any, where: str = "state") -> Any:
         return [encode(v, f"{where}[{i}]") for i, v in enumerate(obj)]
     if isinstance(obj, np.ndarray):
         return {_ND_TAG: True, "data": torch.from_numpy(np.ascontiguousarray(obj)).clone()}
-    if isinstance(obj, np.generic):
-        return obj.item()
     raise TypeError(
         f"Cannot store {where} of type {type(obj).__name__} in a checkpoint: only tensors, "
         "numbers, strings, None, numpy arrays, TensorDicts and dicts/lists/tuples of these "

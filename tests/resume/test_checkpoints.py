@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 import subprocess
 import sys
@@ -19,6 +20,8 @@ from rl_trainers.app.run import run
 from rl_trainers.collectors import SyncDataCollector
 from rl_trainers.core.checkpoint import (
     CheckpointError,
+    decode,
+    encode,
     latest_checkpoint,
     list_checkpoints,
     load_checkpoint,
@@ -212,7 +215,10 @@ def test_async_env_state_round_trip_through_the_workers():
         a.close(), b.close()
 
 
-@pytest.mark.parametrize("env_id", ["CartPole-v1", "HalfCheetah-v5"])
+# MountainCar's state is a tuple of numpy floats, Blackjack's cards numpy strings
+@pytest.mark.parametrize(
+    "env_id", ["CartPole-v1", "HalfCheetah-v5", "MountainCar-v0", "Blackjack-v1"]
+)
 def test_gym_state_round_trip_continues_bitwise(env_id):
     a = gym.make(env_id)
     a.reset(seed=1)
@@ -221,7 +227,9 @@ def test_gym_state_round_trip_continues_bitwise(env_id):
     for act in actions[:60]:
         if any(a.step(act)[2:4]):
             a.reset()
-    state = get_gym_state(a)
+    saved = io.BytesIO()
+    torch.save(encode(get_gym_state(a)), saved)  # as a checkpoint stores and loads it
+    state = decode(torch.load(io.BytesIO(saved.getvalue()), weights_only=True))
     b = gym.make(env_id)
     b.reset(seed=123)
     with warnings.catch_warnings():

@@ -63,16 +63,17 @@ class _Unsupported(Exception):
 
 
 def _plain(value: Any, where: str) -> Any:
+    if isinstance(value, np.generic):  # first: np.float64 and np.str_ are a float and a str
+        return value.item()  # too, and a checkpoint loads with weights_only=True
     if value is None or isinstance(value, bool | int | float | str):
         return value
-    if isinstance(value, np.generic):
-        return value.item()
     if isinstance(value, np.ndarray):
         if value.dtype.kind not in "biufc":
             raise _Unsupported(where)
         return value.copy()
-    if isinstance(value, tuple | list):
-        return tuple(_plain(v, f"{where}[{i}]") for i, v in enumerate(value))
+    if isinstance(value, tuple | list):  # each as itself: a list the env appends to stays one
+        items = [_plain(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return items if isinstance(value, list) else tuple(items)
     raise _Unsupported(where)
 
 
