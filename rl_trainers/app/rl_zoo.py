@@ -27,6 +27,7 @@ SHORT_OPTIONS = {
 #: rl-zoo's Optuna options: a study here is a ``hparams_search`` recipe run with ``-m``
 _STUDY_OPTIONS = (
     "optimize-hyperparameters",
+    "optimize",  # argparse's abbreviation
     "n-trials",
     "max-total-trials",
     "n-jobs",
@@ -107,18 +108,14 @@ def option_overrides(algorithm: str, name: str, values: Sequence[str]) -> str | 
     if name == "env-kwargs":
         return f"'env.make_kwargs={{{_pairs(values)}}}'"  # quoted: a shell expands {a,b}
     if name == "hyperparams":
-        overrides = []
-        for pair in values:
-            key, _, setting = pair.partition(":")
-            field = suggest_field(algorithm, key) or key
-            overrides.append(f"{field}={setting}")
-        return " ".join(overrides)
+        return " ".join(hyperparam_overrides(algorithm, values)[0])
     if name in _STUDY_OPTIONS:
         return "-m +hparams_search=<study>"
     if name == "conf-file":
         return "experiment=<preset>"
+    if name == "n-timesteps" and _is_number(value):
+        return f"trainer.total_frames={_int(value)}"
     field = {
-        "n-timesteps": "trainer.total_frames",
         "eval-episodes": "eval.episodes",
         "save-freq": "trainer.save_trainer_interval",
         "num-threads": "trainer.num_threads",
@@ -126,6 +123,91 @@ def option_overrides(algorithm: str, name: str, values: Sequence[str]) -> str | 
         "device": "device",
     }.get(name) or suggest_field(algorithm, name.replace("-", "_"))  # --n-envs: env.num_envs
     return f"{field}={value}" if field else None
+
+
+def hyperparam_overrides(algorithm: str, pairs: Sequence[str]) -> tuple[list[str], list[str]]:
+    """rl-zoo's ``--hyperparams key:value ...`` (SB3's names, rl-zoo's ``lin_`` schedules):
+    the overrides here, and the keys with no counterpart."""
+    given = dict(pair.partition(":")[::2] for pair in pairs)
+    overrides: list[str] = []
+    unmapped: list[str] = []
+    for key, value in given.items():
+        words = _hyperparam(algorithm, key, value, given)
+        if words is None:
+            unmapped.append(key)
+        else:
+            overrides += [word for word in words if word not in overrides]
+    return overrides, unmapped
+
+
+#: SB3 hyperparameters that are one field here, by algorithm kind (``on``: PPO, A2C, PG)
+_ONE_FIELD = {
+    "gamma": "loss.gamma",
+    "gae_lambda": "loss.lmbda",
+    "n_epochs": "trainer.num_epochs",
+    "vf_coef": "loss.critic_coef",
+    "max_grad_norm": "trainer.clip_norm",
+    "normalize_advantage": "loss.normalize_advantage",
+    "target_kl": "trainer.target_kl",
+    "buffer_size": "replay_buffer.size",
+    "tau": "trainer.tau",
+    "policy_delay": "trainer.policy_delay",
+    "target_policy_noise": "loss.policy_noise",
+    "target_noise_clip": "loss.noise_clip",
+    "noise_std": "trainer.noise_std",
+    "exploration_fraction": "trainer.exploration_fraction",
+    "exploration_initial_eps": "trainer.eps_init",
+    "exploration_final_eps": "trainer.eps_end",
+    "n_envs": "env.num_envs",
+}
+
+
+def _hyperparam(algorithm: str, key: str, value: str, given: dict[str, str]) -> list[str] | None:
+    """The overrides for SB3's ``key: value`` (``given``: every pair of the option)."""
+    on_policy = algorithm in ("ppo", "a2c", "pg")
+    schedule, _, start = value.partition("lin_")
+    linear = not schedule and bool(start)  # "lin_3e-4": from 3e-4 down to 0
+    if key == "n_timesteps":
+        return [f"trainer.total_frames={_int(value)}"]
+    if key == "learning_rate":
+        return (
+            [f"optimizer.lr={start}", "lr_scheduler.kind=linear"]
+            if linear
+            else [f"optimizer.lr={value}"]
+        )
+    if key == "clip_range":
+        if linear:
+            return [f"loss.clip_epsilon={start}", "trainer.anneal_clip_epsilon=true"]
+        return [f"loss.clip_epsilon={value}"]
+    if key == "batch_size":
+        return [f"{'trainer.minibatch_size' if on_policy else 'replay_buffer.batch_size'}={value}"]
+    if key == "n_steps" and on_policy:  # per env in SB3; a batch holds every env's steps here
+        n_envs = given.get("n_envs")
+        frames = _int(value) * _int(n_envs) if n_envs else f"<{value} x env.num_envs>"
+        return [f"collector.frames_per_batch={frames}"]
+    if key == "ent_coef":
+        if on_policy:
+            return [f"loss.entropy_coef={value}"]
+        if value.startswith("auto"):  # "auto", "auto_0.1": tuned from that start
+            return [f"loss.alpha_init={value.partition('_')[2] or 1.0}"]
+        return ["loss.fixed_alpha=true", f"loss.alpha_init={value}"]
+    if key == "learning_starts" and not on_policy:  # random actions until then, as SB3
+        return [f"collector.init_random_frames={value}", f"trainer.learning_starts={value}"]
+    if key in ("train_freq", "gradient_steps") and not on_policy:
+        frames = _int(given.get("train_freq", "1")) * _int(given.get("n_envs", "1"))
+        steps = _int(given.get("gradient_steps", "1"))
+        utd = 1.0 if steps < 0 else steps / frames  # -1: as many updates as frames
+        return [f"collector.frames_per_batch={frames}", f"trainer.utd_ratio={utd:g}"]
+    if key == "noise_type":
+        noise = {"normal": "gaussian", "ornstein-uhlenbeck": "ou"}.get(value)
+        return [f"trainer.exploration_noise={noise}"] if noise else None
+    field = _ONE_FIELD.get(key)
+    return [f"{field}={value}"] if field else None
+
+
+def _int(word: str) -> int:
+    """rl-zoo's counts, written ``1e6`` or ``1000000``, as the integer fields take them."""
+    return int(float(word))
 
 
 def command_here(algorithm: str, args: Sequence[str], command: str) -> str | None:
@@ -147,11 +229,24 @@ def command_here(algorithm: str, args: Sequence[str], command: str) -> str | Non
     words = [command]
     for _, name, values in options:
         overrides = option_overrides(algorithm, name, values)
-        if overrides is None:
+        if overrides is None or (
+            name == "hyperparams" and hyperparam_overrides(algorithm, values)[1]
+        ):
             return None
         words += [word for word in overrides.split(" ") if word and word not in words]
     words += [arg for arg in args if "=" in arg and not arg.startswith("-")]
     return " ".join(words)
+
+
+def without_counterpart(algorithm: str, args: Sequence[str]) -> list[str]:
+    """The options of ``args`` (and ``--hyperparams`` keys) that have no counterpart here."""
+    missing = []
+    for arg, name, values in split_options(args):
+        if option_overrides(algorithm, name, values) is None:
+            missing.append(arg.partition("=")[0])
+        elif name == "hyperparams":
+            missing += hyperparam_overrides(algorithm, values)[1]
+    return missing
 
 
 def _env_overrides(algorithm: str, env_id: str) -> str:

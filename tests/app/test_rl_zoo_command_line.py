@@ -9,7 +9,12 @@ import shlex
 import pytest
 import yaml
 
-from rl_trainers.app.rl_zoo import command_here, option_overrides, split_options
+from rl_trainers.app.rl_zoo import (
+    command_here,
+    option_overrides,
+    split_options,
+    without_counterpart,
+)
 
 from .test_cli import train
 from .test_rl_trainers_command import rl_trainers
@@ -33,7 +38,7 @@ def test_options_split_with_their_words():
         ("sac", "env", ["HalfCheetah-v5"], "experiment=sac_halfcheetah"),
         ("ppo", "env", ["CartPole-v1"], "env=cartpole"),
         ("ppo", "env", ["LunarLander-v3"], "env.env_name=LunarLander-v3"),
-        ("ppo", "n-timesteps", ["2e5"], "trainer.total_frames=2e5"),
+        ("ppo", "n-timesteps", ["200000"], "trainer.total_frames=200000"),
         ("ppo", "eval-freq", ["-1"], "eval.interval=0"),  # rl-zoo's "no evaluation"
         ("ppo", "save-freq", ["5000"], "trainer.save_trainer_interval=5000"),
         ("ppo", "n-envs", ["4"], "env.num_envs=4"),  # named after a field
@@ -47,6 +52,30 @@ def test_options_split_with_their_words():
             ["learning_rate:0.001", "n_epochs:5"],
             "optimizer.lr=0.001 trainer.num_epochs=5",
         ),
+        (  # SB3's n_steps is per env, a batch here holds every env's steps
+            "a2c",
+            "hyperparams",
+            ["n_steps:5", "n_envs:8"],
+            "collector.frames_per_batch=40 env.num_envs=8",
+        ),
+        (  # rl-zoo's linear schedules
+            "ppo",
+            "hyperparams",
+            ["learning_rate:lin_3e-4", "clip_range:lin_0.2", "n_timesteps:1e6"],
+            "optimizer.lr=3e-4 lr_scheduler.kind=linear loss.clip_epsilon=0.2 "
+            "trainer.anneal_clip_epsilon=true trainer.total_frames=1000000",
+        ),
+        (
+            "sac",
+            "hyperparams",
+            ["learning_starts:1000", "train_freq:4", "gradient_steps:2", "ent_coef:auto_0.1"],
+            "collector.init_random_frames=1000 trainer.learning_starts=1000 "
+            "collector.frames_per_batch=4 trainer.utd_ratio=0.5 loss.alpha_init=0.1",
+        ),
+        ("sac", "hyperparams", ["ent_coef:0.2"], "loss.fixed_alpha=true loss.alpha_init=0.2"),
+        ("td3", "hyperparams", ["noise_type:normal"], "trainer.exploration_noise=gaussian"),
+        ("ppo", "n-timesteps", ["1e6"], "trainer.total_frames=1000000"),  # an int field
+        ("ppo", "optimize", [], "-m +hparams_search=<study>"),  # argparse's abbreviation
         ("ppo", "algo", ["ppo"], ""),  # this app already
         ("ppo", "save-replay-buffer", [], ""),  # checkpoints hold it already
         ("ppo", "verbose", ["0"], None),  # no counterpart
@@ -54,6 +83,12 @@ def test_options_split_with_their_words():
 )
 def test_each_option_stands_for_its_overrides(algorithm, name, values, overrides):
     assert option_overrides(algorithm, name, values) == overrides
+
+
+def test_what_has_no_counterpart_is_named():
+    args = ["--env", "Pendulum-v1", "--n-eval-envs", "5", "-params", "target_update_interval:10"]
+    assert without_counterpart("dqn", args) == ["--n-eval-envs", "target_update_interval"]
+    assert command_here("dqn", args, "rl-trainers dqn") is None  # not a command that runs as asked
 
 
 def test_another_algorithm_names_its_command():
@@ -114,6 +149,7 @@ def test_an_rl_zoo_command_line_names_the_command_that_runs_its_settings(tmp_pat
         (["--track", "--wandb-project-name", "p"], "here: python sota-implementations/sac"),
         (["-optimize", "--n-trials", "10"], "-m +hparams_search=<study>"),
         (["--algo", "tqc"], "no tqc here: the algorithms are a2c, ddpg"),
+        (["--env", "Pendulum-v1", "--n-eval-envs", "5"], "; no counterpart here: --n-eval-envs;"),
     ],
 )
 def test_one_rl_zoo_option_is_one_error_line(args, expected, tmp_path):
