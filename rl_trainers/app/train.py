@@ -9,6 +9,7 @@ sweep), inside the blocks that turn a user's mistake into one ``Error:`` line.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -44,6 +45,7 @@ def main(algorithm: str, argv: Sequence[str] | None = None, program: Sequence[st
     args = list(sys.argv[1:] if argv is None else argv)
     started(algorithm, program)
     check_options(algorithm, args)
+    check_overrides(algorithm, args)
     sys.argv = [sys.argv[0], *translate_torchrl_overrides(args)]  # what hydra.main reads
     hydra_main = hydra.main(
         config_path=RECIPES_DIR, config_name=f"{algorithm}_trainer", version_base=None
@@ -93,6 +95,77 @@ def check_options(algorithm: str, args: Sequence[str]) -> None:
     report_and_exit(
         f"{arg} is not an option: settings are Hydra overrides, field=value{write}; "
         f"{command} --help lists every field"
+    )
+
+
+def check_overrides(algorithm: str, args: Sequence[str]) -> None:
+    """The words Hydra would refuse with its parser's text or a traceback, as one ``Error:``
+    line: a bare word (``CartPole-v1``, ``trainer.total_frames 1000``, as SB3's scripts
+    take them), an override Hydra's grammar cannot read (``lr=3e-4,``, ``lr==3e-4``), ``-m``
+    with ``--cfg``, and a run directory that is a file."""
+    from hydra._internal.utils import get_args_parser
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+
+    from .errors import report_and_exit
+    from .launch import command_of
+
+    takes_value = {s for a in get_args_parser()._actions if a.nargs != 0 for s in a.option_strings}
+    command = command_of(algorithm)
+    parser = OverridesParser.create()
+    for i, word in enumerate(args):
+        if word.startswith("-") or (i and args[i - 1] in takes_value):
+            continue  # an option, or an option's value (--cfg job, -cn config)
+        if "=" not in word and not word.startswith("~"):
+            report_and_exit(f"{word} is not an override: {_bare_word_hint(algorithm, args, i)}")
+        try:
+            parser.parse_overrides([word])
+        except OverrideParseException:
+            report_and_exit(f"{word} is not an override Hydra can read: {_grammar_hint(word)}")
+        key, _, value = word.partition("=")
+        if key in ("hydra.run.dir", "hydra.sweep.dir") and os.path.isfile(value):
+            report_and_exit(f"{word}: {value} is a file; a run directory is a directory")
+    if {"-m", "--multirun"} & set(args) and any(
+        a in ("-c", "--cfg") or a.startswith("--cfg=") for a in args
+    ):
+        report_and_exit(
+            "-m and --cfg do not go together: --cfg prints the config of one run; leave -m "
+            f"out and give one value per field to see a job's ({command} --cfg job seed=1)"
+        )
+
+
+def _bare_word_hint(algorithm: str, args: Sequence[str], i: int) -> str:
+    """What a bare word on the command line was meant to be."""
+    from rl_trainers.configs.field_names import field_paths
+
+    from .mujoco_presets import env_option_id, env_option_of, env_override
+
+    word = args[i]
+    said = "settings are Hydra overrides, field=value"
+    if env_option_of(word) or env_option_id(word) or _is_gym_id(word):
+        return f"{said} ({env_override(word)})"
+    following = args[i + 1] if i + 1 < len(args) else None
+    if word in field_paths(algorithm) and following and "=" not in following:
+        return f"{said} ({word}={following})"
+    return f"{said}, e.g. optimizer.lr=3e-4"
+
+
+def _is_gym_id(word: str) -> bool:
+    import gymnasium
+
+    return word in gymnasium.envs.registry
+
+
+def _grammar_hint(word: str) -> str:
+    """Why Hydra's override grammar refuses ``word``, in a user's terms."""
+    key, _, value = word.partition("=")
+    if value.startswith("="):
+        return f"one '=' between the field and its value ({key}={value.lstrip('=')})"
+    if value.endswith(","):
+        return f"a comma separates a sweep's values, each after -m ({key}={value.rstrip(',')})"
+    return (
+        "quote a value holding spaces, commas, brackets or '=' "
+        f"('{key}=\"{value}\"'); https://hydra.cc/docs/advanced/override_grammar/basic"
     )
 
 

@@ -84,6 +84,16 @@ from .test_config_errors import assert_user_error
         ("dqn", ["--env", "CartPole-v1"], ["(env=cartpole)"]),
         ("ppo", ["--env=LunarLander-v3"], ["(env.env_name=LunarLander-v3)"]),
         ("ppo", ["-n", "100000"], ["-n is not an option", "(trainer.total_frames=100000)"]),
+        # bare words (SB3 scripts take the env id alone) and what Hydra's grammar refuses
+        ("ppo", ["CartPole-v1"], ["CartPole-v1 is not an override", "(env=cartpole)"]),
+        ("ppo", ["trainer.total_frames", "1000"], ["(trainer.total_frames=1000)"]),
+        (
+            "ppo",
+            ["optimizer.lr=3e-4,"],
+            ["comma separates a sweep's values", "(optimizer.lr=3e-4)"],
+        ),
+        ("ppo", ["optimizer.lr==3e-4"], ["one '=' between the field and its value"]),
+        ("ppo", ["-m", "seed=0,1"], ["-m and --cfg do not go together"]),
         (
             "ppo",
             ["env.make_kwargs.g=2.0"],
@@ -100,6 +110,12 @@ def test_composition_mistake_is_one_line_with_exit_status_2(algorithm, args, exp
     proc = train(algorithm, "--cfg", "job", *args, cwd=tmp_path)
     assert_user_error(proc, *expected)
     assert "To append to your config" not in proc.stderr
+
+
+def test_a_run_directory_that_is_a_file_is_one_line(tmp_path):
+    (tmp_path / "notes").write_text("a file where the run directory should go")
+    proc = train("ppo", "hydra.run.dir=notes", cwd=tmp_path)
+    assert_user_error(proc, "hydra.run.dir=notes: notes is a file")
 
 
 def test_other_algorithms_preset_in_a_sweep_stops_before_any_job(tmp_path):
