@@ -45,6 +45,9 @@ logging.getLogger("alembic").setLevel(logging.WARNING)
 # torchsnapshot (CKPT_BACKEND=torchsnapshot) logs a table of its scheduler's stages at INFO:
 # about 15 lines at every checkpoint save
 logging.getLogger("torchsnapshot").setLevel(logging.WARNING)
+# torch's fake tensors (loaded with torch._dynamo) log their cache statistics at INFO at exit:
+# three lines after a run's summary, or after the stop line of a Ctrl-C
+logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.WARNING)
 
 
 def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:

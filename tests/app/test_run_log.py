@@ -56,3 +56,19 @@ def test_progress_redraws_are_copied_once_as_last_drawn():
     copy.end()
     assert log.getvalue() == "first line\n100%|bar|\nsecond line\nleft on screen 50%\n"
     assert screen.getvalue().startswith("first line\n\r  0%|bar|  \r 10%")
+
+
+def test_torchs_exit_statistics_stay_out_of_the_console():
+    """torch's fake tensors log cache statistics at INFO when the process exits (once
+    torch._dynamo is loaded); under Hydra's INFO console handler they followed the summary
+    or a Ctrl-C's stop line."""
+    import subprocess
+    import sys
+
+    code = (
+        "import logging; logging.basicConfig(level=logging.INFO); "
+        "import rl_trainers.app.run; import torch._subclasses.fake_tensor"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "FakeTensor cache stats" not in done.stderr + done.stdout
