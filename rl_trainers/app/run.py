@@ -45,9 +45,12 @@ logging.getLogger("alembic").setLevel(logging.WARNING)
 # torchsnapshot (CKPT_BACKEND=torchsnapshot) logs a table of its scheduler's stages at INFO:
 # about 15 lines at every checkpoint save
 logging.getLogger("torchsnapshot").setLevel(logging.WARNING)
-# torch's fake tensors (loaded with torch._dynamo) log their cache statistics at INFO at exit:
-# three lines after a run's summary, or after the stop line of a Ctrl-C
-logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.WARNING)
+# torch's fake tensors log their cache statistics at INFO at exit, which torch's own logger
+# levels hide unless a Ctrl-C interrupted torch's import before it set them: then three
+# lines followed the run's stop line. A filter, which torch's level settings leave alone.
+logging.getLogger("torch._subclasses.fake_tensor").addFilter(
+    lambda record: record.levelno >= logging.WARNING
+)
 
 
 def run(cfg: DictConfig, output_dir: str | os.PathLike | None = None) -> float:
