@@ -17,6 +17,7 @@ from __future__ import annotations
 import codecs
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -139,6 +140,8 @@ def _hydra_value(value: Any) -> str:
         return "[" + ",".join(_hydra_value(v) for v in value) + "]"
     if isinstance(value, Mapping):
         return "{" + ",".join(f"{k}:{_hydra_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, str) and not re.fullmatch(r"[\w./@+-]*|\$\{[^}]*\}", value):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"  # a literal string
     return str(value)
 
 

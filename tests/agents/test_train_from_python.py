@@ -37,6 +37,7 @@ def test_train_returns_the_finished_run_ready_to_use(tmp_path, monkeypatch, caps
         "ppo",
         *TINY_PPO,
         {"env.num_envs": 2, "network.policy.num_cells": [16, 16], "trainer.progress_bar": False},
+        {"logger.exp_name": "my run, v1 (it's small)"},  # a literal, quoted for Hydra
         run_dir=tmp_path / "run",
     )
     assert run.run_dir == tmp_path / "run"
@@ -46,6 +47,7 @@ def test_train_returns_the_finished_run_ready_to_use(tmp_path, monkeypatch, caps
     assert saved["env"]["num_envs"] == 2
     assert saved["network"]["policy"]["num_cells"] == [16, 16]
     assert saved["trainer"]["progress_bar"] is False
+    assert saved["logger"]["exp_name"] == "my run, v1 (it's small)"
     policy = run.load_policy()
     assert policy.act([0.0, 0.0, 0.0, 0.0]) in (0, 1)
     # the run's own process: the caller's torch threads and signal handlers are untouched
