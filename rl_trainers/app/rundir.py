@@ -94,6 +94,8 @@ def run_dir_locked(out: Path) -> Iterator[None]:
 #: use, read before Hydra writes the new job's config over them: run directory -> name ->
 #: bytes.
 _PREVIOUS_RUN_CONFIG: dict[Path, dict[str, bytes]] = {}
+#: The paths (relative) in each such run directory before this launch.
+_PREVIOUS_RUN_PATHS: dict[Path, set[Path]] = {}
 
 
 class KeepPreviousRunConfig(Callback):
@@ -125,6 +127,7 @@ def _keep(config: DictConfig, key: str, jobs: bool) -> None:
         if (run_dir / "checkpoints").is_dir() and hydra_dir.is_dir():
             files = {p.name: p.read_bytes() for p in hydra_dir.iterdir() if p.is_file()}
             _PREVIOUS_RUN_CONFIG[run_dir.resolve()] = files
+            _PREVIOUS_RUN_PATHS[run_dir.resolve()] = _paths_in(run_dir)
 
 
 @contextlib.contextmanager
@@ -137,7 +140,25 @@ def previous_run_config_restored_on_failure(out: Path) -> Iterator[None]:
     except BaseException:
         for name, data in _PREVIOUS_RUN_CONFIG.get(out.resolve(), {}).items():
             (out / ".hydra" / name).write_bytes(data)
+        before = _PREVIOUS_RUN_PATHS.get(out.resolve())
+        if before is not None:  # what the refused launch created (its logger's directory)
+            _remove_created(out, before)
         raise
+
+
+def _paths_in(run_dir: Path) -> set[Path]:
+    return {p.relative_to(run_dir) for p in run_dir.rglob("*")}
+
+
+def _remove_created(run_dir: Path, before: set[Path]) -> None:
+    """Remove what is in ``run_dir`` and was not in ``before``, deepest first (its lock file,
+    which the launch still holds, and ``train.log``, which records the refusal, stay)."""
+    for relative in sorted(_paths_in(run_dir) - before, key=lambda p: len(p.parts), reverse=True):
+        if relative.name in (".lock", "train.log"):
+            continue
+        path = run_dir / relative
+        with contextlib.suppress(OSError):
+            path.rmdir() if path.is_dir() and not path.is_symlink() else path.unlink()
 
 
 def previous_run_overrides(out: Path) -> list[str] | None:

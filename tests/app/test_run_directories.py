@@ -96,12 +96,15 @@ def test_a_refused_launch_leaves_the_previous_runs_config(mode, tmp_path):
     first = train("ppo", *sweep, *TINY["ppo"], "env=pendulum", *where, cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     before = _hydra_files(run_dir)
+    paths = {p for p in run_dir.rglob("*") if p.name != "train.log"}
     other_env = [*TINY["ppo"], "env=cartpole", *where]
     refusals = [[*other_env, "trainer.resume=true"]] + ([] if sweep else [other_env])
     for refused in refusals:
         proc = train("ppo", *sweep, *refused, cwd=tmp_path)
         assert proc.returncode != 0 and "Error: " in proc.stderr, proc.stderr[-3000:]
         assert _hydra_files(run_dir) == before
+        # nothing of the refused launch is left (its logger's directory would be plotted)
+        assert {p for p in run_dir.rglob("*") if p.name != "train.log"} - paths == set()
         if "trainer.resume=true" in refused:  # the fix: the previous run's own overrides
             assert "the run there was launched with: " in proc.stderr
             assert "env=pendulum" in proc.stderr.split("launched with: ")[1].splitlines()[0]
