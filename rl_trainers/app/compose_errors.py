@@ -21,6 +21,7 @@ import dataclasses
 import difflib
 import os
 import re
+import sys
 import typing
 from collections.abc import Iterator
 from typing import Any
@@ -121,6 +122,23 @@ def _gymnasium_id_hint(env_id: str) -> str:
 # ----------------------------------------------------------------------------- translation
 
 
+def _saved_config_launched() -> bool:
+    """Whether the app was started on another config than its recipes (``--config-path
+    <run>/.hydra --config-name config``: a run's saved config)."""
+    words = sys.argv[1:]
+    return any(w in ("--config-path", "-cp") or w.startswith("--config-path=") for w in words)
+
+
+def no_groups_error(group: str, option: object) -> ConfigError:
+    """A group option (``env=pendulum``) given to a run's saved config, which has none."""
+    return ConfigError(
+        group,
+        option,
+        f"a saved config has no '{group}' options to pick from; set its fields instead "
+        f"({group}.<field>=..., listed by --cfg job)",
+    )
+
+
 def explain(exc: BaseException, algorithm: str) -> str | None:
     """One line for a composition error of Hydra's, or None to leave it to Hydra."""
     from hydra.errors import ConfigCompositionException, MissingConfigException
@@ -130,6 +148,8 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
         # a group the recipe does not list (hparams_search): Hydra's last line says "+group=..."
         append = str(exc).strip().splitlines()[-1].rpartition(" ")[2]
         group, _, option = append.lstrip("+").partition("=")
+        if _saved_config_launched():  # a run's .hydra/config.yaml: no groups at all
+            return str(no_groups_error(group, option))
         return str(
             ConfigError(group, option, f"{group} is not in the recipe's defaults: use {append}")
         )
@@ -147,6 +167,8 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
             )
         # the dataclass nodes YAML options extend (``logger/csv_schema``) are not options
         options = [o for o in exc.options or [] if not o.endswith("_schema")]
+        if not options and _saved_config_launched():
+            return str(no_groups_error(group, option))
         if group in PRESET_GROUPS:
             options = [o for o in options if o.startswith(f"{algorithm}_")] or options
         close = difflib.get_close_matches(option, options, n=1, cutoff=0.5)

@@ -28,7 +28,31 @@ def train(cfg: DictConfig) -> float:
     """One run of the composed config, the task Hydra runs; returns the mean evaluation
     return (what a Hydra sweeper optimises)."""
     with user_errors():
+        check_saved_config(cfg)
         return run(cfg)
+
+
+def check_saved_config(cfg: DictConfig) -> None:
+    """A run's saved config run again (``--config-path <run>/.hydra --config-name config``)
+    has no config groups and names its algorithm: a group option given to it
+    (``env=pendulum``) or another algorithm's app is one ``Error:`` line."""
+    from omegaconf import DictConfig as Node
+
+    from rl_trainers.errors import ConfigError
+
+    from .compose_errors import no_groups_error
+    from .launch import command_of, running_algorithm
+
+    app = running_algorithm()
+    if app is not None and cfg.get("algorithm") not in (None, app):
+        raise ConfigError(
+            "algorithm",
+            cfg.algorithm,
+            f"this config is a {cfg.algorithm} run's: run it with {command_of(cfg.algorithm)}",
+        )
+    for group in ("env", "optimizer", "logger", "collector", "network"):
+        if group in cfg and not isinstance(cfg._get_node(group), Node):
+            raise no_groups_error(group, cfg._get_node(group)._value())
 
 
 def main(algorithm: str, argv: Sequence[str] | None = None, program: Sequence[str] = ()) -> None:
@@ -42,7 +66,7 @@ def main(algorithm: str, argv: Sequence[str] | None = None, program: Sequence[st
         program: the words of the command before the algorithm (``["rl-trainers"]``), for
             the commands the app prints; empty for a ``train.py`` script.
     """
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = _config_path_from_here(list(sys.argv[1:] if argv is None else argv))
     started(algorithm, program)
     check_options(algorithm, args)
     check_overrides(algorithm, args)
@@ -52,6 +76,24 @@ def main(algorithm: str, argv: Sequence[str] | None = None, program: Sequence[st
     )(train)
     with composition_errors():  # unknown fields, options or presets: one line, exit 2
         hydra_main()
+
+
+def _config_path_from_here(args: list[str]) -> list[str]:
+    """``--config-path`` (``-cp``) relative to the working directory, where Hydra would look
+    for it beside the app's package (``--config-path run/.hydra`` of a saved run)."""
+    out = list(args)
+    for i, word in enumerate(out):
+        name, eq, value = word.partition("=")
+        if name not in ("--config-path", "-cp"):
+            continue
+        if not eq and i + 1 < len(out):
+            name, value = word, out[i + 1]
+        if value and not os.path.isabs(value) and os.path.isdir(value):
+            if eq:
+                out[i] = f"{name}={os.path.abspath(value)}"
+            else:
+                out[i + 1] = os.path.abspath(value)
+    return out
 
 
 def check_options(algorithm: str, args: Sequence[str]) -> None:

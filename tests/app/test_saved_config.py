@@ -127,3 +127,41 @@ def test_saved_run_config_resolves_after_importing_the_config_package(tmp_path):
     cfg = result["cfg"]
     assert cfg["trainer"]["_config_"] == "${rl_trainers.root_config:}"
     assert cfg["trainer"]["total_frames"] == 128 and cfg["env"]["num_envs"] == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["env=pendulum"], "env='pendulum' is invalid: a saved config has no 'env' options"),
+        (["optimizer=adamw"], "a saved config has no 'optimizer' options to pick from"),
+        (["+logger=tensorboard"], "a saved config has no 'logger' options to pick from"),
+    ],
+)
+def test_a_group_option_given_to_a_saved_config_is_one_error_line(
+    tiny_config, tmp_path, args, expected
+):
+    saved = tmp_path / "run" / ".hydra"
+    saved.mkdir(parents=True)
+    (saved / "config.yaml").write_text(OmegaConf.to_yaml(tiny_config("ppo")))
+    proc = train(
+        "ppo", "--config-path", "run/.hydra", "--config-name", "config", *args, cwd=tmp_path
+    )
+    assert_user_error(proc, expected)
+
+
+def test_a_saved_config_runs_again_from_a_relative_path_with_its_own_algorithm(
+    tiny_config, tmp_path
+):
+    """``--config-path`` relative to the working directory (Hydra's own rule is relative to
+    the app's package); another algorithm's app names the one the config is for."""
+    saved = tmp_path / "run" / ".hydra"
+    saved.mkdir(parents=True)
+    (saved / "config.yaml").write_text(OmegaConf.to_yaml(tiny_config("ppo")))
+    again = ["--config-path", "run/.hydra", "--config-name", "config"]
+    proc = train("ppo", *again, f"hydra.run.dir={tmp_path}/again", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads((tmp_path / "again" / "summary.json").read_text())["algorithm"] == "ppo"
+    other = train("sac", *again, cwd=tmp_path)
+    assert_user_error(
+        other, "this config is a ppo run's: run it with python sota-implementations/ppo"
+    )
