@@ -375,9 +375,9 @@ def require_continuous_actions(algorithm: str, cfg: DictConfig, env) -> None:
         raise ConfigError(
             "env.env_name",
             cfg.env.env_name,
-            f"{algorithm} needs an environment with continuous (Box) actions; for discrete "
-            "ones use sota-implementations/ppo_trainer/train.py (or dqn_trainer, "
-            "a2c_trainer, pg_trainer)",
+            f"{algorithm} needs an environment with continuous (Box) actions; train discrete "
+            "ones with ppo, dqn, a2c or pg (rl-trainers ppo ..., or "
+            "sota-implementations/ppo_trainer/train.py)",
         )
 
 

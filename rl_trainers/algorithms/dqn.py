@@ -98,9 +98,9 @@ class DQNTrainer(OffPolicyTrainer):
             raise ConfigError(
                 "env.env_name",
                 cfg.env.env_name,
-                "DQN needs an environment with discrete actions; for continuous ones use "
-                "sota-implementations/sac_trainer/train.py (or td3_trainer, ddpg_trainer, "
-                "ppo_trainer, a2c_trainer, pg_trainer)",
+                "DQN needs an environment with discrete actions; train continuous ones with "
+                "sac, td3, ddpg, ppo, a2c or pg (rl-trainers sac ..., or "
+                "sota-implementations/sac_trainer/train.py)",
             )
         check_buffer_fits_memory(cfg, envs.env)
         loss = cls.build_loss(cfg, envs.env)

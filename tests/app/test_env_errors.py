@@ -106,3 +106,19 @@ def test_a_mujoco_py_env_version_names_the_versions_that_build(tmp_path):
     error = next(line for line in proc.stderr.splitlines() if line.startswith("Error: "))
     assert error.startswith("Error: could not build 'env': The mujoco v2 and v3 based")
     assert error.endswith("Registered versions here: Hopper-v5, Hopper-v4.")
+
+
+@pytest.mark.parametrize(
+    "algorithm, env_name, names",
+    [
+        ("sac", "CartPole-v1", "train discrete ones with ppo, dqn, a2c or pg"),
+        ("td3", "CartPole-v1", "train discrete ones with ppo, dqn, a2c or pg"),
+        ("dqn", "Pendulum-v1", "train continuous ones with sac, td3, ddpg, ppo, a2c or pg"),
+    ],
+)
+def test_the_wrong_kind_of_actions_names_the_algorithms_that_fit(
+    tiny_config, tmp_path, algorithm, env_name, names
+):
+    with pytest.raises(ConfigError) as err:
+        run(tiny_config(algorithm, [f"env.env_name={env_name}"]), output_dir=tmp_path / "run")
+    assert names in str(err.value)
