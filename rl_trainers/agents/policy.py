@@ -120,6 +120,8 @@ def choose_checkpoint(run_dir: Path, which: str, checkpoint: str | os.PathLike |
     from rl_trainers.core.checkpoint import CheckpointError, latest_checkpoint
 
     if checkpoint is not None:
+        if which != "latest":
+            raise RunError(f"which={which!r} and a checkpoint file: give one of the two")
         path = Path(checkpoint).expanduser()
         if not path.exists():
             raise RunError(f"checkpoint {path} does not exist")
@@ -145,11 +147,32 @@ def choose_checkpoint(run_dir: Path, which: str, checkpoint: str | os.PathLike |
                 found = None
         if found is not None:
             return found
+    stopped = _last_launch_error(run_dir / "train.log")
+    if stopped is not None:
+        raise RunError(
+            f"{run_dir} has no checkpoint: the run stopped on an error before its first ({stopped})"
+        )
     raise RunError(
         f"{run_dir} has no checkpoint in {folder}: the run is still training, or was killed "
         "before its first save (a run saves when it ends, when Ctrl-C or SIGTERM stops it, "
         "and every trainer.save_trainer_interval frames when that is set)"
     )
+
+
+def _last_launch_error(log: Path) -> str | None:
+    """The ``Error:`` line (without its prefix) with which the last launch in a run's
+    ``train.log`` stopped, or None (no log, or a launch still going)."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    error = None
+    for line in lines:
+        if " started: " in line:
+            error = None  # a later launch
+        elif line.startswith("Error: "):
+            error = line.removeprefix("Error: ")
+    return error
 
 
 def _check_belongs(cfg: DictConfig, state: dict[str, Any], path: Path) -> None:

@@ -476,3 +476,32 @@ def test_rl_zoo_options_name_the_run_directory(runs, tmp_path):
     enjoy = cli("rl_trainers.enjoy", *zoo, "--no-render", cwd=tmp_path)
     assert enjoy.returncode == 2
     assert "rl-trainers enjoy outputs/td3/Pendulum-v1/2026-01-02 --best (the newest" in enjoy.stderr
+
+
+def test_a_run_that_stopped_on_an_error_says_so(tmp_path):
+    """A run directory whose launch stopped on a mistake (an env that does not exist) has
+    no checkpoint: eval names the run's error, not a run still training."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "sota-implementations" / "ppo_trainer" / "train.py"),
+            "env.env_name=NoSuchEnv-v0",
+            f"hydra.run.dir={tmp_path / 'bad'}",
+        ],
+        env=env_with_package(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    line = _error(cli("rl_trainers.eval", str(tmp_path / "bad")))
+    assert "has no checkpoint: the run stopped on an error before its first" in line
+    assert "Unknown environment id 'NoSuchEnv-v0'" in line
+
+
+def test_which_and_a_checkpoint_file_are_one_or_the_other(runs):
+    from rl_trainers.errors import RunError
+
+    run = runs["ppo_cartpole"]
+    with pytest.raises(RunError, match="which='best' and a checkpoint file: give one"):
+        rl_trainers.load_policy(run, which="best", checkpoint=run / "checkpoints" / "trainer.pt")
