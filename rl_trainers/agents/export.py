@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -145,7 +146,10 @@ def export_policy(policy: TrainedPolicy, out: str | os.PathLike, format: str | N
             with open(out, "wb") as f:  # a file object: any name, without torch's warning
                 torch.export.save(program, f)
         elif format == "torchscript":
-            with torch.no_grad():
+            with torch.no_grad(), warnings.catch_warnings():
+                # the trace of an exported program: torch's TracerWarnings concern its
+                # guards, which hold for every batch of the traced shape's kind
+                warnings.simplefilter("ignore", torch.jit.TracerWarning)
                 scripted = torch.jit.trace(program.module(), (_example(policy),), check_trace=False)
             torch.jit.save(scripted, str(out))
         else:
@@ -162,13 +166,13 @@ def _require_onnx() -> None:
             missing.append(name)
     if missing:
         raise RunError(
-            f"--format onnx needs {' and '.join(missing)}: pip install onnx onnxscript onnxruntime"
+            f"--format onnx needs {' and '.join(missing)}: pip install 'rl_trainers[onnx]' "
+            "(onnx, onnxscript and onnxruntime)"
         )
 
 
 def _export_onnx(program, policy: TrainedPolicy, out: Path) -> None:
     import logging
-    import warnings
 
     # the exporter also logs, through torch.onnx's loggers, that operators of packages not
     # installed (torchvision::nms...) are skipped: none of them is in a policy

@@ -8,6 +8,7 @@ import statistics
 import subprocess
 import sys
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -141,7 +142,10 @@ def test_export_policy_python_api(runs, tmp_path):
 
     policy = rl_trainers.load_policy(runs["dqn_cartpole"])
     before = [p.requires_grad for p in policy.module.parameters()]
-    out = rl_trainers.export_policy(policy, tmp_path / "q.ts")
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        out = rl_trainers.export_policy(policy, tmp_path / "q.ts")
+    assert not [w for w in shown if issubclass(w.category, torch.jit.TracerWarning)]
     assert [p.requires_grad for p in policy.module.parameters()] == before
     obs = np.zeros((2, *policy.observation_shape), dtype=np.float32)
     actions = torch.jit.load(str(out))(torch.from_numpy(obs))
@@ -289,7 +293,7 @@ def test_eval_of_a_run_still_training_before_its_first_checkpoint(tmp_path):
         (
             "onnx",
             ["rl_trainers.export", "{run}", "--format", "onnx", "{tmp}/p.onnx"],
-            "pip install onnx",
+            "pip install 'rl_trainers[onnx]'",
         ),
     ],
 )
