@@ -95,8 +95,9 @@ def option_overrides(algorithm: str, name: str, values: Sequence[str]) -> str | 
         return f"trainer.resume_from={value}"
     if name == "eval-freq":
         return f"eval.interval={0 if _is_number(value) and float(value) < 0 else value}"
-    if name == "log-folder":
-        return f"hydra.run.dir={value}"
+    if name == "log-folder":  # the app's layout under that folder, where eval --algo looks
+        layout = "${algorithm}/${env.env_name}/${now:%Y-%m-%d_%H-%M-%S}"
+        return f"'hydra.run.dir={value.rstrip('/')}/{layout}'"  # quoted: a shell expands $
     if name == "vec-env":
         return "env.vectorization=" + {"dummy": "sync", "subproc": "async"}.get(value, "sync|async")
     if name == "log-interval":

@@ -76,6 +76,12 @@ def test_options_split_with_their_words():
         ("td3", "hyperparams", ["noise_type:normal"], "trainer.exploration_noise=gaussian"),
         ("ppo", "n-timesteps", ["1e6"], "trainer.total_frames=1000000"),  # an int field
         ("ppo", "optimize", [], "-m +hparams_search=<study>"),  # argparse's abbreviation
+        (  # the app's layout under the folder: where eval --algo ... -f looks for the run
+            "ppo",
+            "log-folder",
+            ["logs/"],
+            "'hydra.run.dir=logs/${algorithm}/${env.env_name}/${now:%Y-%m-%d_%H-%M-%S}'",
+        ),
         ("ppo", "algo", ["ppo"], ""),  # this app already
         ("ppo", "save-replay-buffer", [], ""),  # checkpoints hold it already
         ("ppo", "verbose", ["0"], None),  # no counterpart
