@@ -39,9 +39,10 @@ def find_run(path: str | os.PathLike) -> tuple[Path, Path | None]:
         if not (path / CONFIG_FILE).is_file():
             jobs = sorted(p.parents[1] for p in path.glob(f"*/{CONFIG_FILE}"))
             if jobs:  # e.g. a sweep directory: its numbered job directories are the runs
+                trained = [j for j in jobs if any((j / "checkpoints").glob("*.pt"))] or jobs
                 raise RunError(
                     f"{path} is not a run directory but holds {len(jobs)}: give one of them, "
-                    f"e.g. {jobs[0]} (rl-trainers results {path} --group-by run compares them)"
+                    f"e.g. {trained[0]} (rl-trainers results {path} --group-by run compares them)"
                 )
             raise RunError(
                 f"{path} is not a run directory: it has no {CONFIG_FILE} (give the directory a "
@@ -53,7 +54,8 @@ def find_run(path: str | os.PathLike) -> tuple[Path, Path | None]:
             return parent, path
     raise RunError(
         f"{path} is not inside a run directory: no {CONFIG_FILE} above it (give the run "
-        "directory, or a checkpoint with --checkpoint)"
+        "directory, or one of its checkpoints: --checkpoint, or checkpoint= in Python; a "
+        "Stable-Baselines3 .zip does not load here)"
     )
 
 
