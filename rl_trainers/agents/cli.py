@@ -282,7 +282,8 @@ def results_parser(prog: str = "rl-trainers results") -> argparse.ArgumentParser
         description=(
             "A table of runs grouped by what differs in their configs except the seed: final "
             "evaluation return (mean ± sample std over seeds; interquartile mean with a bootstrap 95% "
-            "interval when rliable is installed), frames, wall time."
+            "interval when rliable is installed), frames, training time (every launch of a "
+            "resumed run)."
         ),
     )
     p.add_argument("dirs", nargs="+", metavar="DIR", help="run, sweep or outputs directories")
@@ -368,13 +369,22 @@ def results_rows(dirs: Sequence[str], group_by: Sequence[str] = ("auto",)) -> li
             "iqm_low": None,
             "iqm_high": None,
             "frames": int(sum(s.get("frames", 0) for s in summaries) / n),
-            "wall_time_s": sum(float(s.get("wall_time_s", 0.0)) for s in summaries) / n,
+            "train_time_s": sum(_train_time(s) for s in summaries) / n,
         }
         iqm = _iqm(returns)
         if iqm is not None:
             row["iqm"], row["iqm_low"], row["iqm_high"] = iqm
         rows.append(row)
     return rows
+
+
+def _train_time(summary: dict) -> float:
+    """A run's training time over all its launches (``total_train_time_s``; a summary written
+    before that field: this launch's, or its wall time)."""
+    for key in ("total_train_time_s", "train_time_s", "wall_time_s"):
+        if summary.get(key) is not None:
+            return float(summary[key])
+    return 0.0
 
 
 def _table(rows: list[dict], fmt: str) -> str:
@@ -385,7 +395,7 @@ def _table(rows: list[dict], fmt: str) -> str:
     header = ["group", "algorithm", "env", "seeds", "return (mean ± std)"]
     if has_iqm:
         header.append("IQM [95% CI]")
-    header += ["frames", "wall time (s)"]
+    header += ["frames", "train time (s)"]
     if fmt == "csv":
         buf = io.StringIO()
         keys = list(rows[0])
@@ -409,7 +419,7 @@ def _table(rows: list[dict], fmt: str) -> str:
                 if r["iqm"] is None
                 else f"{r['iqm']:.2f} [{r['iqm_low']:.2f}, {r['iqm_high']:.2f}]"
             )
-        cells += [str(r["frames"]), f"{r['wall_time_s']:.1f}"]
+        cells += [str(r["frames"]), f"{r['train_time_s']:.1f}"]
         lines.append(cells)
     if fmt == "markdown":
         out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

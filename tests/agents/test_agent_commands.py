@@ -509,3 +509,22 @@ def test_which_and_a_checkpoint_file_are_one_or_the_other(runs):
     run = runs["ppo_cartpole"]
     with pytest.raises(RunError, match="which='best' and a checkpoint file: give one"):
         rl_trainers.load_policy(run, which="best", checkpoint=run / "checkpoints" / "trainer.pt")
+
+
+def test_results_count_the_training_time_of_every_launch(tmp_path):
+    """A resumed run's summary.json holds this launch's times and the total over launches:
+    the table takes the total."""
+    import yaml
+
+    from rl_trainers.agents.cli import results_rows
+
+    for seed, (total, last) in enumerate([(30.0, 10.0), (50.0, 50.0)]):
+        run = tmp_path / f"seed{seed}"
+        (run / ".hydra").mkdir(parents=True)
+        config = {"algorithm": "ppo", "seed": seed, "env": {"env_name": "CartPole-v1"}}
+        (run / ".hydra" / "config.yaml").write_text(yaml.safe_dump(config))
+        summary = {"algorithm": "ppo", "env": "CartPole-v1", "frames": 100, "wall_time_s": last}
+        summary |= {"eval_return_mean": 1.0, "train_time_s": last, "total_train_time_s": total}
+        (run / "summary.json").write_text(json.dumps(summary))
+    (row,) = results_rows([str(tmp_path)])
+    assert row["seeds"] == 2 and row["train_time_s"] == 40.0
