@@ -17,10 +17,23 @@ def check_fresh_run_dir(cfg: DictConfig, out: Path) -> None:
         return
     previous = sorted((out / "checkpoints").glob("trainer*"))
     if previous:
+        key = "hydra.sweep.dir" if _in_a_sweep() else "hydra.run.dir"
+        where = str(out.parent) if key == "hydra.sweep.dir" else str(out)
         raise ConfigError(
-            "hydra.run.dir",
-            str(out),
+            key,
+            where,
             f"it holds a previous run (checkpoints/{previous[-1].name}), which a new run "
-            "would overwrite: add trainer.resume=true to continue that run, or choose "
-            "another hydra.run.dir",
+            f"would overwrite: add trainer.resume=true to continue that run, or choose "
+            f"another {key}",
         )
+
+
+def _in_a_sweep() -> bool:
+    """Whether Hydra runs this job as one of a sweep's (``-m``)."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+    except Exception:  # noqa: BLE001 - no Hydra run: a plain run
+        return False

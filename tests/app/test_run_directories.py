@@ -98,13 +98,16 @@ def test_a_refused_launch_leaves_the_previous_runs_config(mode, tmp_path):
     before = _hydra_files(run_dir)
     paths = {p for p in run_dir.rglob("*") if p.name != "train.log"}
     other_env = [*TINY["ppo"], "env=cartpole", *where]
-    refusals = [[*other_env, "trainer.resume=true"]] + ([] if sweep else [other_env])
+    refusals = [[*other_env, "trainer.resume=true"], other_env]
     for refused in refusals:
         proc = train("ppo", *sweep, *refused, cwd=tmp_path)
         assert proc.returncode != 0 and "Error: " in proc.stderr, proc.stderr[-3000:]
         assert _hydra_files(run_dir) == before
         # nothing of the refused launch is left (its logger's directory would be plotted)
         assert {p for p in run_dir.rglob("*") if p.name != "train.log"} - paths == set()
+        if "trainer.resume=true" not in refused:  # the setting to change is the one used
+            key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
+            assert f"or choose another {key}" in proc.stderr
         if "trainer.resume=true" in refused:  # the fix: the previous run's own overrides
             assert "the run there was launched with: " in proc.stderr
             assert "env=pendulum" in proc.stderr.split("launched with: ")[1].splitlines()[0]
