@@ -458,6 +458,7 @@ def test_rl_zoo_options_name_the_run_directory(runs, tmp_path):
     )
     for run_dir in (older, newer):
         shutil.copytree(runs["td3_pendulum"], run_dir)
+        (run_dir / "eval.json").unlink(missing_ok=True)  # another test's evaluation of the run
     done = cli("rl_trainers.eval", "--algo", "td3", "--env", "Pendulum-v1", cwd=tmp_path)
     assert done.returncode == 2
     line = done.stderr.splitlines()[0]
