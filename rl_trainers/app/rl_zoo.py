@@ -63,7 +63,7 @@ def split_options(args: Sequence[str]) -> list[tuple[str, str, list[str]]]:
             if dashes == "-":
                 name = SHORT_OPTIONS.get(name, name)
             options.append((arg, name, [value] if eq else []))
-        elif options and "=" not in arg and not options[-1][0].count("="):
+        elif options and "=" not in arg and "=" not in options[-1][0]:
             options[-1][2].append(arg)
     return options
 
