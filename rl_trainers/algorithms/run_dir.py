@@ -17,7 +17,7 @@ def check_fresh_run_dir(cfg: DictConfig, out: Path) -> None:
         return
     previous = sorted((out / "checkpoints").glob("trainer*"))
     if previous:
-        key = "hydra.sweep.dir" if _in_a_sweep() else "hydra.run.dir"
+        key = "hydra.sweep.dir" if in_sweep() else "hydra.run.dir"
         where = str(out.parent) if key == "hydra.sweep.dir" else str(out)
         raise ConfigError(
             key,
@@ -28,12 +28,9 @@ def check_fresh_run_dir(cfg: DictConfig, out: Path) -> None:
         )
 
 
-def _in_a_sweep() -> bool:
-    """Whether Hydra runs this job as one of a sweep's (``-m``)."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-        from hydra.types import RunMode
+def in_sweep() -> bool:
+    """Whether this runs as a job of a Hydra sweep (``-m``)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
 
-        return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
-    except Exception:  # noqa: BLE001 - no Hydra run: a plain run
-        return False
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN

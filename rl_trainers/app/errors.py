@@ -63,7 +63,9 @@ def user_errors() -> Iterator[None]:
             if os.environ.get("HYDRA_FULL_ERROR") == "1":
                 raise
             line = getattr(err, "summary", None) or str(err)  # a worker's: without its traceback
-            if _in_sweep():
+            from rl_trainers.algorithms.run_dir import in_sweep
+
+            if in_sweep():
                 # on the job's own stderr: the terminal, or the job's log file with submitit
                 print(f"Error: {line}", file=sys.stderr, flush=True)
                 raise JobFailed(f"Error: {line}") from None
@@ -105,11 +107,3 @@ class JobFailed(CompactHydraException):
     failed). When the sweep then stops on it, Hydra prints ``Error executing job with
     overrides: [...]`` and this one line, and the app exits with status 2.
     """
-
-
-def _in_sweep() -> bool:
-    """Whether this runs as a job of a Hydra sweep (``-m``)."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
