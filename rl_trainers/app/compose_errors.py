@@ -34,6 +34,7 @@ from rl_trainers.configs.field_names import (
     suggest_field,
     torchrl_field_hint,
 )
+from rl_trainers.configs.validation import no_groups_error
 from rl_trainers.errors import ConfigError
 
 from .errors import JobFailed, report_and_exit
@@ -127,16 +128,6 @@ def _saved_config_launched() -> bool:
     <run>/.hydra --config-name config``: a run's saved config)."""
     words = sys.argv[1:]
     return any(w in ("--config-path", "-cp") or w.startswith("--config-path=") for w in words)
-
-
-def no_groups_error(group: str, option: object) -> ConfigError:
-    """A group option (``env=pendulum``) given to a run's saved config, which has none."""
-    return ConfigError(
-        group,
-        option,
-        f"a saved config has no '{group}' options to pick from; set its fields instead "
-        f"({group}.<field>=..., listed by --cfg job)",
-    )
 
 
 def explain(exc: BaseException, algorithm: str) -> str | None:

@@ -34,13 +34,12 @@ def train(cfg: DictConfig) -> float:
 
 def check_saved_config(cfg: DictConfig) -> None:
     """A run's saved config run again (``--config-path <run>/.hydra --config-name config``)
-    has no config groups and names its algorithm: a group option given to it
-    (``env=pendulum``) or another algorithm's app is one ``Error:`` line."""
-    from omegaconf import DictConfig as Node
-
+    has no config groups and names its algorithm: another algorithm's app or a group option
+    given to it (``env=pendulum``) is one ``Error:`` line, before anything reads the
+    config."""
+    from rl_trainers.configs.validation import typed_config
     from rl_trainers.errors import ConfigError
 
-    from .compose_errors import no_groups_error
     from .launch import command_of, running_algorithm
 
     app = running_algorithm()
@@ -50,9 +49,7 @@ def check_saved_config(cfg: DictConfig) -> None:
             cfg.algorithm,
             f"this config is a {cfg.algorithm} run's: run it with {command_of(cfg.algorithm)}",
         )
-    for group in ("env", "optimizer", "logger", "collector", "network"):
-        if group in cfg and not isinstance(cfg._get_node(group), Node):
-            raise no_groups_error(group, cfg._get_node(group)._value())
+    typed_config(cfg)
 
 
 def main(algorithm: str, argv: Sequence[str] | None = None, program: Sequence[str] = ()) -> None:

@@ -297,6 +297,17 @@ def check_unknown_keys(cfg: DictConfig, algorithm: str, prefix: str = "") -> Non
             check_unknown_keys(child, algorithm, prefix=f"{path}.")
 
 
+def no_groups_error(group: str, option: object) -> ConfigError:
+    """A group option (``env=pendulum``) given to a run's saved config, which has no
+    config groups: only fields to set."""
+    return ConfigError(
+        group,
+        option,
+        f"a saved config has no '{group}' options to pick from; set its fields instead "
+        f"({group}.<field>=..., listed by --cfg job)",
+    )
+
+
 def typed_config(cfg: DictConfig) -> DictConfig:
     """``cfg`` checked against its algorithm's schema when it has none (a run's saved
     ``.hydra/config.yaml``, composed with ``--config-path <run>/.hydra --config-name
@@ -318,12 +329,8 @@ def typed_config(cfg: DictConfig) -> DictConfig:
     for key in typed.keys():
         node = cfg._get_node(key) if key in cfg else None
         if isinstance(typed._get_node(key), DictConfig) and not isinstance(node, DictConfig):
-            raise ConfigError(
-                str(key),
-                OmegaConf.select(cfg, str(key), default=None, throw_on_missing=False),
-                "a config node (a saved config has no groups to choose from: set its fields, "
-                f"e.g. {key}.<field>=<value>)",
-            )
+            value = OmegaConf.select(cfg, str(key), default=None, throw_on_missing=False)
+            raise no_groups_error(str(key), value)
     for group, options in GROUP_OPTIONS.items():
         path = group.replace("/", ".")
         node = OmegaConf.select(cfg, path, default=None, throw_on_missing=False)

@@ -28,7 +28,7 @@ def _saved(tiny_config, algorithm: str = "ppo"):
     [
         ("optimizer.lr", "abc", "optimizer.lr='abc' is invalid: expected float"),
         ("trainer.total_frames", "abc", "trainer.total_frames='abc' is invalid: expected int"),
-        ("env", "pendulum", "env='pendulum' is invalid: a config node"),
+        ("env", "pendulum", "env='pendulum' is invalid: a saved config has no 'env' options"),
     ],
 )
 def test_saved_config_values_are_checked_against_the_schema(tiny_config, key, value, expected):
