@@ -49,8 +49,8 @@ class Run:
     overrides: list[str] = field(default_factory=list)
     #: ``("csv" | "tensorboard" | "mlflow", directory)``, or None when no readable log.
     source: tuple[str, Path] | None = None
-    #: Every log of the run, ``source`` first: a run resumed with another ``logger=``, or
-    #: whose backend failed over to CSV, has its points in two of them.
+    #: Every log of the run, ``source`` first: a run resumed with another ``logger=`` or
+    #: experiment name, or whose backend failed over to CSV, has its points in two of them.
     sources: list[tuple[str, Path]] = field(default_factory=list)
     #: Why no log could be read (set when ``source`` is None).
     unreadable: str = ""
@@ -99,8 +99,9 @@ def _is_tb_dir(path: Path) -> bool:
 
 
 def _find_sources(run_dir: Path) -> tuple[list[tuple[str, Path]], str]:
-    """The log directories of a run (the first of each kind), CSV first, then TensorBoard,
-    then MLflow; when there is none, why."""
+    """The log directories of a run, CSV first, then TensorBoard, then MLflow, each kind's
+    oldest first (a run resumed under another experiment name holds two, whose points
+    :func:`read_series` merges); when there is none, why."""
     csv_dirs, tb_dirs, mlflow_dbs, wandb_runs = [], [], [], []
     for root, dirs, files in os.walk(run_dir):
         dirs[:] = sorted(d for d in dirs if d not in (".hydra", "checkpoints"))
@@ -114,7 +115,11 @@ def _find_sources(run_dir: Path) -> tuple[list[tuple[str, Path]], str]:
         if here.name.startswith("offline-run-") and here.parent.name == "wandb":
             wandb_runs.append(here)
     kinds = (("csv", csv_dirs), ("tensorboard", tb_dirs), ("mlflow", mlflow_dbs))
-    found = [(kind, dirs[0]) for kind, dirs in kinds if dirs]
+    found = [
+        (kind, where)
+        for kind, dirs in kinds
+        for where in sorted(dirs, key=lambda d: (d.stat().st_mtime, str(d)))
+    ]
     if found:
         return found, ""
     if wandb_runs:

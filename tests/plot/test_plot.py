@@ -468,3 +468,17 @@ def test_the_console_script_names_the_command(capsys):
         entry(["--help"])
     assert exit_.value.code == 0
     assert "--list-metrics" in capsys.readouterr().out
+
+
+def test_a_run_with_two_csv_experiments_is_read_from_both(tmp_path):
+    # a run resumed under another experiment name: the second logger carries on the curve
+    from rl_trainers.plot.runs import find_runs, read_series
+
+    run = tmp_path / "run"
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "config.yaml").write_text("algorithm: ppo\nseed: 0\n")
+    logs = _logged_runs(run, {"zz_first": [(100, 1.0), (200, 2.0)]})
+    os.utime(logs / "zz_first", (1_000, 1_000))  # written before the resumed session's
+    _logged_runs(run, {"aa_resumed": [(200, 20.0), (300, 3.0)]})
+    (found,) = find_runs([run])
+    assert read_series(found)["episode_return"] == [(100, 1.0), (200, 20.0), (300, 3.0)]
