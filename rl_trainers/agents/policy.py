@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -631,13 +632,13 @@ class Evaluation:
     checkpoint: Path
 
     def summary(self) -> dict[str, Any]:
-        r = np.asarray(self.returns, dtype=np.float64)
-        n = np.asarray(self.lengths, dtype=np.float64)
-        return {
-            "eval_return_mean": float(r.mean()),
-            "eval_return_std": float(r.std()),
-            "eval_length_mean": float(n.mean()),
-            "eval_length_std": float(n.std()),
+        r = [float(x) for x in self.returns]
+        n = [float(x) for x in self.lengths]
+        return {  # correctly rounded, as the run's summary.json
+            "eval_return_mean": statistics.fmean(r),
+            "eval_return_std": statistics.pstdev(r),
+            "eval_length_mean": statistics.fmean(n),
+            "eval_length_std": statistics.pstdev(n),
             "eval_episodes": len(self.returns),
             "seed": self.seed,
             "deterministic": self.deterministic,

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import signal
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -201,8 +202,10 @@ def _train_and_summarise(
         "total_train_time_s": round(trainer.train_time_s, 3),
         "fps": round(session_frames / max(wall_time, 1e-9), 1),
         "num_threads": torch.get_num_threads(),
-        "eval_return_mean": float(sum(returns) / len(returns)),
-        "eval_return_std": float(_std(returns)),
+        # correctly rounded (math.fsum): ten returns of 1.1 average to 1.1, as rl-trainers eval
+        # reports them too
+        "eval_return_mean": statistics.fmean(returns),
+        "eval_return_std": statistics.pstdev(returns),
         "eval_episodes": len(returns),
         "eval_returns": [round(float(r), 3) for r in returns],
         "finished_early": trainer.finished_early,
@@ -228,8 +231,3 @@ def check_ranks_in_sync(trainer) -> None:
         )
     if trainer.rank == 0:
         print(f"parameters sha256 {digests[0]} on all {len(digests)} ranks", file=sys.stderr)
-
-
-def _std(values: list[float]) -> float:
-    mean = sum(values) / len(values)
-    return (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5

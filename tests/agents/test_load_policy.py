@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -143,3 +144,14 @@ def test_make_env_says_it_leaves_out_the_runs_tensordict_transforms(tmp_path):
         rl_trainers.make_env(run)
     result = rl_trainers.evaluate(rl_trainers.load_policy(run))
     assert set(result.lengths) == {20}
+
+
+def test_evaluation_figures_are_correctly_rounded():
+    from rl_trainers.agents.policy import Evaluation
+
+    result = Evaluation(returns=[1.1] * 10, lengths=[7] * 10, seed=0, deterministic=True,
+                        checkpoint=Path("run/checkpoints/trainer_1.pt"))  # fmt: skip
+    summary = result.summary()
+    # a plain running sum gives 1.0999999999999999 and a std of 2e-16
+    assert (summary["eval_return_mean"], summary["eval_return_std"]) == (1.1, 0.0)
+    assert (summary["eval_length_mean"], summary["eval_length_std"]) == (7.0, 0.0)
