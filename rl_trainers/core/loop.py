@@ -20,6 +20,7 @@ import time
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from enum import Enum
 from functools import partial
 from pathlib import Path
@@ -431,6 +432,21 @@ class _Every:
         return None
 
 
+@dataclass
+class _Unclaimed:
+    """A loaded checkpoint's states of modules and ``every=N`` registrations that the
+    trainer did not have when it was loaded."""
+
+    source: str
+    modules: dict[str, Any]
+    every: dict[str, list[int]]
+
+    def every_count(self, dest: str, index: int) -> int:
+        """The saved pass count of the ``index``-th ``every=N`` registration at ``dest``."""
+        counts = self.every.get(dest, ())
+        return int(counts[index]) if index < len(counts) else 0
+
+
 class HookTimings:
     """Wall-clock time spent in the loop's phases and hooks, by name (``trainer.timings``).
 
@@ -778,6 +794,11 @@ class Trainer:
         self._pbar_values: dict[str, Any] = {}
         self._ops: defaultdict[str, list[Callable]] = defaultdict(list)
         self._modules: dict[str, Any] = {}
+        # What the last loaded checkpoint holds for hooks not registered yet: restored when
+        # they are (a hook registered after a resume, as ``instantiate(cfg.trainer)`` loads
+        # the checkpoint before its caller can register anything), named in a warning when
+        # training starts without them.
+        self._unclaimed: _Unclaimed | None = None
 
         if seed is not None:
             self.set_seed(seed)
@@ -827,6 +848,8 @@ class Trainer:
             op = _Timed(op, self.timings)
         if every > 1:
             op = _Every(op, every)
+            if self._unclaimed is not None:  # its pass count, kept in the checkpoint
+                op.count = self._unclaimed.every_count(dest, len(self._every_ops().get(dest, ())))
         self._ops[dest].append(op)
 
     def enable_timings(self) -> None:
@@ -870,6 +893,9 @@ class Trainer:
                 f"A module named {name!r} is already registered; registered names: "
                 f"{sorted(self._modules)}."
             )
+        state = self._unclaimed.modules.pop(name, None) if self._unclaimed is not None else None
+        if state is not None:
+            self._load_module(name, module, state, self._unclaimed.source)
         self._modules[name] = module
 
     # ------------------------------------------------------------------ logging
@@ -928,6 +954,7 @@ class Trainer:
         self._stop_request = self._stop_reason = None
         self._logger_failure = None
         self._train_started = time.perf_counter()
+        self._warn_unclaimed()
         with self._signal_handlers():
             try:
                 self._train()
@@ -1432,12 +1459,6 @@ class Trainer:
                 f"{source} does not match this trainer's registered modules: missing from "
                 f"the checkpoint: {missing}; in the checkpoint but not registered: {unexpected}."
             )
-        if unexpected:  # e.g. a bare trainer reading the networks of a full run's checkpoint
-            warnings.warn(
-                f"{source} holds modules this trainer has not registered; they are not "
-                f"loaded: {unexpected}.",
-                stacklevel=2,
-            )
         shape_errors = [
             line
             for name, module in self._modules.items()
@@ -1450,12 +1471,7 @@ class Trainer:
                 "network shape?):\n  " + "\n  ".join(shape_errors)
             )
         for name, module in self._modules.items():
-            try:
-                module.load_state_dict(saved[name])
-            except Exception as err:
-                raise _ckpt.CheckpointError(
-                    f"{source}: could not load module {name!r} ({type(module).__name__}): {err}"
-                ) from err
+            self._load_module(name, module, saved[name], source)
         collector_sd = state_dict["collector"]
         load = getattr(self.collector, "load_state_dict", None)
         if collector_sd is not None and callable(load):
@@ -1469,11 +1485,43 @@ class Trainer:
         self.iteration = int(counters["iteration"])
         self._last_save_frames = int(counters.get("last_save_frames", self.collected_frames))
         self._set_every_counts(counters.get("every") or {})
+        # e.g. a bare trainer reading the networks of a full run's checkpoint, or hooks
+        # registered after the load: restored when registered, else named by train()
+        self._unclaimed = _Unclaimed(
+            source, {name: saved[name] for name in unexpected}, counters.get("every") or {}
+        )
         # the log gate: which window each key was last logged in (no repeated point on resume)
         self._log_windows = {str(k): int(v) for k, v in (counters.get("log_windows") or {}).items()}
         self._logged_steps = {}  # steps after the restored count are logged again
         self._train_time_before = float((state_dict.get("timing") or {}).get("train_time_s", 0))
         _ckpt.set_rng_state(state_dict["rng"])
+
+    def _load_module(self, name: str, module: Any, state: Any, source: str) -> None:
+        """Restore one registered module from a checkpoint's ``state``."""
+        if isinstance(module, nn.Module):
+            mismatches = _module_mismatches(name, module, state)
+            if mismatches:
+                raise _ckpt.CheckpointError(
+                    f"{source} does not fit this trainer's networks (another algorithm, env "
+                    "or network shape?):\n  " + "\n  ".join(mismatches)
+                )
+        try:
+            module.load_state_dict(state)
+        except Exception as err:
+            raise _ckpt.CheckpointError(
+                f"{source}: could not load module {name!r} ({type(module).__name__}): {err}"
+            ) from err
+
+    def _warn_unclaimed(self) -> None:
+        """Training starts: the checkpoint's states no hook claimed are named, once."""
+        unclaimed, self._unclaimed = self._unclaimed, None
+        if unclaimed is not None and unclaimed.modules:
+            warnings.warn(
+                f"{unclaimed.source} holds modules this trainer has not registered; they are "
+                f"not loaded: {sorted(unclaimed.modules)} (register a hook before train() to "
+                "restore its state)",
+                stacklevel=3,
+            )
 
     def _check_world_size(self, saved: dict[str, Any], source: str) -> None:
         """Refuse (in one line) a checkpoint of another number of processes or rank."""

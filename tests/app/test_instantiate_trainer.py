@@ -20,6 +20,7 @@ from rl_trainers.algorithms import PPOTrainer, SACTrainer, build_trainer
 from rl_trainers.algorithms.build import plain_config
 from rl_trainers.app import RECIPES_DIR
 from rl_trainers.configs import PPOLoopConfig, PPOTrainerConfig
+from rl_trainers.core import TrainerHookBase
 
 from .conftest import TINY
 
@@ -140,13 +141,40 @@ def test_instantiate_resumes_the_checkpoint_of_its_run_directory(tmp_path):
                 return_hydra_config=True,
             )
 
-    instantiate(composed().trainer).train()
+    first = instantiate(composed().trainer)
+    counter = _BatchCounter()
+    counter.register(first)
+    first.train()
+    assert counter.batches > 1
     with pytest.raises(Exception, match="add trainer.resume=true"):
         instantiate(composed().trainer)
     trainer = instantiate(composed("trainer.resume=true", "trainer.total_frames=320").trainer)
     assert trainer.collected_frames == 256
+    resumed = _BatchCounter()
+    resumed.register(trainer)  # after the load: its state comes from the checkpoint
+    assert resumed.batches == counter.batches
     trainer.train()
     assert trainer.collected_frames == 320
+    assert resumed.batches == counter.batches + 1
+
+
+class _BatchCounter(TrainerHookBase):
+    """A user's hook with a checkpointed state."""
+
+    batches = 0
+
+    def register(self, trainer, name="batch_counter"):
+        trainer.register_op("post_steps", self)
+        trainer.register_module(name, self)
+
+    def __call__(self):
+        self.batches += 1
+
+    def state_dict(self):
+        return {"batches": self.batches}
+
+    def load_state_dict(self, state_dict):
+        self.batches = state_dict["batches"]
 
 
 USER_SCRIPT = """

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import random
+import warnings
 
 import numpy as np
 import pytest
 import torch
 
-from rl_trainers.core import CheckpointError, Trainer
+from rl_trainers.core import CheckpointError, Trainer, TrainerHookBase
 from rl_trainers.core.checkpoint import decode, encode
 from rl_trainers.data import LazyTensorStorage, TensorDictReplayBuffer
 from rl_trainers.hooks import CountFramesLog, ReplayBufferTrainer, RewardNormalizer, UpdateWeights
@@ -203,16 +204,83 @@ def test_mismatched_modules_are_listed(fakes, tmp_path):
 
 def test_modules_only_in_the_checkpoint_are_skipped_with_a_warning(fakes, tmp_path):
     """Loading a full run's checkpoint into a trainer with fewer hooks (torchrl ignores the
-    extra entries): what is registered is restored, the rest is named in a warning."""
+    extra entries): what is registered is restored, the rest is named in a warning when
+    training starts without it."""
     path = tmp_path / "c.pt"
     saved = build(fakes, path)
     saved.save_trainer(force_save=True)  # torchrl's keyword
     bare = build(fakes, None)
     del bare._modules["update_weights"]
     torch.nn.init.zeros_(bare.loss_module.net.weight)
-    with pytest.warns(UserWarning, match=r"not loaded: \['update_weights'\]"):
-        bare.load_from_file(path)
+    bare.load_from_file(path)
     assert torch.equal(bare.loss_module.net.weight, saved.loss_module.net.weight)
+    bare.total_frames = 0
+    with pytest.warns(UserWarning, match=r"not loaded: \['update_weights'\]"):
+        bare.train()
+
+
+class _Counter(TrainerHookBase):
+    """A user's hook: counts its calls, checkpointed under ``counter``."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def register(self, trainer, name="counter"):
+        trainer.register_op("post_steps", self)
+        trainer.register_op("post_steps", self.every_fifth, every=5)
+        trainer.register_module(name, self)
+
+    def __call__(self):
+        self.calls += 1
+
+    def every_fifth(self):
+        self.fifths = getattr(self, "fifths", 0) + 1
+
+    def state_dict(self):
+        return {"calls": self.calls}
+
+    def load_state_dict(self, state_dict):
+        self.calls = state_dict["calls"]
+
+
+def test_a_hook_registered_after_the_load_gets_its_state_and_phase(fakes, tmp_path):
+    """A trainer resumed before its caller registers a hook (what instantiate(cfg.trainer)
+    with trainer.resume=true does): the hook's state and its every=N phase come from the
+    checkpoint when it is registered, and the run goes on as one that never stopped."""
+    path = tmp_path / "c.pt"
+    straight = build(fakes, None)
+    straight.total_frames = 112  # 7 batches of 16
+    _Counter().register(straight)
+    straight.train()
+
+    first = build(fakes, path)
+    first.total_frames = 64
+    _Counter().register(first)
+    first.train()  # 4 batches: the every=5 op is one pass from its first call
+
+    resumed = build(fakes, path)
+    resumed.total_frames = 112
+    resumed.load_from_file(path)
+    hook = _Counter()
+    hook.register(resumed)
+    assert hook.calls == 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing left unclaimed
+        resumed.train()
+    assert hook.calls == 7
+    assert hook.fifths == 1  # the 5th batch (without the phase kept, none in 3 batches)
+    assert resumed.state_dict()["counters"]["every"] == straight.state_dict()["counters"]["every"]
+
+
+def test_a_hook_registered_after_the_load_with_another_shape_is_refused(fakes, tmp_path):
+    path = tmp_path / "c.pt"
+    saved = build(fakes, path)
+    saved.register_module("extra_net", torch.nn.Linear(2, 2))
+    saved.save_trainer(force=True)
+    resumed = build(fakes, None)
+    resumed.load_from_file(path)
+    with pytest.raises(CheckpointError, match=r"'extra_net'.weight: size mismatch"):
+        resumed.register_module("extra_net", torch.nn.Linear(3, 2))
 
 
 def test_mismatched_module_state_names_module(fakes, tmp_path):
