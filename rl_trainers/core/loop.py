@@ -393,7 +393,27 @@ class OptimizerHook(TrainerHookBase):
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore the optimizer's state dict."""
-        self.optimizer.load_state_dict(state_dict["optimizer"])
+        load_optimizer_state(self.optimizer, state_dict["optimizer"])
+
+
+def load_optimizer_state(optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
+    """``optimizer.load_state_dict(state)``, refused (the optimizer left as it was) when
+    ``state`` is another optimizer class's: torch takes its param groups as they are, and
+    the first step then fails on a setting they lack (``KeyError: 'momentum'``). A
+    setting added by a later torch version is filled in by the optimizer, not refused."""
+    import copy
+
+    before = copy.deepcopy(optimizer.state_dict())
+    optimizer.load_state_dict(state)
+    lacking = [k for k in optimizer.defaults if any(k not in g for g in optimizer.param_groups)]
+    if lacking:
+        saved = sorted({k for g in state.get("param_groups", ()) for k in g} - {"params"})
+        optimizer.load_state_dict(before)
+        raise ValueError(
+            f"the saved optimizer state is another optimizer's: it lacks "
+            f"{type(optimizer).__name__}'s settings {lacking} (it has {saved}); build the "
+            "trainer with the optimizer class the checkpoint was trained with"
+        )
 
 
 @torch.no_grad()
@@ -1506,7 +1526,10 @@ class Trainer:
                     "or network shape?):\n  " + "\n  ".join(mismatches)
                 )
         try:
-            module.load_state_dict(state)
+            if isinstance(module, torch.optim.Optimizer):
+                load_optimizer_state(module, state)
+            else:
+                module.load_state_dict(state)
         except Exception as err:
             raise _ckpt.CheckpointError(
                 f"{source}: could not load module {name!r} ({type(module).__name__}): {err}"

@@ -32,10 +32,10 @@ BACKENDS = [
 ]
 
 
-def build(fakes, path, seed=None):
+def build(fakes, path, seed=None, optimizer=lambda params: torch.optim.Adam(params, lr=1e-2)):
     collector = fakes.Collector()
     loss = fakes.Loss()
-    optim = torch.optim.Adam(loss.parameters(), lr=1e-2)
+    optim = optimizer(loss.parameters())
     trainer = Trainer(
         collector=collector,
         total_frames=64,
@@ -342,3 +342,29 @@ def test_torchsnapshot_errors(fakes, tmp_path, monkeypatch):
     f.write_bytes(b"x")
     with pytest.raises(CheckpointError, match="is a file"):
         t.load_from_file(f)
+
+
+def test_a_checkpoint_of_another_optimizer_class_is_refused_at_load(fakes, tmp_path):
+    path = tmp_path / "c.pt"
+    build(fakes, path).save_trainer(force=True)  # Adam
+    other = build(fakes, None, optimizer=lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9))
+    sgd = other.optimizer
+    with pytest.raises(CheckpointError, match=r"'optimizer'.*lacks SGD's settings.*'momentum'"):
+        other.load_from_file(path)
+    assert sgd.param_groups[0]["lr"] == 0.1 and sgd.param_groups[0]["momentum"] == 0.9
+    other.total_frames = 16
+    other.train()  # left as it was: it trains
+
+
+def test_an_optimizer_state_from_an_older_torch_is_filled_in(fakes, tmp_path):
+    """A setting a later torch added (absent from an older checkpoint) is not a mismatch."""
+    path = tmp_path / "c.pt"
+    trainer = build(fakes, path)
+    trainer.save_trainer(force=True)
+    state = torch.load(path, weights_only=True)
+    for group in state["modules"]["optimizer"]["optimizer"]["param_groups"]:
+        del group["maximize"]
+    torch.save(state, path)
+    resumed = build(fakes, None)
+    resumed.load_from_file(path)
+    assert resumed.optimizer.param_groups[0]["maximize"] is False
