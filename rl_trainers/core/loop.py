@@ -515,6 +515,49 @@ def _op_name(op: Callable) -> str:
     return type(op).__name__
 
 
+def _data_hook_result(out: Any, batch: TensorDictBase, point: str, op: Callable) -> TensorDictBase:
+    """The batch after the data hook ``op`` at ``point`` returned ``out``: a TensorDict
+    replaces it; anything else (None, a buffer's indices) keeps it, except a dict, which
+    was meant to replace it and would be dropped without a word."""
+    if isinstance(out, TensorDictBase):
+        return out
+    if isinstance(out, dict):
+        raise TypeError(
+            f"the hook {_op_name(op)} at {point!r} returned a dict; to replace the batch "
+            "return a TensorDict (TensorDict(entries, batch_size=batch.batch_size)), or None "
+            "to keep it"
+        )
+    return batch
+
+
+def _logged_values(out: Any, point: str, op: Callable) -> dict[str, Any] | None:
+    """What the logging hook ``op`` returned at ``point``, checked when it returns it: a
+    dict of scalars or None (a vector or a string would otherwise fail at the first logged
+    step, up to ``log_interval`` frames later, naming neither the hook nor the key)."""
+    if out is None:
+        return None
+    if not isinstance(out, dict):
+        raise TypeError(
+            f"the logging hook {_op_name(op)} at {point!r} returned a {type(out).__name__}; "
+            "a logging hook returns a dict of scalars ({name: value}) or None"
+        )
+    for key, value in out.items():
+        if isinstance(value, (torch.Tensor, np.ndarray)) and math.prod(value.shape) == 1:
+            continue
+        if isinstance(value, (int, float, np.number)) or key == "log_pbar":
+            continue
+        what = (
+            f"a {type(value).__name__} of shape {tuple(value.shape)}"
+            if isinstance(value, (torch.Tensor, np.ndarray))
+            else f"{type(value).__name__} {value!r}"[:80]
+        )
+        raise TypeError(
+            f"the logging hook {_op_name(op)} at {point!r} returned {what} for {key!r}; "
+            "a logged value is a Python number or a one-element tensor"
+        )
+    return out
+
+
 class _Timed:
     """Record the time of each call of ``op`` in ``timings`` under ``hook/<name>``."""
 
@@ -955,9 +998,9 @@ class Trainer:
                 steps[key] = step
                 logger.log_scalar(key, _as_float(value), step=step)
 
-    def _run_log_ops(self, ops: list[Callable], batch: TensorDictBase) -> None:
+    def _run_log_ops(self, point: str, ops: list[Callable], batch: TensorDictBase) -> None:
         for op in ops:
-            self._log(op(batch))
+            self._log(_logged_values(op(batch), point, op))
 
     # ------------------------------------------------------------------ loop
     def train(self) -> None:
@@ -1182,10 +1225,8 @@ class Trainer:
                 frames = batch.numel() * self.frame_skip
             if self._data_parallel is not None:  # total_frames counts every rank's frames
                 (frames,) = self._data_parallel.sum_ints(frames)
-            for op in batch_process:
-                out = op(batch)
-                if isinstance(out, TensorDictBase):  # e.g. rb.extend returns indices
-                    batch = out
+            for op in batch_process:  # rb.extend returns indices: the batch is kept
+                batch = _data_hook_result(op(batch), batch, "batch_process", op)
             if self._after_collection(batch, frames, warm_up):
                 break
             if timings is not None:
@@ -1211,12 +1252,12 @@ class Trainer:
         ``post_steps`` and ``post_steps_log``, then the end of the iteration (logs,
         checkpoint, stop). True when the run stops after this batch."""
         self._count_frames(frames)
-        self._run_log_ops(self._ops["pre_steps_log"], batch)
+        self._run_log_ops("pre_steps_log", self._ops["pre_steps_log"], batch)
         if self.collected_frames > warm_up:
             self.optim_steps(batch)
         for op in self._ops["post_steps"]:
             op()
-        self._run_log_ops(self._ops["post_steps_log"], batch)
+        self._run_log_ops("post_steps_log", self._ops["post_steps_log"], batch)
         if self.async_collection and self._log_now:
             self._log({"utd_ratio": self._optim_count / max(self.collected_frames, 1)})
         return self._end_iteration(frames)
@@ -1323,9 +1364,7 @@ class Trainer:
         try:
             for _ in range(self.num_epochs):
                 for op in pre_epoch:
-                    out = op(batch)
-                    if isinstance(out, TensorDictBase):
-                        batch = out
+                    batch = _data_hook_result(op(batch), batch, "pre_epoch", op)
                 steps += self._optim_loop(batch, n, log_losses, sums, counts)
                 for op in post_epoch:
                     op()
@@ -1367,9 +1406,9 @@ class Trainer:
             sub_batch = batch
             try:
                 for op in process_optim_batch:
-                    out = op(sub_batch)
-                    if isinstance(out, TensorDictBase):
-                        sub_batch = out
+                    sub_batch = _data_hook_result(
+                        op(sub_batch), sub_batch, "process_optim_batch", op
+                    )
             except StopIteration:  # an iterator over the batch is exhausted: end of epoch
                 self._optim_count -= 1
                 return step
@@ -1385,7 +1424,7 @@ class Trainer:
             for op in post_optim:
                 op()
             if post_optim_log:
-                self._run_log_ops(post_optim_log, sub_batch)
+                self._run_log_ops("post_optim_log", post_optim_log, sub_batch)
             if log_losses:
                 for key, value in losses.items(include_nested=True, leaves_only=True):
                     if value.numel() == 1:

@@ -426,3 +426,53 @@ def test_stop_on_signal_ends_train_after_the_batch_a_sigint_arrives_in(collector
         trainer.train()
     assert trainer.interrupted == "SIGINT" and collector.batches_yielded == 2
     assert trainer.handle_signals is False
+
+
+@pytest.mark.parametrize(
+    ("returned", "expected"),
+    [
+        ({"obs_mean": torch.zeros(4)}, r"returned a Tensor of shape \(4,\) for 'obs_mean'"),
+        ({"note": "hello"}, r"returned str 'hello' for 'note'"),
+        ({"none": None}, r"returned NoneType None for 'none'"),
+        (0.5, r"returned a float; a logging hook returns a dict of scalars"),
+    ],
+)
+def test_a_logging_hook_returning_a_non_scalar_fails_at_its_first_call(
+    collector, loss_module, logger, returned, expected
+):
+    """Refused when the hook returns it, not log_interval frames later at the first logged
+    step, and the message names the hook point, the hook and the key."""
+    calls = []
+
+    def bad_stats(batch):
+        calls.append(1)
+        return returned
+
+    trainer = make_trainer(collector, loss_module, total_frames=160, log_interval=10_000,
+                           logger=logger, optim_steps_per_batch=0)  # fmt: skip
+    trainer.register_op("pre_steps_log", bad_stats)
+    with pytest.raises(TypeError, match=f"bad_stats at 'pre_steps_log' {expected}"):
+        trainer.train()
+    assert len(calls) == 1
+
+
+def test_logging_hooks_may_return_numbers_and_one_element_tensors(collector, loss_module, logger):
+    import numpy as np
+
+    trainer = make_trainer(collector, loss_module, total_frames=32, log_interval=16,
+                           logger=logger, optim_steps_per_batch=0)  # fmt: skip
+    values = {"i": 1, "f": 0.5, "t": torch.ones(1, 1), "n": np.float32(2), "a": np.ones(())}
+    trainer.register_op("post_steps_log", lambda batch: {**values, "log_pbar": True})
+    trainer.train()
+    assert {key: logger.values(key)[-1][1] for key in values} == {
+        "i": 1, "f": 0.5, "t": 1.0, "n": 2.0, "a": 1.0
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("point", ["batch_process", "pre_epoch", "process_optim_batch"])
+def test_a_data_hook_returning_a_dict_is_refused(collector, loss_module, point):
+    """A dict meant to replace the batch was dropped without a word."""
+    trainer = make_trainer(collector, loss_module, total_frames=16, optim_steps_per_batch=1)
+    trainer.register_op(point, lambda b: {"observation": b["observation"] * 0})
+    with pytest.raises(TypeError, match=f"<lambda> at '{point}' returned a dict; to replace"):
+        trainer.train()
