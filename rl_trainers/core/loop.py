@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import math
+import numbers
 import os
 import random
 import signal
@@ -619,6 +620,27 @@ def _module_mismatches(name: str, module: nn.Module, saved: Any) -> list[str]:
     return out
 
 
+def _check_collector(collector: Any, async_collection: bool) -> None:
+    """Refuse, when the trainer is built, a collector that cannot yield batches: an env
+    given in its place (``train()`` then failed on "not iterable"). A background collector
+    (``async_collection``) is polled, not iterated."""
+    import gymnasium
+
+    from rl_trainers.envs.common import EnvBase
+
+    if isinstance(collector, (EnvBase, gymnasium.Env, gymnasium.vector.VectorEnv)):
+        raise TypeError(
+            f"collector is an environment ({type(collector).__name__}); the Trainer takes a "
+            "collector that steps it with a policy: SyncDataCollector(env, policy, "
+            "frames_per_batch=..., total_frames=...) (rl_trainers.collectors)"
+        )
+    if not async_collection and not hasattr(collector, "__iter__"):
+        raise TypeError(
+            f"collector must be an iterable of TensorDict batches (a SyncDataCollector), got "
+            f"{collector!r}"[:300]
+        )
+
+
 def _count_arg(name: str, value: Any, low: int) -> int:
     """A count argument as an int; whole floats (``total_frames=1e6``) are accepted."""
     if isinstance(value, float) and value.is_integer():
@@ -735,6 +757,7 @@ class Trainer:
         distributed: bool | None = None,
         auto_log_optim_steps: bool = True,
     ) -> None:
+        _check_collector(collector, async_collection)
         if optim_steps_per_batch is None:
             optim_steps_per_batch = getattr(collector, "num_workers", None) or 1
         (
@@ -763,7 +786,9 @@ class Trainer:
             raise ValueError(
                 f"keep_checkpoints must be None or an integer >= 1, got {keep_checkpoints!r}."
             )
-        if clip_norm is not None and not clip_norm > 0:
+        if clip_norm is not None and (
+            isinstance(clip_norm, bool) or not isinstance(clip_norm, numbers.Real) or clip_norm <= 0
+        ):
             raise ValueError(f"clip_norm must be None or a positive number, got {clip_norm!r}.")
         if logger is not None and not callable(getattr(logger, "log_scalar", None)):
             raise TypeError(

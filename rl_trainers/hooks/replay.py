@@ -69,6 +69,11 @@ class ReplayBufferTrainer(TrainerHookBase):
         max_dims: Sequence[int] | None = None,
         iterate: bool = False,
     ) -> None:
+        if not all(callable(getattr(replay_buffer, m, None)) for m in ("extend", "sample")):
+            raise TypeError(
+                f"{type(replay_buffer).__name__} has no extend() and sample() methods; "
+                "expected a replay buffer such as TensorDictReplayBuffer(storage=...)."
+            )
         self.replay_buffer = replay_buffer
         self.batch_size = batch_size
         self.memmap = memmap

@@ -181,6 +181,26 @@ def test_constructor_validation(collector, loss_module, kw):
         make_trainer(collector, loss_module, **kw)
 
 
+@pytest.mark.parametrize("clip_norm", ["1.0", True, 0, -1.0])
+def test_clip_norm_must_be_a_positive_number(collector, loss_module, clip_norm):
+    with pytest.raises(
+        ValueError, match=f"clip_norm must be None or a positive number, got {clip_norm!r}"
+    ):
+        make_trainer(collector, loss_module, clip_norm=clip_norm)
+
+
+def test_an_env_given_as_the_collector_is_refused_naming_the_collector_to_wrap_it_in(loss_module):
+    from rl_trainers.envs import GymEnv
+
+    env = GymEnv("CartPole-v1")
+    with pytest.raises(
+        TypeError, match=r"collector is an environment \(GymEnv\).*SyncDataCollector\(env, policy"
+    ):
+        make_trainer(env, loss_module)
+    with pytest.raises(TypeError, match="collector must be an iterable of TensorDict batches"):
+        make_trainer(None, loss_module)
+
+
 def test_log_interval_logs_when_a_multiple_is_crossed(collector, loss_module, logger):
     # 16 frames per batch, interval 40: counts 16, 32, 48*, 64, 80*, 96, 112, 128* (crossings)
     trainer = make_trainer(

@@ -693,3 +693,8 @@ def test_clip_grad_norm_mixed_dtypes_falls_back_to_torch():
     assert float(norm) == pytest.approx(5.0)
     assert float(a.grad[0]) == pytest.approx(0.6, rel=1e-5)
     assert float(b.grad[0]) == pytest.approx(0.8, rel=1e-5)
+
+
+def test_a_replay_buffer_hook_without_a_buffer_is_refused_when_built():
+    with pytest.raises(TypeError, match="NoneType has no extend.. and sample.. methods"):
+        ReplayBufferTrainer(None)
