@@ -248,7 +248,8 @@ class LogValidationReward(TrainerHookBase):
             value = rollout.get(key).float()
             if _is_reward(key):
                 out[name] = value.mean() / self.frame_skip
-                out["total_" + name] = trajectory_returns(rollout).mean()
+                # summed in float64, reported in the per-step value's dtype beside it
+                out["total_" + name] = trajectory_returns(rollout).mean().to(value.dtype)
             else:
                 out[name] = value.mean()
         returns, lengths = episode_returns(rollout)

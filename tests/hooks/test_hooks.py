@@ -588,6 +588,7 @@ def test_log_validation_reward_torchrl_keys(frame_skip):
     out = hook()
     assert out["rewards"] == pytest.approx(1.0 / frame_skip)
     assert out["total_rewards"] == pytest.approx(10 / 3)
+    assert out["total_rewards"].dtype == out["rewards"].dtype == torch.float32
     assert out["eval/episode_return_mean"] == pytest.approx(4.0)  # complete episodes only
     assert out["log_pbar"] is True
     default = LogValidationReward(
