@@ -53,7 +53,7 @@ class TrainedRun:
 
 def train(
     algorithm: str,
-    *overrides: str | Mapping[str, Any],
+    *overrides: str | Mapping[str, Any] | list | tuple,
     run_dir: str | os.PathLike | None = None,
     echo: bool = True,
 ) -> TrainedRun:
@@ -62,8 +62,9 @@ def train(
     Args:
         algorithm: the algorithm, as ``rl-trainers <algorithm>`` names it.
         overrides: Hydra overrides, as on the command line (``"env=hopper"``,
-            ``"optimizer.lr=3e-4"``), or mappings of field to value (``{"optimizer.lr": 3e-4,
-            "env.normalize_observations": True}``).
+            ``"optimizer.lr=3e-4"``), mappings of field to value (``{"optimizer.lr": 3e-4,
+            "env.normalize_observations": True}``), or lists or tuples of those, as Hydra's
+            ``compose(overrides=[...])`` takes them (flattened in order).
         run_dir: the run directory (``hydra.run.dir``); default: the app's,
             ``outputs/<algorithm>/<env id>/<date>`` under the working directory. An existing
             run there is continued with ``"trainer.resume=true"``, as on the command line.
@@ -74,6 +75,7 @@ def train(
         ``run.eval_return_mean`` and ``run.load_policy()``.
 
     Raises:
+        TypeError: an override is not a string, a mapping, or a list or tuple of them.
         TrainingError: the run stopped on an error (the message is its ``Error:`` line).
         KeyboardInterrupt: the caller was interrupted; the run stopped with a checkpoint.
     """
@@ -123,11 +125,18 @@ def train(
     return TrainedRun(Path(summary["output_dir"]), summary)
 
 
-def _override_words(item: str | Mapping[str, Any]) -> list[str]:
-    """Command-line words of one ``overrides`` item."""
+def _override_words(item: str | Mapping[str, Any] | list | tuple) -> list[str]:
+    """Command-line words of one ``overrides`` item (a list or tuple flattened in order)."""
     if isinstance(item, str):
         return [item]
-    return [f"{key}={_hydra_value(value)}" for key, value in item.items()]
+    if isinstance(item, Mapping):
+        return [f"{key}={_hydra_value(value)}" for key, value in item.items()]
+    if isinstance(item, list | tuple):
+        return [word for inner in item for word in _override_words(inner)]
+    raise TypeError(
+        f"train() got the override {item!r} ({type(item).__name__}): give strings "
+        '("field=value"), mappings of field to value, or lists or tuples of those.'
+    )
 
 
 def _hydra_value(value: Any) -> str:

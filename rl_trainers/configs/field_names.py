@@ -136,11 +136,30 @@ TORCHRL_FIELDS: dict[str, dict[str, str]] = {
         "*": "checkpoints go to <run dir>/checkpoints/ (choose the run directory with "
         "hydra.run.dir=...; docs/resume.md)",
     },
+    "trainer.async_collection": {
+        "*": "it is an argument of a Trainer built in a script, not a field of the app; "
+        "collector=multi_async collects in worker processes while the trainer learns",
+    },
+    # the node and its fields alike (target_net_updater.tau, target_net_updater.eps)
+    "target_net_updater": {
+        "sac": "SAC soft-updates its target critics by trainer.tau after every gradient "
+        "update (torchrl's SoftUpdate tau; its eps is 1 - tau)",
+        "td3": "TD3 soft-updates its target networks by trainer.tau (torchrl's SoftUpdate "
+        "tau; its eps is 1 - tau)",
+        "ddpg": "DDPG soft-updates its target networks by trainer.tau (torchrl's SoftUpdate "
+        "tau; its eps is 1 - tau)",
+        "dqn": "DQN updates its target network every trainer.target_update_interval gradient "
+        "updates by trainer.tau (1, a copy, is torchrl's HardUpdate; torchrl's SoftUpdate "
+        "eps is 1 - tau)",
+        "*": "the on-policy trainers (ppo, a2c, pg) keep no target network",
+    },
 }
 
 
 def torchrl_field_hint(full_key: str, algorithm: str) -> str | None:
-    """What to set instead of torchrl's ``full_key`` (:data:`TORCHRL_FIELDS`), or None."""
+    """What to set instead of torchrl's ``full_key`` (:data:`TORCHRL_FIELDS`), or None. An
+    override of a field of a node the app lacks (``target_net_updater.tau=0.01``) is
+    reported at the node (``target_net_updater``), which has its own entry."""
     hints = TORCHRL_FIELDS.get(full_key)
     if hints is None:
         return None

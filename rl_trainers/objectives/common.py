@@ -620,6 +620,29 @@ def call_tensor_module(module: nn.Module, td: TensorDictBase, out_key: str | Non
     return module(td.select(*module.in_keys)).get(key)
 
 
+def next_key(key) -> tuple:
+    """Where a batch keeps ``key``'s value at the next step: ``("next", *key)``."""
+    return ("next", *key) if isinstance(key, tuple) else ("next", key)
+
+
+def batch_entry(td: TensorDictBase, key) -> torch.Tensor:
+    """``td[key]``; a missing entry raises a ``KeyError`` that names it."""
+    value = td.get(key, None)
+    if value is None:
+        raise KeyError(
+            f"the loss reads the batch entry {key!r}, which the batch lacks; keep it in the "
+            "batch (a SelectKeys hook that leaves it out is the usual cause)"
+        )
+    return value
+
+
+def next_step(td: TensorDictBase, keys: Sequence) -> TensorDictBase:
+    """``td["next"]``, checked (as :func:`batch_entry` checks) to hold each of ``keys``."""
+    for key in keys:
+        batch_entry(td, next_key(key))
+    return td.get("next")
+
+
 def stack_current_next(
     td: TensorDictBase, keys: Sequence, net: nn.Module | None = None
 ) -> TensorDictBase:
@@ -633,10 +656,7 @@ def stack_current_next(
     if td.batch_dims == 0 or (net is not None and td.batch_dims == 1 and runs_recurrent(net)):
         td = td.unsqueeze(0)
     batch = td.batch_size
-    data = {
-        k: torch.cat([td.get(k), td.get(("next", k) if isinstance(k, str) else ("next", *k))])
-        for k in keys
-    }
+    data = {k: torch.cat([batch_entry(td, k), batch_entry(td, next_key(k))]) for k in keys}
     return TensorDict(data, batch_size=[2 * batch[0], *batch[1:]])
 
 
@@ -681,10 +701,10 @@ def reward_and_not_terminated(
     ``terminated`` entry) as a float mask shaped like the reward, at ``loss``'s keys
     (``reward_key``, ``done_key``, ``terminated_key``; the default names without a loss)."""
     keys = LossModule if loss is None else loss
-    reward = td.get(("next", keys.reward_key))
-    terminated = td.get(("next", keys.terminated_key), None)
+    reward = batch_entry(td, next_key(keys.reward_key))
+    terminated = td.get(next_key(keys.terminated_key), None)
     if terminated is None:
-        terminated = td.get(("next", keys.done_key))
+        terminated = batch_entry(td, next_key(keys.done_key))
     not_term = (~terminated.bool()).to(reward.dtype).reshape(reward.shape)
     return reward, not_term
 
@@ -704,10 +724,10 @@ def transition_in_keys(*key_lists, loss: LossModule | None = None) -> list:
     step."""
     names = LossModule if loss is None else loss
     keys: list = [names.action_key] + [
-        ("next", k) for k in (names.reward_key, names.done_key, names.terminated_key)
+        next_key(k) for k in (names.reward_key, names.done_key, names.terminated_key)
     ]
     for key in (k for ks in key_lists for k in ks if k != names.action_key):
-        keys += [key, ("next", key) if isinstance(key, str) else ("next", *key)]
+        keys += [key, next_key(key)]
     return list(dict.fromkeys(keys))
 
 

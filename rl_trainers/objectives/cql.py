@@ -36,8 +36,10 @@ from torch import nn
 
 from rl_trainers.objectives.common import (
     action_bounds,
+    batch_entry,
     distance_loss,
     loss_action_spec,
+    next_key,
     one_step_target,
 )
 from rl_trainers.objectives.dqn import DQNLoss
@@ -186,14 +188,16 @@ class CQLLoss(SACLoss):
     def _policy(self, td: TensorDictBase, next_: bool, repeat: int = 1):
         """The actor's distribution at ``s`` (or ``s'``), each state ``repeat`` times."""
         n = td.batch_size[0]
-        obs = {k: _repeat(td.get(("next", k) if next_ else k), repeat) for k in self._obs_keys}
+        obs = {
+            k: _repeat(batch_entry(td, next_key(k) if next_ else k), repeat) for k in self._obs_keys
+        }
         return self.actor_network.get_dist(TensorDict(obs, batch_size=[n * repeat]))
 
     def _critic_obs(self, td: TensorDictBase, next_: bool, repeat: int = 1) -> TensorDict:
         """The critics' non-action inputs, each state ``repeat`` times, at the top level."""
         n = td.batch_size[0]
         keys = [k for k in self._q_in_keys if k != self.action_key]
-        data = {k: _repeat(td.get(("next", k) if next_ else k), repeat) for k in keys}
+        data = {k: _repeat(batch_entry(td, next_key(k) if next_ else k), repeat) for k in keys}
         return TensorDict(data, batch_size=[n * repeat])
 
     @torch.no_grad()

@@ -21,8 +21,10 @@ from torch import nn
 from rl_trainers.modules.actors import discrete_kind
 from rl_trainers.modules.distributions import one_hot_index
 from rl_trainers.objectives.common import (
+    batch_entry,
     check_torchrl_options,
     distance_loss,
+    next_key,
     one_step_target,
 )
 from rl_trainers.objectives.sac import SACLoss
@@ -109,7 +111,7 @@ class DiscreteSACLoss(SACLoss):
     def _probs(self, td: TensorDictBase, next_: bool) -> tuple[torch.Tensor, torch.Tensor]:
         """``(probs, log_probs)`` ``[*B, n]`` of the policy at ``s`` (or ``s'``)."""
         keys = self._obs_keys
-        inputs = {k: td.get(("next", k) if next_ else k) for k in keys}
+        inputs = {k: batch_entry(td, next_key(k) if next_ else k) for k in keys}
         dist = self.actor_network.get_dist(TensorDict(inputs, batch_size=td.batch_size))
         log_probs = dist.log_probs
         probs = log_probs.exp()

@@ -16,6 +16,7 @@ from torch import nn
 from rl_trainers.modules.distributional import expected_action_values
 from rl_trainers.objectives.common import (
     discount,
+    next_step,
     reward_and_not_terminated,
 )
 from rl_trainers.objectives.dqn import DQNLoss
@@ -96,7 +97,7 @@ class DistributionalDQNLoss(DQNLoss):
         if self.delay_value:
             self._ensure_target()
         with torch.no_grad():
-            next_td = td.get("next")
+            next_td = next_step(td, self._q_in_keys)
             online = net.log_probs(next_td).reshape(n, atoms, n_actions)
             best = expected_action_values(online, support).argmax(-1)
             target_net = self.target_value_network_params if self.delay_value else net

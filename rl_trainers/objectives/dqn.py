@@ -29,6 +29,7 @@ from rl_trainers.objectives.common import (
     current_and_next,
     distance_loss,
     gradient_buffers,
+    next_step,
     one_step_target,
     params_view,
     transition_in_keys,
@@ -135,11 +136,14 @@ class DQNLoss(LossModule):
         return params_view(self.value_network)
 
     @property
+    def _q_in_keys(self) -> list:
+        """The batch entries the Q-network reads."""
+        return getattr(self.value_network, "_net_keys", self.value_network.in_keys)
+
+    @property
     def in_keys(self) -> list:
         """The batch entries :meth:`forward` reads."""
-        return transition_in_keys(
-            getattr(self.value_network, "_net_keys", self.value_network.in_keys), loss=self
-        )
+        return transition_in_keys(self._q_in_keys, loss=self)
 
     def _default_out_keys(self) -> list[str]:
         """The entries :meth:`forward` writes."""
@@ -164,10 +168,9 @@ class DQNLoss(LossModule):
         """``(Q(s, .), Q(s, a), target, |Q(s, a) - target|)``, the last three shaped
         ``[*batch, 1]``; writes the per-sample errors at ``priority_key``."""
         batch = td.batch_size
-        keys = getattr(self.value_network, "_net_keys", self.value_network.in_keys)
         if self.double_dqn:
             values, next_online = current_and_next(
-                self.value_network.action_values, td, keys, self.value_network
+                self.value_network.action_values, td, self._q_in_keys, self.value_network
             )
             next_online = next_online.detach()
         else:
@@ -180,7 +183,7 @@ class DQNLoss(LossModule):
             target_net = (
                 self.target_value_network_params if self.delay_value else self.value_network
             )
-            next_values = target_net.action_values(td.get("next"))
+            next_values = target_net.action_values(next_step(td, self._q_in_keys))
             if self.double_dqn:
                 index = next_online.argmax(-1, keepdim=True)
                 next_value = next_values.gather(-1, index)
@@ -229,7 +232,7 @@ class DQNLoss(LossModule):
     @torch.no_grad()
     def _next_value(self, td: TensorDictBase) -> torch.Tensor:
         """``max_a Q'(s', a)`` (double DQN: ``Q'(s', argmax_a Q(s', a))``), ``[*B, 1]``."""
-        next_td = td.get("next")
+        next_td = next_step(td, self._q_in_keys)
         if self.delay_value:
             self._ensure_target()
         target_net = self.target_value_network_params if self.delay_value else self.value_network

@@ -22,11 +22,13 @@ from rl_trainers.objectives.common import (
     OFF_POLICY_KEYS,
     LossModule,
     actor_obs_keys,
+    batch_entry,
     check_critic_reads_action,
     check_loss_function,
     check_no_shared_parameters,
     check_torchrl_options,
     distance_loss,
+    next_key,
     one_step_target,
     params_view,
     transition_in_keys,
@@ -131,7 +133,9 @@ class IQLLoss(LossModule):
 
     # -- the networks on the batch ----------------------------------------------------------
     def _value(self, td: TensorDictBase, next_: bool = False) -> torch.Tensor:
-        return self._value_fn(*[td.get(("next", k) if next_ else k) for k in self._v_in_keys])
+        return self._value_fn(
+            *[batch_entry(td, next_key(k) if next_ else k) for k in self._v_in_keys]
+        )
 
     def _q(self, td: TensorDictBase, target: bool = False) -> torch.Tensor:
         """``Q_i(s, a)`` of the batch's actions, ``[num_qvalue_nets, *batch, 1]``."""

@@ -34,6 +34,7 @@ from rl_trainers.objectives.common import (
     LossModule,
     TensorDictFn,
     actor_obs_keys,
+    batch_entry,
     check_critic_reads_action,
     check_loss_function,
     check_no_shared_parameters,
@@ -41,6 +42,7 @@ from rl_trainers.objectives.common import (
     distance_loss,
     is_plain_module,
     loss_action_spec,
+    next_key,
     one_step_target,
     params_view,
     transition_in_keys,
@@ -245,7 +247,7 @@ class SACLoss(LossModule):
             if key == self.action_key:
                 inputs.append(action)
             else:
-                inputs.append(td.get(("next", key) if obs_next else key))
+                inputs.append(batch_entry(td, next_key(key) if obs_next else key))
         return inputs
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -294,7 +296,7 @@ class SACLoss(LossModule):
 
     def _sample(self, td: TensorDictBase, next_: bool) -> tuple[torch.Tensor, torch.Tensor]:
         """``(a, log pi(a|s))`` reparameterised at ``s`` (or at ``s'`` with ``next_``)."""
-        obs = {k: td.get(("next", k) if next_ else k) for k in self._obs_keys}
+        obs = {k: batch_entry(td, next_key(k) if next_ else k) for k in self._obs_keys}
         dist = self.actor_network.get_dist(TensorDict(obs, batch_size=td.batch_size))
         return dist.rsample_and_log_prob()
 
@@ -361,7 +363,7 @@ class SACLoss(LossModule):
             return None
         mlp, head = actor
         key = self._obs_keys[0]
-        s, s_next = td.get(key), td.get(("next", key))
+        s, s_next = batch_entry(td, key), batch_entry(td, next_key(key))
         critic = self.qvalue_network_params
         target = self._target_net()
         if not critic._plain_mlp or has_hooks(critic) or has_hooks(target):

@@ -18,6 +18,7 @@ from rl_trainers.objectives.common import (
     LossModule,
     TensorDictFn,
     action_bounds,
+    batch_entry,
     buffer_copy,
     check_critic_reads_action,
     check_loss_function,
@@ -27,6 +28,7 @@ from rl_trainers.objectives.common import (
     distance_loss,
     is_plain_module,
     loss_action_spec,
+    next_key,
     params_view,
     reward_and_not_terminated,
     transition_in_keys,
@@ -162,13 +164,13 @@ class TD3Loss(LossModule):
         return ["loss_actor", "loss_qvalue", "q_mean", "target_value", "td_error"]
 
     def _obs(self, td: TensorDictBase, next_: bool) -> list[torch.Tensor]:
-        return [td.get(("next", k) if next_ else k) for k in self._obs_keys]
+        return [batch_entry(td, next_key(k) if next_ else k) for k in self._obs_keys]
 
     def _q_inputs(
         self, td: TensorDictBase, next_: bool, action: torch.Tensor
     ) -> list[torch.Tensor]:
         return [
-            action if k == self.action_key else td.get(("next", k) if next_ else k)
+            action if k == self.action_key else batch_entry(td, next_key(k) if next_ else k)
             for k in self._q_in_keys
         ]
 

@@ -16,6 +16,7 @@ import torch
 import yaml
 
 import rl_trainers
+from rl_trainers.agents.training import _override_words
 from rl_trainers.core.checkpoint import list_checkpoints
 from rl_trainers.errors import TrainingError
 
@@ -67,6 +68,22 @@ def test_a_mistake_raises_the_runs_error_line(tmp_path, monkeypatch, capsys):
         rl_trainers.train("ppo", "-m", "seed=0,1")
     assert capsys.readouterr() == ("", "")  # echo=False: nothing relayed
     assert not (tmp_path / "outputs").exists()
+
+
+def test_overrides_given_as_lists_or_tuples_reach_the_run_in_order(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(
+        TrainingError, match=r"optimizer.lrr is not a field: did you mean optimizer.lr\?"
+    ):
+        rl_trainers.train("ppo", ["trainer.total_frames=256", "optimizer.lrr=1"], echo=False)
+    words = _override_words(["env=hopper", ("seed=1", {"eval.episodes": 1}), "seed=2"])
+    assert words == ["env=hopper", "seed=1", "eval.episodes=1", "seed=2"]
+
+
+@pytest.mark.parametrize("override", [256, None, {"seed"}])
+def test_an_override_of_another_type_is_refused_naming_what_is_accepted(override):
+    with pytest.raises(TypeError, match="give strings .* or lists or tuples of those"):
+        rl_trainers.train("ppo", "seed=1", override)
 
 
 INTERRUPTED = textwrap.dedent(

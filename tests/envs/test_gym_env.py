@@ -215,6 +215,38 @@ def test_unknown_env_id_suggests_close_matches():
         GymEnv("CartPol-v1")
 
 
+@pytest.mark.parametrize(
+    "torchrl_keywords",
+    [
+        {"convert_actions_to_numpy": True},
+        {"allow_done_after_reset": False},
+        {"batch_size": None, "missing_obs_value": None},
+        {"batch_size": []},
+        {"batch_size": torch.Size([])},
+    ],
+)
+def test_torchrl_keywords_at_their_defaults_are_accepted(torchrl_keywords):
+    env = GymEnv("CartPole-v1", **torchrl_keywords)
+    assert env.rollout(3).batch_size == (3,)
+    assert GymWrapper(gym.make("CartPole-v1"), **torchrl_keywords).batch_size == ()
+
+
+@pytest.mark.parametrize(
+    ("keyword", "value", "instead"),
+    [
+        ("allow_done_after_reset", True, "does not check the done flags"),
+        ("convert_actions_to_numpy", False, "actions always reach gymnasium as numpy arrays"),
+        ("batch_size", [4], "the batch is set by num_envs"),
+    ],
+)
+def test_torchrl_keywords_at_other_values_are_refused_naming_them(keyword, value, instead):
+    with pytest.raises(ValueError) as refused:
+        GymEnv("CartPole-v1", **{keyword: value})
+    message = str(refused.value)
+    assert message.startswith(f"GymEnv({keyword}={value!r}): only torchrl's default")
+    assert instead in message and message.endswith(f"leave {keyword} out.")
+
+
 def test_bad_actions_and_missing_keys_are_reported():
     env = GymEnv("Pendulum-v1")
     td = env.reset()

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -291,6 +293,18 @@ def test_dqn_reads_renamed_reward_and_done_keys():
     reference = loss(ended)["loss"]
     loss.set_keys(reward="clipped_reward", done="end-of-life", terminated="end-of-life")
     assert torch.allclose(loss(batch)["loss"], reference)
+
+
+@pytest.mark.parametrize("name", ["td3", "ddpg", "sac", "dqn"])
+def test_a_batch_without_the_next_observation_is_refused_naming_it(name):
+    if name == "dqn":
+        loss = DQNLoss(_dqn_setup(OneHot(2))[1], delay_value=False)
+        batch = _batch(obs=2, action=F.one_hot(torch.randint(2, (16,)), 2).bool())
+    else:
+        loss, batch = _off_policy_losses()[name], _batch()
+    del batch["next", "observation"]
+    with pytest.raises(KeyError, match=re.escape("('next', 'observation'), which the batch lacks")):
+        loss(batch)
 
 
 @pytest.mark.parametrize("spec", [OneHot(3), Categorical(3)])

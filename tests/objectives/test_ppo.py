@@ -1,4 +1,5 @@
 import math
+import re
 
 import pytest
 import torch
@@ -152,6 +153,18 @@ def test_ppo_and_a2c_with_real_modules(cls):
     assert {id(p) for p in loss.parameters()} == {
         id(p) for p in [*actor.parameters(), *critic.parameters()]
     }
+
+
+@pytest.mark.parametrize("entry", [("next", "observation"), ("next", "reward")])
+def test_a_batch_without_a_next_step_entry_is_refused_naming_it(entry):
+    obs = Composite(observation=Unbounded(shape=(4,)))
+    actor, critic = make_actor(obs, OneHot(2)), make_value(obs)
+    loss = ClipPPOLoss(actor, critic)
+    loss.make_value_estimator("gae", gamma=0.99, lmbda=0.95)
+    td = _cartpole_batch(actor)
+    del td[entry]
+    with pytest.raises(KeyError, match=re.escape(f"{entry!r}, which the batch lacks; keep it")):
+        loss(td)
 
 
 def test_ppo_clip_ratio_is_one_on_policy():

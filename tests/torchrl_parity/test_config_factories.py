@@ -149,6 +149,10 @@ def test_gym_env_factory_refuses_torchrl_options_it_does_not_have():
     node = {"_target_": f"{CONFIGS}.envs_libs.make_gym_env", "env_name": "CartPole-v1"}
     with pytest.raises(InstantiationException, match="num_workers=4 is invalid"):
         instantiate({**node, "num_workers": 4})
+    with pytest.raises(InstantiationException, match="batch_size=.*the batch is set by num_envs"):
+        instantiate({**node, "batch_size": [2]})
+    env = instantiate({**node, "batch_size": [], "convert_actions_to_numpy": True})
+    assert env.batch_size == ()
 
 
 def test_transformed_env_of_a_base_env_given_by_its_fields_is_a_gym_env():

@@ -18,6 +18,7 @@ from rl_trainers.errors import ConfigError
         ("ppo", "trainer.optim_steps_per_batch", ["trainer.num_epochs", "trainer.minibatch_size"]),
         ("a2c", "trainer.optim_steps_per_batch", ["one gradient step per collected batch"]),
         ("ppo", "trainer.save_trainer_file", ["checkpoints/", "hydra.run.dir"]),
+        ("sac", "trainer.async_collection", ["not a field of the app", "collector=multi_async"]),
     ],
 )
 def test_torchrl_trainer_fields_without_a_rename_say_what_to_set(
@@ -27,6 +28,25 @@ def test_torchrl_trainer_fields_without_a_rename_say_what_to_set(
     # override gets the field to use here rather than a bare "not a field"
     proc = train(algorithm, "--cfg", "job", f"{key}=4", cwd=tmp_path)
     assert_user_error(proc, f"{key} is not a field", f"torchrl's {key}", *expected)
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "override", "expected"),
+    [
+        ("sac", "target_net_updater.tau=0.01", ["SAC soft-updates", "trainer.tau"]),
+        ("td3", "target_net_updater.eps=0.995", ["TD3 soft-updates", "its eps is 1 - tau"]),
+        ("dqn", "target_net_updater.eps=0.995", ["trainer.target_update_interval", "HardUpdate"]),
+        ("ppo", "target_net_updater.tau=0.01", ["keep no target network"]),
+    ],
+)
+def test_torchrl_target_net_updater_says_where_the_target_update_is_set(
+    algorithm, override, expected, tmp_path
+):
+    # the app has no target_net_updater node: the error names the node, not the field
+    proc = train(algorithm, "--cfg", "job", override, cwd=tmp_path)
+    assert_user_error(
+        proc, "target_net_updater is not a field", "torchrl's target_net_updater", *expected
+    )
 
 
 def test_torchrl_trainer_field_added_with_plus_says_what_to_set(tiny_config):

@@ -172,15 +172,13 @@ def make_gym_env(
     accepted at their defaults (batch copies with ``configs.envs.make_batched_env``).
     """
     from rl_trainers.envs import DoubleToFloat, GymEnv, set_gym_backend
+    from rl_trainers.envs.libs.gym import TORCHRL_GYM_KEYWORDS, torchrl_keyword_refusal
 
-    for name, default in (
-        ("num_workers", 1),
-        ("batch_size", None),
-        ("allow_done_after_reset", False),
-        ("convert_actions_to_numpy", True),
-        ("missing_obs_value", None),
-        ("disable_env_checker", None),
-    ):
+    for name in TORCHRL_GYM_KEYWORDS.keys() & kwargs.keys():
+        refusal = torchrl_keyword_refusal(name, kwargs[name])
+        if refusal is not None:
+            raise ConfigError(f"make_gym_env.{name}", kwargs[name], f"{refusal}; leave it out")
+    for name, default in (("num_workers", 1), ("disable_env_checker", None)):
         _only_default("make_gym_env", name, kwargs.pop(name, default), default)
     if kwargs.get("render_mode") is None:
         kwargs.pop("render_mode", None)

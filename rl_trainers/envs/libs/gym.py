@@ -52,6 +52,38 @@ __all__ = [
 
 _SAME_STEP = gym.vector.AutoresetMode.SAME_STEP
 
+#: torchrl's ``GymEnv``/``GymWrapper`` keywords rl_trainers has no use for: each with
+#: torchrl's default, the one value accepted, and what rl_trainers does instead.
+TORCHRL_GYM_KEYWORDS: dict[str, tuple[Any, str]] = {
+    "batch_size": (None, "the batch is set by num_envs: [N] for num_envs=N, [] for one env"),
+    "allow_done_after_reset": (False, "rl_trainers does not check the done flags a reset gives"),
+    "convert_actions_to_numpy": (True, "actions always reach gymnasium as numpy arrays"),
+    "missing_obs_value": (
+        None,
+        "vector envs reset in the step that ends an episode, so no observation is missing",
+    ),
+}
+
+
+def torchrl_keyword_refusal(name: str, value: Any) -> str | None:
+    """None when torchrl's keyword ``name`` (of :data:`TORCHRL_GYM_KEYWORDS`) is at its
+    default (for ``batch_size``, an empty size too); else why the value is refused."""
+    default, instead = TORCHRL_GYM_KEYWORDS[name]
+    empty_batch = name == "batch_size" and value is not None and len(value) == 0
+    if empty_batch or value == default:
+        return None
+    return f"only torchrl's default {default!r} is accepted ({instead})"
+
+
+def _drop_torchrl_keywords(owner: str, kwargs: dict[str, Any]) -> None:
+    """Removes torchrl's keywords at their defaults from ``kwargs``; one at another value
+    raises a ``ValueError`` naming it."""
+    for name in TORCHRL_GYM_KEYWORDS.keys() & kwargs.keys():
+        value = kwargs.pop(name)
+        refusal = torchrl_keyword_refusal(name, value)
+        if refusal is not None:
+            raise ValueError(f"{owner}({name}={value!r}): {refusal}; leave {name} out.")
+
 
 # --- building gymnasium envs -----------------------------------------------------------------
 #: Namespaces of gymnasium ids registered by other packages when imported: namespace ->
@@ -548,6 +580,7 @@ class GymWrapper(EnvBase):
     ) -> None:
         if env is None:
             env = kwargs.pop("env")
+        _drop_torchrl_keywords("GymWrapper", kwargs)
         if kwargs:
             raise TypeError(f"GymWrapper got unexpected arguments {sorted(kwargs)}.")
         self._init_from(env, categorical_action_encoding, device, pixels_key_only)
@@ -961,7 +994,10 @@ class GymEnv(GymWrapper):
         frame_skip: repeat each action this many times (rewards summed).
         categorical_action_encoding: Discrete actions as int64 indices instead of one-hot.
         device: tensor device.
-        **make_kwargs: passed to ``gymnasium.make`` (e.g. ``max_episode_steps``).
+        **make_kwargs: passed to ``gymnasium.make`` (e.g. ``max_episode_steps``), except
+            torchrl's ``batch_size``, ``allow_done_after_reset``, ``convert_actions_to_numpy``
+            and ``missing_obs_value``, accepted at torchrl's defaults only (an empty
+            ``batch_size`` too; :data:`TORCHRL_GYM_KEYWORDS`).
 
     Example:
         >>> env = GymEnv("Pendulum-v1")
@@ -988,6 +1024,7 @@ class GymEnv(GymWrapper):
         if int(frame_skip) < 1:
             raise ValueError(f"frame_skip must be >= 1, got {frame_skip}.")
         resolve_env_id(env_name)  # fail early with a helpful message
+        _drop_torchrl_keywords("GymEnv", make_kwargs)
         self.env_name = env_name
         self.from_pixels = from_pixels
         self.pixels_only = pixels_only and from_pixels

@@ -18,10 +18,12 @@ from torch import nn
 from rl_trainers._returns import _discounted_cumsum, reward2go
 from rl_trainers.objectives.common import (
     ValueEstimators,
+    batch_entry,
     current_and_next,
     discount,
     estimator_type,
     is_plain_module,
+    next_key,
 )
 
 __all__ = [
@@ -40,8 +42,6 @@ __all__ = [
     "make_estimator",
     "default_value_kwargs",
 ]
-
-_NO_DEFAULT = object()
 
 
 def _check(*tensors: torch.Tensor) -> None:
@@ -334,10 +334,6 @@ class ValueEstimatorBase(nn.Module):
             setattr(self, self._key_attrs[name], key)
         return self
 
-    def _next(self, td: TensorDictBase, key, default=_NO_DEFAULT):
-        nested = ("next", *key) if isinstance(key, tuple) else ("next", key)
-        return td.get(nested) if default is _NO_DEFAULT else td.get(nested, default)
-
     def _values(self, td: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
         """Runs the critic on current and next observations in one call; writes both values."""
         net = self.value_network
@@ -375,9 +371,9 @@ class ValueEstimatorBase(nn.Module):
                 "value estimators need a batch with a time dimension, got batch_size=[]"
             )
         value, next_value = self._values(td)
-        reward = self._next(td, self.reward_key)
-        terminated = self._next(td, self.terminated_key, None)
-        done = self._next(td, self.done_key, None)
+        reward = batch_entry(td, next_key(self.reward_key))
+        terminated = td.get(next_key(self.terminated_key), None)
+        done = td.get(next_key(self.done_key), None)
         if terminated is None and done is None:
             raise KeyError(
                 f"the batch has neither ('next', {self.terminated_key!r}) nor "
