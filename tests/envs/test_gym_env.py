@@ -220,12 +220,13 @@ def test_unknown_env_id_suggests_close_matches():
     [
         {"convert_actions_to_numpy": True},
         {"allow_done_after_reset": False},
+        {"allow_done_after_reset": True},  # never checked here: both values behave alike
         {"batch_size": None, "missing_obs_value": None},
         {"batch_size": []},
         {"batch_size": torch.Size([])},
     ],
 )
-def test_torchrl_keywords_at_their_defaults_are_accepted(torchrl_keywords):
+def test_torchrl_keywords_at_values_rl_trainers_behaves_as_are_accepted(torchrl_keywords):
     env = GymEnv("CartPole-v1", **torchrl_keywords)
     assert env.rollout(3).batch_size == (3,)
     assert GymWrapper(gym.make("CartPole-v1"), **torchrl_keywords).batch_size == ()
@@ -234,7 +235,7 @@ def test_torchrl_keywords_at_their_defaults_are_accepted(torchrl_keywords):
 @pytest.mark.parametrize(
     ("keyword", "value", "instead"),
     [
-        ("allow_done_after_reset", True, "does not check the done flags"),
+        ("missing_obs_value", 0.0, "no observation is missing"),
         ("convert_actions_to_numpy", False, "actions always reach gymnasium as numpy arrays"),
         ("batch_size", [4], "the batch is set by num_envs"),
     ],

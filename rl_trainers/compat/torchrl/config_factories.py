@@ -169,7 +169,8 @@ def make_gym_env(
     ``categorical_action_encoding``, gymnasium's ``make`` arguments, e.g. ``render_mode``);
     torchrl's ``num_workers``, ``batch_size``, ``allow_done_after_reset``,
     ``convert_actions_to_numpy``, ``missing_obs_value`` and ``disable_env_checker`` are
-    accepted at their defaults (batch copies with ``configs.envs.make_batched_env``).
+    accepted at their defaults (``allow_done_after_reset`` at either value; batch copies
+    with ``configs.envs.make_batched_env``).
     """
     from rl_trainers.envs import DoubleToFloat, GymEnv, set_gym_backend
     from rl_trainers.envs.libs.gym import TORCHRL_GYM_KEYWORDS, torchrl_keyword_refusal

@@ -52,27 +52,28 @@ __all__ = [
 
 _SAME_STEP = gym.vector.AutoresetMode.SAME_STEP
 
-#: torchrl's ``GymEnv``/``GymWrapper`` keywords rl_trainers has no use for: each with
-#: torchrl's default, the one value accepted, and what rl_trainers does instead.
-TORCHRL_GYM_KEYWORDS: dict[str, tuple[Any, str]] = {
-    "batch_size": (None, "the batch is set by num_envs: [N] for num_envs=N, [] for one env"),
-    "allow_done_after_reset": (False, "rl_trainers does not check the done flags a reset gives"),
-    "convert_actions_to_numpy": (True, "actions always reach gymnasium as numpy arrays"),
+#: torchrl's ``GymEnv``/``GymWrapper`` keywords rl_trainers has no use for: each with the
+#: values accepted (torchrl's default first) and what rl_trainers does instead.
+TORCHRL_GYM_KEYWORDS: dict[str, tuple[tuple[Any, ...], str]] = {
+    "batch_size": ((None,), "the batch is set by num_envs: [N] for num_envs=N, [] for one env"),
+    # torchrl raises on a done flag a reset gives unless True; rl_trainers never checks it
+    "allow_done_after_reset": ((False, True), "a reset's done flags are not checked"),
+    "convert_actions_to_numpy": ((True,), "actions always reach gymnasium as numpy arrays"),
     "missing_obs_value": (
-        None,
+        (None,),
         "vector envs reset in the step that ends an episode, so no observation is missing",
     ),
 }
 
 
 def torchrl_keyword_refusal(name: str, value: Any) -> str | None:
-    """None when torchrl's keyword ``name`` (of :data:`TORCHRL_GYM_KEYWORDS`) is at its
-    default (for ``batch_size``, an empty size too); else why the value is refused."""
-    default, instead = TORCHRL_GYM_KEYWORDS[name]
+    """None when torchrl's keyword ``name`` (of :data:`TORCHRL_GYM_KEYWORDS`) has a value
+    rl_trainers behaves as (for ``batch_size``, an empty size too); else why it is refused."""
+    accepted, instead = TORCHRL_GYM_KEYWORDS[name]
     empty_batch = name == "batch_size" and value is not None and len(value) == 0
-    if empty_batch or value == default:
+    if empty_batch or any(value is v or value == v for v in accepted):
         return None
-    return f"only torchrl's default {default!r} is accepted ({instead})"
+    return f"only torchrl's default {accepted[0]!r} is accepted ({instead})"
 
 
 def _drop_torchrl_keywords(owner: str, kwargs: dict[str, Any]) -> None:
@@ -996,8 +997,8 @@ class GymEnv(GymWrapper):
         device: tensor device.
         **make_kwargs: passed to ``gymnasium.make`` (e.g. ``max_episode_steps``), except
             torchrl's ``batch_size``, ``allow_done_after_reset``, ``convert_actions_to_numpy``
-            and ``missing_obs_value``, accepted at torchrl's defaults only (an empty
-            ``batch_size`` too; :data:`TORCHRL_GYM_KEYWORDS`).
+            and ``missing_obs_value``, accepted at the values rl_trainers behaves as
+            (:data:`TORCHRL_GYM_KEYWORDS`).
 
     Example:
         >>> env = GymEnv("Pendulum-v1")
