@@ -2,7 +2,8 @@
 
 Every collected frame, warm-up frames included, is written to the replay buffer
 (``batch_process``). Once the buffer holds ``learning_starts`` transitions, each batch is
-followed by ``utd_ratio * frames_per_batch`` updates, each on a fresh sample
+followed by ``utd_ratio * frames_per_batch`` updates (the fractions carried from batch to
+batch: 0.5 per batch is one update after every second batch), each on a fresh sample
 (``process_optim_batch``), and the target updater steps after every update (``post_optim``).
 """
 
@@ -16,6 +17,7 @@ from omegaconf import DictConfig
 
 from rl_trainers.algorithms.base import AlgorithmTrainer
 from rl_trainers.algorithms.build import build
+from rl_trainers.configs.validation import updates_through
 from rl_trainers.errors import ConfigError
 from rl_trainers.hooks import ReplayBufferTrainer, TargetNetUpdaterHook
 from rl_trainers.modules.device import module_device
@@ -59,7 +61,7 @@ class OffPolicyTrainer(AlgorithmTrainer):
             raise ConfigError(
                 "trainer.utd_ratio", utd_ratio, "a positive number of updates per frame"
             )
-        self.updates_per_batch = max(1, round(utd_ratio * frames_per_batch))
+        self.utd_ratio = utd_ratio
         super().__init__(
             collector=collector,
             total_frames=total_frames,
@@ -84,9 +86,15 @@ class OffPolicyTrainer(AlgorithmTrainer):
             TargetNetUpdaterHook(target_updater).register(self)
 
     def _start_learning(self) -> None:
-        """No updates until the buffer holds ``learning_starts`` transitions."""
-        ready = len(self.replay_buffer) >= self.learning_starts
-        self.optim_steps_per_batch = self.updates_per_batch if ready else 0
+        """This batch's updates: ``utd_ratio * frames_per_batch``, fractions carried over
+        from batch to batch; none until the buffer holds ``learning_starts`` transitions."""
+        if len(self.replay_buffer) < self.learning_starts:
+            self.optim_steps_per_batch = 0
+            return
+        batch = self.iteration + 1  # this one, counted from 1 (a resumed run restores it)
+        self.optim_steps_per_batch = updates_through(
+            batch, self.utd_ratio, self.frames_per_batch
+        ) - updates_through(batch - 1, self.utd_ratio, self.frames_per_batch)
 
 
 def build_replay_buffer(cfg: DictConfig):

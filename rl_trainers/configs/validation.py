@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import sys
 import warnings
 from collections.abc import Sequence
+from fractions import Fraction
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -708,22 +710,34 @@ def _check_learning_starts(cfg: DictConfig) -> None:
         )
 
 
+def updates_through(batches: int, utd_ratio: float, frames_per_batch: int) -> int:
+    """An off-policy run's share of gradient updates over its first ``batches`` batches:
+    ``utd_ratio * frames_per_batch`` a batch, the fractions carried from batch to batch
+    (0.5 an update a batch: one after every second batch), exactly (``utd_ratio`` as the
+    nearest fraction with a denominator up to a million). The updates after batch ``b``
+    are ``updates_through(b) - updates_through(b - 1)``."""
+    per_batch = Fraction(utd_ratio).limit_denominator(10**6) * frames_per_batch
+    return math.floor(per_batch * batches)
+
+
 def gradient_updates(cfg: DictConfig) -> int:
-    """The gradient updates an off-policy run makes: ``utd_ratio * frames_per_batch`` (at
-    least one) after each batch collected once the random warm-up is over
-    (``collector.init_random_frames``) and the replay buffer holds
-    ``trainer.learning_starts`` transitions."""
+    """The gradient updates an off-policy run makes (:func:`updates_through`) after the
+    batches collected once the random warm-up is over (``collector.init_random_frames``)
+    and the replay buffer holds ``trainer.learning_starts`` transitions."""
     frames = cfg.collector.frames_per_batch
     batch = _batch_frames(cfg)  # every data-parallel rank's frames: what the trainer counts
-    per_batch = max(1, round(cfg.trainer.get("utd_ratio", 1.0) * frames))
+    utd_ratio = cfg.trainer.get("utd_ratio", 1.0)
     random_frames = cfg.collector.get("init_random_frames", 0) or 0
     starts = cfg.trainer.learning_starts
     batches = frames_to_collect(cfg) // batch
     # the first batch b (from 1) after which updates run: b * batch > random_frames and the
     # buffer's b * frames transitions (it holds at least learning_starts) reach learning_starts
     first = max(random_frames // batch + 1, -(-starts // frames), 1)
-    ready = max(0, batches - first + 1)
-    return ready * per_batch
+    if batches < first:
+        return 0
+    return updates_through(batches, utd_ratio, frames) - updates_through(
+        first - 1, utd_ratio, frames
+    )
 
 
 def _batch_frames(cfg: DictConfig) -> int:

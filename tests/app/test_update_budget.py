@@ -105,3 +105,33 @@ def test_the_recipes_train(tiny_config, algorithm):
             warnings.simplefilter("error", ConfigWarning)
             validate_config(cfg)
         assert gradient_updates(cfg) >= 40
+
+
+@pytest.mark.parametrize(
+    ("utd_ratio", "frames_per_batch", "expected"),
+    [
+        (0.5, 1, [0, 1, 0, 1, 0, 1]),  # one update after every second frame
+        (2.5, 1, [2, 3, 2, 3, 2, 3]),
+        (1 / 3, 2, [1, 1, 0, 1, 1, 0]),  # 2/3 of an update a batch
+        (2.0, 1, [2, 2, 2, 2, 2, 2]),
+    ],
+)
+def test_a_fractional_utd_ratio_carries_its_fractions_from_batch_to_batch(
+    tiny_config, tmp_path, utd_ratio, frames_per_batch, expected
+):
+    """utd_ratio 0.5 with one frame a batch (the MuJoCo presets') makes half as many updates
+    as frames: it made one a frame, as any ratio below 1.5 did."""
+    from rl_trainers.algorithms import build_trainer
+
+    frames = 50 + 6 * frames_per_batch  # the warm-up, then six batches that train
+    cfg = tiny_config("sac", [
+        f"trainer.total_frames={frames}", f"collector.frames_per_batch={frames_per_batch}",
+        f"trainer.utd_ratio={utd_ratio}", "eval.interval=0", "trainer.save_trainer_interval=0",
+    ])  # fmt: skip
+    trainer = build_trainer(cfg, tmp_path)
+    per_batch = []
+    trainer.register_op("post_steps", lambda: per_batch.append(trainer._optim_count))
+    trainer.train()
+    updates = [b - a for a, b in zip([0, *per_batch], per_batch, strict=False)][-6:]
+    assert updates == expected
+    assert trainer._optim_count == sum(expected) == gradient_updates(cfg)
