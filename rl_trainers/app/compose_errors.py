@@ -141,9 +141,15 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
         group, _, option = append.lstrip("+").partition("=")
         if _saved_config_launched():  # a run's .hydra/config.yaml: no groups at all
             return str(no_groups_error(group, option))
+        missing_node = _missing_node(algorithm, group)
+        if missing_node is not None:
+            return str(ConfigError(group, option, missing_node))
         return str(
             ConfigError(group, option, f"{group} is not in the recipe's defaults: use {append}")
         )
+    option_set = _option_setting_another_options_field(exc, algorithm)
+    if option_set is not None:
+        return option_set
     if isinstance(exc, MissingConfigException) and exc.missing_cfg_file:
         group, _, option = exc.missing_cfg_file.rpartition("/")
         plugin = PLUGINS.get(f"{group}={option}")
@@ -291,6 +297,52 @@ def check_sweeper_storage(cfg: Any) -> None:
             f"open a database with SQLAlchemy {sqlalchemy}; for one, pip install "
             "'sqlalchemy<2' 'alembic<1.14' (docs/scaling.md)",
         )
+
+
+def _missing_node(algorithm: str, group: str) -> str | None:
+    """Why ``group`` (``model/policy``) cannot be chosen when the algorithm's config has no
+    node at its path (TD3's model has no stochastic policy); None when it has."""
+    parent, _, name = group.replace("/", ".").rpartition(".")
+    if (
+        parent
+        and _schema_node(algorithm, parent) is not None
+        and not _schema_node(algorithm, f"{parent}.{name}")
+    ):
+        if name not in schema_fields(_schema_node(algorithm, parent)):
+            return (
+                f"{algorithm.upper()}'s {parent} has no {name} to choose "
+                f"({command_of(algorithm)} --help lists its groups and fields)"
+            )
+    return None
+
+
+def _option_setting_another_options_field(exc: BaseException, algorithm: str) -> str | None:
+    """A config file (a preset, ``experiment/sac_halfcheetah``) that sets a field of a group
+    option other than the one chosen (``model/policy=auto`` after the preset chose
+    ``tanh_normal``), which Hydra reports with its merge error: one line naming both."""
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError
+
+    found = re.match(r"In '([^']+)': Config(Key|Attribute)Error", str(exc))
+    context = exc.__context__
+    if found is None or not isinstance(context, (ConfigAttributeError, ConfigKeyError)):
+        return None
+    key = context.full_key
+    if not key:
+        return None
+    group, _, name = found.group(1).rpartition("/")
+    setter = f"{group}={name}" if group else found.group(1)
+    options = _options_with_field(key)
+    if options:
+        chosen_group = options[0].partition("=")[0]
+        return (
+            f"{setter} sets {key}, a field of {' and '.join(options)}, not of the "
+            f"{chosen_group} option chosen with it: drop that {chosen_group} option, or run "
+            f"without {setter}"
+        )
+    missing_node = _missing_node(algorithm, group) if group else None
+    if missing_node is not None:
+        return str(ConfigError(group, name, missing_node))
+    return f"{setter} sets {key}, which is not a field of {algorithm}'s config"
 
 
 def _options_with_field(full_key: str) -> list[str]:

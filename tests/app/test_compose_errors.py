@@ -104,6 +104,22 @@ from .test_config_errors import assert_user_error
             ["experiment=ppo_pendlum"],
             ["experiment=ppo_pendulum?", "ppo_acrobot"],
         ),
+        (  # the preset sets a field of the option it chooses, which another option lacks
+            "sac",
+            ["experiment=sac_halfcheetah", "model/policy=auto"],
+            [
+                "experiment=sac_halfcheetah sets model.policy.scale_mapping",
+                "model/policy=tanh_normal",
+                "drop that model/policy option, or run without experiment=sac_halfcheetah",
+            ],
+        ),  # fmt: skip
+        (
+            "ppo",
+            ["experiment=ppo_halfcheetah", "optimizer=sgd"],
+            ["experiment=ppo_halfcheetah sets optimizer.eps", "optimizer=adam"],
+        ),
+        ("td3", ["model/policy=tanh_normal"], ["TD3's model has no policy to choose"]),
+        ("td3", ["+model/policy=tanh_normal"], ["TD3's model has no policy to choose"]),
     ],
 )
 def test_composition_mistake_is_one_line_with_exit_status_2(algorithm, args, expected, tmp_path):
