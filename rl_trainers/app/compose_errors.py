@@ -182,10 +182,9 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
         if not schema_fields(node_type):  # an untyped node (a saved config): the schema's
             node_type = _schema_node(algorithm, parent) or node_type
         if parent in field_paths(algorithm) and not schema_fields(node_type):
-            return (  # a free-form dict field such as env.make_kwargs: new keys need a '+'
-                f"{parent} has no key {key!r}: add it with +{cause.full_key}=<value> "
-                f"or set the whole dict, {parent}={{{key}: <value>}}"
-            )
+            # a free-form dict field such as env.make_kwargs: new keys need a '+' (a dict
+            # given whole is merged into the keys an env option sets, env=ant's)
+            return f"{parent} has no key {key!r}: add it with +{cause.full_key}=<value>"
         torchrl_hint = torchrl_field_hint(cause.full_key, algorithm)
         if torchrl_hint is not None:
             return f"{cause.full_key} is not a field: {torchrl_hint}"

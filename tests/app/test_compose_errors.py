@@ -97,8 +97,16 @@ from .test_config_errors import assert_user_error
         (
             "ppo",
             ["env.make_kwargs.g=2.0"],
-            ["env.make_kwargs has no key 'g'", "+env.make_kwargs.g=", "env.make_kwargs={g:"],
+            ["env.make_kwargs has no key 'g': add it with +env.make_kwargs.g=<value>"],
         ),
+        (  # env=ant sets a key: a dict given whole is merged into it, so the '+' form only
+            "ppo",
+            ["env=ant", "env.make_kwargs={ctrl_cost_weight:0.1}"],
+            [
+                "env.make_kwargs has no key 'ctrl_cost_weight': add it with "
+                "+env.make_kwargs.ctrl_cost_weight=<value>"
+            ],
+        ),  # fmt: skip
         (
             "ppo",
             ["experiment=ppo_pendlum"],
