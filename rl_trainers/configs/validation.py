@@ -687,6 +687,8 @@ def _check_learning_starts(cfg: DictConfig) -> None:
             f"e.g. collector.init_random_frames={min(starts, suggestion) or suggestion}, or "
             "raise trainer.total_frames",
         )
+    if not cfg.trainer.get("utd_ratio", 1.0) > 0:
+        return  # no updates at all: the algorithm's own check names trainer.utd_ratio
     updates = gradient_updates(cfg)
     fields = (
         f"trainer.total_frames={total}, collector.frames_per_batch="
