@@ -5,12 +5,26 @@
 (:mod:`rl_trainers.configs.validation`) and the algorithm trainers' build steps
 (:class:`ComponentError`: a config node that could not be built); the Hydra app
 (:mod:`rl_trainers.app.errors`) prints each as one ``Error:`` line, and a
-:class:`ConfigWarning` as one ``Warning:`` line.
+:class:`ConfigWarning` or :class:`EnvWarning` as one ``Warning:`` line
+(:func:`warnings_as_lines`).
 """
 
 from __future__ import annotations
 
-__all__ = ["ComponentError", "ConfigError", "ConfigWarning", "RunError", "TrainingError"]
+import contextlib
+import sys
+import warnings
+from collections.abc import Iterator
+
+__all__ = [
+    "ComponentError",
+    "ConfigError",
+    "ConfigWarning",
+    "EnvWarning",
+    "RunError",
+    "TrainingError",
+    "warnings_as_lines",
+]
 
 
 class ConfigError(ValueError):
@@ -26,6 +40,32 @@ class ConfigError(ValueError):
 class ConfigWarning(UserWarning):
     """A legal setting that is likely a mistake (e.g. a log interval the run never reaches);
     the app prints it as one ``Warning:`` line."""
+
+
+class EnvWarning(RuntimeWarning):
+    """A warning of the library an environment runs on (MuJoCo's, about a gymnasium model
+    file), passed on once per process; the app prints it as one ``Warning:`` line."""
+
+
+@contextlib.contextmanager
+def warnings_as_lines() -> Iterator[None]:
+    """While the block runs, a shown :class:`ConfigWarning` or :class:`EnvWarning` is one
+    ``Warning: <message>`` line on stderr instead of Python's file, line number and source
+    line; other warnings keep their format, and filters (``-W error``, ``pytest.warns``)
+    act as usual."""
+    original = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, (ConfigWarning, EnvWarning)):
+            print(f"Warning: {message}", file=sys.stderr if file is None else file)
+        else:
+            original(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = original
 
 
 class ComponentError(ConfigError):

@@ -12,6 +12,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from rl_trainers.errors import warnings_as_lines
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, status 2, as every other bad input
@@ -517,7 +519,8 @@ def run_command(command: str, argv: Sequence[str] | None = None) -> int:
     if command != "results" and any(word.partition("=")[0] in RL_ZOO_RUN_OPTIONS for word in words):
         return _fail(rl_zoo_run_dir_hint(command, words))
     try:
-        return _MAINS[command](argv)
+        with warnings_as_lines():
+            return _MAINS[command](argv)
     except _user_errors() as err:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise

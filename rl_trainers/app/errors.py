@@ -13,12 +13,11 @@ import contextlib
 import os
 import sys
 import typing
-import warnings
 from collections.abc import Iterator
 
 from hydra.errors import CompactHydraException
 
-from rl_trainers.errors import ConfigError, ConfigWarning
+from rl_trainers.errors import ConfigError, warnings_as_lines
 
 from .run_log import run_log
 
@@ -57,7 +56,7 @@ def user_errors() -> Iterator[None]:
     """
     with run_log():
         try:
-            with config_warnings_as_lines():
+            with warnings_as_lines():
                 yield
         except _user_error_types() as err:
             if os.environ.get("HYDRA_FULL_ERROR") == "1":
@@ -70,26 +69,6 @@ def user_errors() -> Iterator[None]:
                 print(f"Error: {line}", file=sys.stderr, flush=True)
                 raise JobFailed(f"Error: {line}") from None
             report_and_exit(line)
-
-
-@contextlib.contextmanager
-def config_warnings_as_lines() -> Iterator[None]:
-    """While the block runs, a shown :class:`ConfigWarning` is one ``Warning: <message>``
-    line on stderr instead of Python's file, line number and source line; other warnings
-    keep their format, and filters (``-W error``, ``pytest.warns``) act as usual."""
-    original = warnings.showwarning
-
-    def show(message, category, filename, lineno, file=None, line=None):
-        if issubclass(category, ConfigWarning):
-            print(f"Warning: {message}", file=sys.stderr if file is None else file)
-        else:
-            original(message, category, filename, lineno, file, line)
-
-    warnings.showwarning = show
-    try:
-        yield
-    finally:
-        warnings.showwarning = original
 
 
 def report_and_exit(message: str) -> typing.NoReturn:

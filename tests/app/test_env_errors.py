@@ -32,6 +32,28 @@ def test_mujoco_model_warnings_are_shown_once_per_process(tmp_path):
         assert proc.stderr.count("settotalmass") == 1, proc.stderr
 
 
+def test_a_mujoco_warning_is_one_warning_line_in_the_apps_commands(tmp_path):
+    """Shown as the app shows its own warnings (rl-trainers' runs, eval, enjoy): one
+    ``Warning: MuJoCo: ...`` line, not Python's file, line and source line."""
+    pytest.importorskip("mujoco")
+    script = (  # the handler MuJoCo calls; the installed MuJoCo may warn at the load too
+        "from rl_trainers.envs import GymEnv\n"
+        "from rl_trainers.envs.libs.gym import _warn_from_mujoco\n"
+        "from rl_trainers.errors import warnings_as_lines\n"
+        "with warnings_as_lines():\n"
+        "    GymEnv('HalfCheetah-v5').reset()\n"
+        "    _warn_from_mujoco('a model attribute is deprecated')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if "deprecated" in line]
+    assert "Warning: MuJoCo: a model attribute is deprecated" in lines, proc.stderr
+    assert all(line.startswith("Warning: MuJoCo: ") for line in lines), proc.stderr
+    assert "warnings.warn" not in proc.stderr and "gym.py" not in proc.stderr
+
+
 UNSUPPORTED_ACTION_ENVS = textwrap.dedent(
     """
     import gymnasium as gym

@@ -279,8 +279,10 @@ def _warn_from_mujoco(message: str) -> None:
     import sys
     import warnings
 
+    from rl_trainers.errors import EnvWarning
+
     try:
-        warnings.warn(f"MuJoCo: {message}", RuntimeWarning, stacklevel=1)
+        warnings.warn(f"MuJoCo: {message}", EnvWarning, stacklevel=1)
     except Exception:  # warnings made errors: an exception must not reach MuJoCo's C code
         print(f"MuJoCo warning: {message}", file=sys.stderr)
 
