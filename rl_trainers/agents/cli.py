@@ -9,7 +9,7 @@ import json
 import os
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 
@@ -357,18 +357,18 @@ def results_rows(dirs: Sequence[str], group_by: Sequence[str] = ("auto",)) -> li
         n = len(returns)
         mean = statistics.fmean(returns)
         std = statistics.stdev(returns) if n > 1 else None  # over seeds: the sample std
-        first = summaries[0]
+        frames = sorted({s.get("frames", 0) for s in summaries})
         row = {
             "group": group.label,
-            "algorithm": first.get("algorithm"),
-            "env": first.get("env"),
+            "algorithm": _distinct(s.get("algorithm") for s in summaries),
+            "env": _distinct(s.get("env") for s in summaries),
             "seeds": n,
             "return_mean": mean,
             "return_std": std,
             "iqm": None,
             "iqm_low": None,
             "iqm_high": None,
-            "frames": int(sum(s.get("frames", 0) for s in summaries) / n),
+            "frames": frames[0] if len(frames) == 1 else f"{frames[0]}-{frames[-1]}",
             "train_time_s": sum(_train_time(s) for s in summaries) / n,
         }
         iqm = _iqm(returns)
@@ -376,6 +376,12 @@ def results_rows(dirs: Sequence[str], group_by: Sequence[str] = ("auto",)) -> li
             row["iqm"], row["iqm_low"], row["iqm_high"] = iqm
         rows.append(row)
     return rows
+
+
+def _distinct(values: Iterable[str | None]) -> str | None:
+    """A row's cell for the runs' ``values``: each value once, in the runs' order
+    (``ppo, sac`` for a row that pools both)."""
+    return ", ".join(dict.fromkeys(v for v in values if v is not None)) or None
 
 
 def _train_time(summary: dict) -> float:

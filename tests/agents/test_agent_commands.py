@@ -529,3 +529,37 @@ def test_results_count_the_training_time_of_every_launch(tmp_path):
         (run / "summary.json").write_text(json.dumps(summary))
     (row,) = results_rows([str(tmp_path)])
     assert row["seeds"] == 2 and row["train_time_s"] == 40.0
+
+
+def _finished_run(run, algorithm: str, env: str, seed: int, frames: int, **config) -> None:
+    """A run directory as training leaves it, with only what ``rl-trainers results`` reads."""
+    import yaml
+
+    (run / ".hydra").mkdir(parents=True)
+    config |= {"algorithm": algorithm, "seed": seed, "env": {"env_name": env}}
+    (run / ".hydra" / "config.yaml").write_text(yaml.safe_dump(config))
+    summary = {"algorithm": algorithm, "env": env, "frames": frames, "eval_return_mean": 1.0}
+    (run / "summary.json").write_text(json.dumps(summary))
+
+
+def _text_rows(done: subprocess.CompletedProcess) -> list[dict]:
+    """The rows of ``rl-trainers results``' text table, by its header's columns."""
+    assert done.returncode == 0, done.stderr
+    header, *lines = done.stdout.splitlines()
+    starts = [header.index(name) for name in ("group", "algorithm", "env", "seeds", "return")]
+    starts += [header.index("frames"), header.index("train time")]
+    names = ["group", "algorithm", "env", "seeds", "return", "frames", "train time"]
+    return [
+        {n: line[a:b].strip() for n, a, b in zip(names, starts, [*starts[1:], None], strict=True)}
+        for line in lines
+    ]
+
+
+def test_results_rows_pooling_algorithms_name_each_and_the_frames_range(tmp_path):
+    _finished_run(tmp_path / "a", "ppo", "CartPole-v1", seed=0, frames=1000)
+    _finished_run(tmp_path / "b", "sac", "Pendulum-v1", seed=1, frames=3000)
+    (row,) = _text_rows(cli("rl_trainers.results", str(tmp_path), "--group-by", "none"))
+    assert row["algorithm"] == "ppo, sac" and row["env"] == "CartPole-v1, Pendulum-v1"
+    assert row["frames"] == "1000-3000"  # no run has the mean, 2000
+    rows = _text_rows(cli("rl_trainers.results", str(tmp_path), "--group-by", "run"))
+    assert [(r["algorithm"], r["frames"]) for r in rows] == [("ppo", "1000"), ("sac", "3000")]
