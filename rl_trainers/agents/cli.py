@@ -281,9 +281,9 @@ def results_parser(prog: str = "rl-trainers results") -> argparse.ArgumentParser
         prog=prog,
         description=(
             "A table of runs grouped by what differs in their configs except the seed: final "
-            "evaluation return (mean ± sample std over seeds; interquartile mean with a bootstrap 95% "
-            "interval when rliable is installed), frames, training time (every launch of a "
-            "resumed run)."
+            "evaluation return (mean ± sample std over runs; interquartile mean with a bootstrap 95% "
+            "interval when rliable is installed), the distinct seeds (and the runs, where more), "
+            "frames, training time (every launch of a resumed run)."
         ),
     )
     p.add_argument("dirs", nargs="+", metavar="DIR", help="run, sweep or outputs directories")
@@ -356,13 +356,15 @@ def results_rows(dirs: Sequence[str], group_by: Sequence[str] = ("auto",)) -> li
         returns = [float(s["eval_return_mean"]) for s in summaries]
         n = len(returns)
         mean = statistics.fmean(returns)
-        std = statistics.stdev(returns) if n > 1 else None  # over seeds: the sample std
+        std = statistics.stdev(returns) if n > 1 else None  # over runs: the sample std
         frames = sorted({s.get("frames", 0) for s in summaries})
         row = {
             "group": group.label,
             "algorithm": _distinct(s.get("algorithm") for s in summaries),
             "env": _distinct(s.get("env") for s in summaries),
-            "seeds": n,
+            # a run without a saved seed is counted as a seed of its own
+            "seeds": len({r.seed if r.seed is not None else r.path for r in group.runs}),
+            "runs": n,
             "return_mean": mean,
             "return_std": std,
             "iqm": None,
@@ -415,7 +417,7 @@ def _table(rows: list[dict], fmt: str) -> str:
             str(r["group"]),
             str(r["algorithm"]),
             str(r["env"]),
-            str(r["seeds"]),
+            str(r["seeds"]) + (f" ({r['runs']} runs)" if r["runs"] > r["seeds"] else ""),
             f"{r['return_mean']:.2f}"
             + ("" if r["return_std"] is None else f" ± {r['return_std']:.2f}"),
         ]

@@ -396,7 +396,10 @@ def test_results_one_row_per_run_to_compare_seeds(ppo_sweep):
     by_seed = _csv_rows(
         cli("rl_trainers.results", str(ppo_sweep), "--group-by", "seed", "--format", "csv")
     )
-    assert [(r["group"], r["seeds"]) for r in by_seed] == [("seed=0", "2"), ("seed=1", "2")]
+    assert [(r["group"], r["seeds"], r["runs"]) for r in by_seed] == [
+        ("seed=0", "1", "2"),  # one seed, run at each learning rate
+        ("seed=1", "1", "2"),
+    ]
     line = _error(cli("rl_trainers.results", str(ppo_sweep), "--group-by", "sed"))
     assert "--group-by sed" in line and "no run has this config key" in line
 
@@ -563,3 +566,16 @@ def test_results_rows_pooling_algorithms_name_each_and_the_frames_range(tmp_path
     assert row["frames"] == "1000-3000"  # no run has the mean, 2000
     rows = _text_rows(cli("rl_trainers.results", str(tmp_path), "--group-by", "run"))
     assert [(r["algorithm"], r["frames"]) for r in rows] == [("ppo", "1000"), ("sac", "3000")]
+
+
+def test_results_count_distinct_seeds_and_say_when_a_seed_ran_twice(tmp_path):
+    """A rerun of seed 0 in another directory is a second run, not a second seed."""
+    _finished_run(tmp_path / "straight", "ppo", "CartPole-v1", seed=0, frames=1000)
+    _finished_run(tmp_path / "rerun", "ppo", "CartPole-v1", seed=0, frames=1000)
+    (row,) = _text_rows(cli("rl_trainers.results", str(tmp_path)))
+    assert row["seeds"] == "1 (2 runs)"
+    _finished_run(tmp_path / "other", "ppo", "CartPole-v1", seed=1, frames=1000)
+    (row,) = _text_rows(cli("rl_trainers.results", str(tmp_path)))
+    assert row["seeds"] == "2 (3 runs)"
+    (row,) = _csv_rows(cli("rl_trainers.results", str(tmp_path), "--format", "csv"))
+    assert (row["seeds"], row["runs"]) == ("2", "3")
