@@ -500,6 +500,9 @@ def rl_zoo_run_dir_hint(command: str, argv: Sequence[str]) -> str:
                 rest.append(RL_ZOO_ENJOY_OPTIONS[name])
         else:
             rest.append(word)
+    values = {i + 1 for i, word in enumerate(rest) if word in ("--checkpoint", "--format")}
+    if command == "export" and all(w.startswith("-") or i in values for i, w in enumerate(rest)):
+        rest.append("policy.pt2")  # export's OUT, which rl-zoo has no counterpart of
     algo, env = found.get("--algo"), found.get("--env")
     folder = Path(found.get("-f") or found.get("--folder") or "outputs")
     runs = []

@@ -579,3 +579,16 @@ def test_results_count_distinct_seeds_and_say_when_a_seed_ran_twice(tmp_path):
     assert row["seeds"] == "2 (3 runs)"
     (row,) = _csv_rows(cli("rl_trainers.results", str(tmp_path), "--format", "csv"))
     assert (row["seeds"], row["runs"]) == ("2", "3")
+
+
+def test_rl_zoo_options_to_export_name_a_command_that_exports(runs, tmp_path):
+    """export takes the file to write, which rl-zoo's command line lacks: the command the
+    error names has one, and it exports as printed."""
+    run_dir = tmp_path / "outputs" / "td3" / "Pendulum-v1" / "2026-01-01"
+    shutil.copytree(runs["td3_pendulum"], run_dir)
+    line = _error(cli("rl_trainers.export", "--algo", "td3", "--env", "Pendulum-v1", cwd=tmp_path))
+    named = line.split("takes its directory: ", 1)[1].split(" (the newest")[0]
+    assert named == "rl-trainers export outputs/td3/Pendulum-v1/2026-01-01 policy.pt2"
+    done = cli("rl_trainers", *named.split()[1:], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "policy.pt2").is_file()
