@@ -9,7 +9,7 @@ import json
 import os
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from rl_trainers.errors import warnings_as_lines
@@ -283,9 +283,9 @@ def results_parser(prog: str = "rl-trainers results") -> argparse.ArgumentParser
         prog=prog,
         description=(
             "A table of runs grouped by what differs in their configs except the seed: final "
-            "evaluation return (mean ± sample std over seeds; interquartile mean with a bootstrap 95% "
-            "interval when rliable is installed), frames, training time (every launch of a "
-            "resumed run)."
+            "evaluation return (mean ± sample std over runs; interquartile mean with a bootstrap 95% "
+            "interval when rliable is installed), the distinct seeds (and the runs, where more), "
+            "frames, training time (every launch of a resumed run)."
         ),
     )
     p.add_argument("dirs", nargs="+", metavar="DIR", help="run, sweep or outputs directories")
@@ -358,19 +358,21 @@ def results_rows(dirs: Sequence[str], group_by: Sequence[str] = ("auto",)) -> li
         returns = [float(s["eval_return_mean"]) for s in summaries]
         n = len(returns)
         mean = statistics.fmean(returns)
-        std = statistics.stdev(returns) if n > 1 else None  # over seeds: the sample std
-        first = summaries[0]
+        std = statistics.stdev(returns) if n > 1 else None  # over runs: the sample std
+        frames = sorted({s.get("frames", 0) for s in summaries})
         row = {
             "group": group.label,
-            "algorithm": first.get("algorithm"),
-            "env": first.get("env"),
-            "seeds": n,
+            "algorithm": _distinct(s.get("algorithm") for s in summaries),
+            "env": _distinct(s.get("env") for s in summaries),
+            # a run without a saved seed is counted as a seed of its own
+            "seeds": len({r.seed if r.seed is not None else r.path for r in group.runs}),
+            "runs": n,
             "return_mean": mean,
             "return_std": std,
             "iqm": None,
             "iqm_low": None,
             "iqm_high": None,
-            "frames": int(sum(s.get("frames", 0) for s in summaries) / n),
+            "frames": frames[0] if len(frames) == 1 else f"{frames[0]}-{frames[-1]}",
             "train_time_s": sum(_train_time(s) for s in summaries) / n,
         }
         iqm = _iqm(returns)
@@ -378,6 +380,12 @@ def results_rows(dirs: Sequence[str], group_by: Sequence[str] = ("auto",)) -> li
             row["iqm"], row["iqm_low"], row["iqm_high"] = iqm
         rows.append(row)
     return rows
+
+
+def _distinct(values: Iterable[str | None]) -> str | None:
+    """A row's cell for the runs' ``values``: each value once, in the runs' order
+    (``ppo, sac`` for a row that pools both)."""
+    return ", ".join(dict.fromkeys(v for v in values if v is not None)) or None
 
 
 def _train_time(summary: dict) -> float:
@@ -411,7 +419,7 @@ def _table(rows: list[dict], fmt: str) -> str:
             str(r["group"]),
             str(r["algorithm"]),
             str(r["env"]),
-            str(r["seeds"]),
+            str(r["seeds"]) + (f" ({r['runs']} runs)" if r["runs"] > r["seeds"] else ""),
             f"{r['return_mean']:.2f}"
             + ("" if r["return_std"] is None else f" ± {r['return_std']:.2f}"),
         ]
@@ -494,6 +502,9 @@ def rl_zoo_run_dir_hint(command: str, argv: Sequence[str]) -> str:
                 rest.append(RL_ZOO_ENJOY_OPTIONS[name])
         else:
             rest.append(word)
+    values = {i + 1 for i, word in enumerate(rest) if word in ("--checkpoint", "--format")}
+    if command == "export" and all(w.startswith("-") or i in values for i, w in enumerate(rest)):
+        rest.append("policy.pt2")  # export's OUT, which rl-zoo has no counterpart of
     algo, env = found.get("--algo"), found.get("--env")
     folder = Path(found.get("-f") or found.get("--folder") or "outputs")
     runs = []

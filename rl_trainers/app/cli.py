@@ -67,14 +67,14 @@ def train_main(
 def rl_zoo_hint(argv: Sequence[str], prog: str) -> str:
     """For rl-zoo's command line (``train --algo sac --env Hopper-v5``, as ``python -m
     rl_zoo3.train`` takes it): the command here, else ``""``."""
-    from .rl_zoo import command_here, split_options
+    from .rl_zoo import rl_zoo_hint, split_options
 
     words = argv[1:] if argv[0] == "train" else argv
     algo = next((v[0] for _, name, v in split_options(words) if name == "algo" and v), None)
     if algo not in algorithms():
         return f"the algorithm is the command ({prog} ppo ...); " if argv[0] == "train" else ""
-    whole = command_here(algo, words, f"{prog} {algo}")
-    return f"the algorithm is the command: {whole or f'{prog} {algo}'}; "
+    command = f"{prog} {algo}"
+    return f"the algorithm is the command ({command} ...){rl_zoo_hint(algo, words, command)}; "
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "rl-trainers") -> None:

@@ -38,7 +38,7 @@ def check_options(algorithm: str, args: Sequence[str]) -> None:
 
     from .errors import report_and_exit
     from .launch import command_of
-    from .rl_zoo import NOTES, command_here, option_overrides, split_options, without_counterpart
+    from .rl_zoo import NOTES, option_overrides, rl_zoo_hint, split_options
 
     hydra_actions = get_args_parser()._actions
     hydra_options = {s for action in hydra_actions for s in action.option_strings}  # --cfg, -m...
@@ -57,14 +57,8 @@ def check_options(algorithm: str, args: Sequence[str]) -> None:
     said = "; ".join(filter(None, [meant, NOTES.get(name)]))
     write = f" ({said})" if said else ""
     command = command_of(algorithm)
-    whole = command_here(algorithm, args, command)
-    if whole is not None and whole != " ".join(filter(None, [command, meant])):
-        write += f"; rl-zoo's command line here: {whole}"
-    missing = without_counterpart(
-        algorithm, [a for a in args if a.partition("=")[0] not in hydra_options]
-    )
-    if missing:
-        write += f"; no counterpart here: {', '.join(missing)}"
+    zoo_args = [a for a in args if a.partition("=")[0] not in hydra_options]
+    write += rl_zoo_hint(algorithm, zoo_args, command, meant)
     report_and_exit(
         f"{arg} is not an option: settings are Hydra overrides, field=value{write}; "
         f"{command} --help lists every field"

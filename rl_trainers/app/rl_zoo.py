@@ -9,6 +9,7 @@ line of an argparse-style option names both, where Hydra printed its usage.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 
 #: rl-zoo's one-dash options, by their long name
@@ -63,7 +64,7 @@ def split_options(args: Sequence[str]) -> list[tuple[str, str, list[str]]]:
             if dashes == "-":
                 name = SHORT_OPTIONS.get(name, name)
             options.append((arg, name, [value] if eq else []))
-        elif options and "=" not in arg and "=" not in options[-1][0]:
+        elif options and not _is_override(arg) and "=" not in options[-1][0]:
             options[-1][2].append(arg)
     return options
 
@@ -128,16 +129,20 @@ def option_overrides(algorithm: str, name: str, values: Sequence[str]) -> str | 
 
 def hyperparam_overrides(algorithm: str, pairs: Sequence[str]) -> tuple[list[str], list[str]]:
     """rl-zoo's ``--hyperparams key:value ...`` (SB3's names, rl-zoo's ``lin_`` schedules):
-    the overrides here, and the keys with no counterpart."""
+    the overrides here, and the keys with no counterpart (``policy_kwargs.<key>`` for an
+    entry of ``policy_kwargs``)."""
     given = dict(pair.partition(":")[::2] for pair in pairs)
     overrides: list[str] = []
     unmapped: list[str] = []
     for key, value in given.items():
-        words = _hyperparam(algorithm, key, value, given)
-        if words is None:
-            unmapped.append(key)
+        if key == "policy_kwargs":
+            words, left = _policy_kwargs(algorithm, value)
+            unmapped += [f"{key}.{name}" if name else key for name in left]
         else:
-            overrides += [word for word in words if word not in overrides]
+            words = _hyperparam(algorithm, key, value, given)
+            if words is None:
+                unmapped.append(key)
+        overrides += [word for word in words or [] if word not in overrides]
     return overrides, unmapped
 
 
@@ -189,6 +194,8 @@ def _hyperparam(algorithm: str, key: str, value: str, given: dict[str, str]) -> 
     if key == "ent_coef":
         if on_policy:
             return [f"loss.entropy_coef={value}"]
+        if algorithm != "sac":  # SAC's temperature: TD3, DDPG and DQN have none
+            return None
         if value.startswith("auto"):  # "auto", "auto_0.1": tuned from that start
             return [f"loss.alpha_init={value.partition('_')[2] or 1.0}"]
         return ["loss.fixed_alpha=true", f"loss.alpha_init={value}"]
@@ -202,8 +209,102 @@ def _hyperparam(algorithm: str, key: str, value: str, given: dict[str, str]) -> 
     if key == "noise_type":
         noise = {"normal": "gaussian", "ornstein-uhlenbeck": "ou"}.get(value)
         return [f"trainer.exploration_noise={noise}"] if noise else None
+    if key == "normalize":  # rl-zoo's VecNormalize: true, false, or its keywords
+        if value.lower() == "false":
+            return []
+        kwargs = {} if value.lower() == "true" else _literal(value)
+        if not isinstance(kwargs, dict) or not set(kwargs) <= set(_VEC_NORMALIZE):
+            return None
+        kwargs = {"norm_obs": True, "norm_reward": True, **kwargs}  # VecNormalize's defaults
+        return [f"env.{_VEC_NORMALIZE[name]}={str(arg).lower()}" for name, arg in kwargs.items()]
     field = _ONE_FIELD.get(key)
     return [f"{field}={value}"] if field else None
+
+
+#: SB3's ``VecNormalize`` keywords, by the ``env`` field each is
+_VEC_NORMALIZE = {
+    "norm_obs": "normalize_observations",
+    "norm_reward": "normalize_rewards",
+    "clip_obs": "obs_norm_clip",
+    "clip_reward": "reward_norm_clip",
+    "gamma": "reward_norm_gamma",
+}
+
+
+def _policy_kwargs(algorithm: str, value: str) -> tuple[list[str], list[str]]:
+    """SB3's ``policy_kwargs`` (``dict(net_arch=[400, 300], activation_fn=nn.ReLU)``): the
+    overrides here, and the keywords with no counterpart (``""``: a value not read)."""
+    kwargs = _literal(value)
+    if not isinstance(kwargs, dict):
+        return [], [""]
+    overrides: list[str] = []
+    left: list[str] = []
+    for name, arg in kwargs.items():
+        words = _policy_kwarg(algorithm, name, arg)
+        if words is None:
+            left.append(name)
+        else:
+            overrides += words
+    return overrides, left
+
+
+#: SB3's ``net_arch`` networks, by the ``network`` entry each is
+_NETWORKS = {"pi": "policy", "vf": "value", "qf": "value"}
+
+#: torch's activation modules (``nn.ReLU``), by the ``network.*.activation`` each is
+_ACTIVATIONS = {
+    "Tanh": "tanh",
+    "ReLU": "relu",
+    "ELU": "elu",
+    "GELU": "gelu",
+    "SiLU": "silu",
+    "LeakyReLU": "leaky_relu",
+}
+
+
+def _policy_kwarg(algorithm: str, name: str, arg: object) -> list[str] | None:
+    """The overrides for ``policy_kwargs``' ``name=arg``; None for one with no counterpart."""
+    if name == "net_arch":
+        if isinstance(arg, list) and len(arg) == 1 and isinstance(arg[0], dict):
+            arg = arg[0]  # older SB3's [dict(pi=[64, 64], vf=[64, 64])]
+        if isinstance(arg, list):  # the same layers for each network
+            arg = {"qf": arg} if algorithm == "dqn" else {"pi": arg, "vf": arg}
+        if not isinstance(arg, dict) or not set(arg) <= set(_NETWORKS):
+            return None
+        if not all(_widths(layers) for layers in arg.values()):
+            return None
+        cells = {_NETWORKS[net]: ",".join(map(str, layers)) for net, layers in arg.items()}
+        return [f"network.{net}.num_cells=[{layers}]" for net, layers in cells.items()]
+    if name == "activation_fn" and str(arg).rpartition(".")[2] in _ACTIVATIONS:
+        activation = _ACTIVATIONS[str(arg).rpartition(".")[2]]
+        return [f"network.{net}.activation={activation}" for net in ("policy", "value")]
+    if name == "ortho_init" and isinstance(arg, bool):
+        return [f"network.orthogonal_init={str(arg).lower()}"]
+    return None
+
+
+def _widths(layers: object) -> bool:
+    """Whether ``layers`` is a list of layer widths (``[400, 300]``)."""
+    return isinstance(layers, list) and all(isinstance(width, int) for width in layers)
+
+
+def _literal(text: str) -> object:
+    """rl-zoo's Python value written in a string (``dict(net_arch=[64, 64])``,
+    ``{'norm_obs': True}``, ``nn.ReLU`` as its dotted name); None where it is not one."""
+
+    def value(node: ast.expr) -> object:
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "dict":
+            return {kw.arg: value(kw.value) for kw in node.keywords}
+        if isinstance(node, ast.List):
+            return [value(element) for element in node.elts]
+        if isinstance(node, ast.Attribute | ast.Name):
+            return ast.unparse(node)
+        return ast.literal_eval(node)
+
+    try:
+        return value(ast.parse(text, mode="eval").body)
+    except (SyntaxError, ValueError, TypeError):
+        return None
 
 
 def _int(word: str) -> int:
@@ -213,9 +314,9 @@ def _int(word: str) -> int:
 
 def command_here(algorithm: str, args: Sequence[str], command: str) -> str | None:
     """The command line that runs what ``args`` (rl-zoo's options, maybe with overrides)
-    asks of rl-zoo, in ``algorithm``'s app started by ``command``; None when an option is
-    not rl-zoo's or nothing in ``args`` is one. ``--algo`` names the app: the command of
-    ``command``'s form for that algorithm."""
+    asks of rl-zoo, in ``algorithm``'s app started by ``command``, leaving out what has no
+    counterpart here (:func:`without_counterpart`); None when ``--algo`` names no algorithm
+    here. ``--algo`` names the app: the command of ``command``'s form for that algorithm."""
     from .cli import algorithms
 
     options = split_options(args)
@@ -229,14 +330,24 @@ def command_here(algorithm: str, args: Sequence[str], command: str) -> str | Non
         algorithm = algo
     words = [command]
     for _, name, values in options:
-        overrides = option_overrides(algorithm, name, values)
-        if overrides is None or (
-            name == "hyperparams" and hyperparam_overrides(algorithm, values)[1]
-        ):
-            return None
+        overrides = option_overrides(algorithm, name, values) or ""
         words += [word for word in overrides.split(" ") if word and word not in words]
-    words += [arg for arg in args if "=" in arg and not arg.startswith("-")]
+    words += [arg for arg in args if _is_override(arg) and not arg.startswith("-")]
     return " ".join(words)
+
+
+def rl_zoo_hint(algorithm: str, args: Sequence[str], command: str, said: str = "") -> str:
+    """For an ``Error:`` line on rl-zoo's options in ``args``: ``; rl-zoo's command line
+    here: <the command>`` (unless it is ``command said``, which the line names already),
+    then ``; no counterpart here: <what that command leaves out>``."""
+    hint = ""
+    whole = command_here(algorithm, args, command)
+    if whole is not None and whole != " ".join(filter(None, [command, said])):
+        hint += f"; rl-zoo's command line here: {whole}"
+    missing = without_counterpart(algorithm, args)
+    if missing:
+        hint += f"; no counterpart here: {', '.join(missing)}"
+    return hint
 
 
 def without_counterpart(algorithm: str, args: Sequence[str]) -> list[str]:
@@ -274,6 +385,13 @@ def _env_overrides(algorithm: str, env_id: str) -> str:
 def _pairs(values: Sequence[str]) -> str:
     """rl-zoo's ``key:value`` words as the inside of a Hydra dict: ``g:9.81,...``."""
     return ",".join(f"{key}:{value}" for key, _, value in (v.partition(":") for v in values))
+
+
+def _is_override(word: str) -> bool:
+    """Whether ``word`` is a Hydra override (``field=value``), not one of rl-zoo's
+    ``key:value`` words holding an ``=`` (``policy_kwargs:dict(net_arch=[64, 64])``)."""
+    key, eq, _ = word.partition("=")
+    return bool(eq) and ":" not in key
 
 
 def _is_number(word: str) -> bool:

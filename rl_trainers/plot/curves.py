@@ -52,7 +52,11 @@ GROUP_MODES = ("auto", "run", "path", "none")
 
 
 def _ignored(key: str) -> bool:
-    return any(key.startswith(k) if k.endswith(".") else key == k for k in IGNORED_KEYS)
+    """Whether grouping leaves ``key`` out: one of :data:`IGNORED_KEYS`, a key under one of
+    its prefixes, or the config group a prefix names (``logger``, as ``logger=csv`` sets it)."""
+    return any(
+        key.startswith(k) or key == k[:-1] if k.endswith(".") else key == k for k in IGNORED_KEYS
+    )
 
 
 def _freeze(value: Any) -> Any:
@@ -84,11 +88,12 @@ def _override_key(override: str) -> str:
 
 
 def _labels_from_overrides(groups: list[list[Run]]) -> list[str] | None:
-    """Labels made of the overrides (seed left out) that are not common to every group, if
-    the overrides tell the groups apart (each group's runs sharing them)."""
+    """Labels made of the overrides (those of keys grouping leaves out, :data:`IGNORED_KEYS`,
+    left out) that are not common to every group, if the overrides tell the groups apart
+    (each group's runs sharing them)."""
     per_group = []
     for runs in groups:
-        sets = {frozenset(o for o in r.overrides if _override_key(o) != "seed") for r in runs}
+        sets = {frozenset(o for o in r.overrides if not _ignored(_override_key(o))) for r in runs}
         if len(sets) != 1:
             return None
         per_group.append(next(iter(sets)))

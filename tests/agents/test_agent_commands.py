@@ -396,7 +396,10 @@ def test_results_one_row_per_run_to_compare_seeds(ppo_sweep):
     by_seed = _csv_rows(
         cli("rl_trainers.results", str(ppo_sweep), "--group-by", "seed", "--format", "csv")
     )
-    assert [(r["group"], r["seeds"]) for r in by_seed] == [("seed=0", "2"), ("seed=1", "2")]
+    assert [(r["group"], r["seeds"], r["runs"]) for r in by_seed] == [
+        ("seed=0", "1", "2"),  # one seed, run at each learning rate
+        ("seed=1", "1", "2"),
+    ]
     line = _error(cli("rl_trainers.results", str(ppo_sweep), "--group-by", "sed"))
     assert "--group-by sed" in line and "no run has this config key" in line
 
@@ -529,3 +532,63 @@ def test_results_count_the_training_time_of_every_launch(tmp_path):
         (run / "summary.json").write_text(json.dumps(summary))
     (row,) = results_rows([str(tmp_path)])
     assert row["seeds"] == 2 and row["train_time_s"] == 40.0
+
+
+def _finished_run(run, algorithm: str, env: str, seed: int, frames: int, **config) -> None:
+    """A run directory as training leaves it, with only what ``rl-trainers results`` reads."""
+    import yaml
+
+    (run / ".hydra").mkdir(parents=True)
+    config |= {"algorithm": algorithm, "seed": seed, "env": {"env_name": env}}
+    (run / ".hydra" / "config.yaml").write_text(yaml.safe_dump(config))
+    summary = {"algorithm": algorithm, "env": env, "frames": frames, "eval_return_mean": 1.0}
+    (run / "summary.json").write_text(json.dumps(summary))
+
+
+def _text_rows(done: subprocess.CompletedProcess) -> list[dict]:
+    """The rows of ``rl-trainers results``' text table, by its header's columns."""
+    assert done.returncode == 0, done.stderr
+    header, *lines = done.stdout.splitlines()
+    starts = [header.index(name) for name in ("group", "algorithm", "env", "seeds", "return")]
+    starts += [header.index("frames"), header.index("train time")]
+    names = ["group", "algorithm", "env", "seeds", "return", "frames", "train time"]
+    return [
+        {n: line[a:b].strip() for n, a, b in zip(names, starts, [*starts[1:], None], strict=True)}
+        for line in lines
+    ]
+
+
+def test_results_rows_pooling_algorithms_name_each_and_the_frames_range(tmp_path):
+    _finished_run(tmp_path / "a", "ppo", "CartPole-v1", seed=0, frames=1000)
+    _finished_run(tmp_path / "b", "sac", "Pendulum-v1", seed=1, frames=3000)
+    (row,) = _text_rows(cli("rl_trainers.results", str(tmp_path), "--group-by", "none"))
+    assert row["algorithm"] == "ppo, sac" and row["env"] == "CartPole-v1, Pendulum-v1"
+    assert row["frames"] == "1000-3000"  # no run has the mean, 2000
+    rows = _text_rows(cli("rl_trainers.results", str(tmp_path), "--group-by", "run"))
+    assert [(r["algorithm"], r["frames"]) for r in rows] == [("ppo", "1000"), ("sac", "3000")]
+
+
+def test_results_count_distinct_seeds_and_say_when_a_seed_ran_twice(tmp_path):
+    """A rerun of seed 0 in another directory is a second run, not a second seed."""
+    _finished_run(tmp_path / "straight", "ppo", "CartPole-v1", seed=0, frames=1000)
+    _finished_run(tmp_path / "rerun", "ppo", "CartPole-v1", seed=0, frames=1000)
+    (row,) = _text_rows(cli("rl_trainers.results", str(tmp_path)))
+    assert row["seeds"] == "1 (2 runs)"
+    _finished_run(tmp_path / "other", "ppo", "CartPole-v1", seed=1, frames=1000)
+    (row,) = _text_rows(cli("rl_trainers.results", str(tmp_path)))
+    assert row["seeds"] == "2 (3 runs)"
+    (row,) = _csv_rows(cli("rl_trainers.results", str(tmp_path), "--format", "csv"))
+    assert (row["seeds"], row["runs"]) == ("2", "3")
+
+
+def test_rl_zoo_options_to_export_name_a_command_that_exports(runs, tmp_path):
+    """export takes the file to write, which rl-zoo's command line lacks: the command the
+    error names has one, and it exports as printed."""
+    run_dir = tmp_path / "outputs" / "td3" / "Pendulum-v1" / "2026-01-01"
+    shutil.copytree(runs["td3_pendulum"], run_dir)
+    line = _error(cli("rl_trainers.export", "--algo", "td3", "--env", "Pendulum-v1", cwd=tmp_path))
+    named = line.split("takes its directory: ", 1)[1].split(" (the newest")[0]
+    assert named == "rl-trainers export outputs/td3/Pendulum-v1/2026-01-01 policy.pt2"
+    done = cli("rl_trainers", *named.split()[1:], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "policy.pt2").is_file()

@@ -74,6 +74,18 @@ def test_options_split_with_their_words():
         ),
         ("sac", "hyperparams", ["ent_coef:0.2"], "loss.fixed_alpha=true loss.alpha_init=0.2"),
         ("td3", "hyperparams", ["noise_type:normal"], "trainer.exploration_noise=gaussian"),
+        (  # older SB3's net_arch: a list holding the dict
+            "ppo",
+            "hyperparams",
+            ["policy_kwargs:dict(net_arch=[dict(pi=[256], vf=[128])])"],
+            "network.policy.num_cells=[256] network.value.num_cells=[128]",
+        ),
+        (
+            "dqn",
+            "hyperparams",
+            ["policy_kwargs:dict(net_arch=[64])"],
+            "network.value.num_cells=[64]",
+        ),
         ("ppo", "n-timesteps", ["1e6"], "trainer.total_frames=1000000"),  # an int field
         ("ppo", "optimize", [], "-m +hparams_search=<study>"),  # argparse's abbreviation
         (  # the app's layout under the folder: where eval --algo ... -f looks for the run
@@ -94,7 +106,7 @@ def test_each_option_stands_for_its_overrides(algorithm, name, values, overrides
 def test_what_has_no_counterpart_is_named():
     args = ["--env", "Pendulum-v1", "--n-eval-envs", "5", "-params", "target_update_interval:10"]
     assert without_counterpart("dqn", args) == ["--n-eval-envs", "target_update_interval"]
-    assert command_here("dqn", args, "rl-trainers dqn") is None  # not a command that runs as asked
+    assert command_here("dqn", args, "rl-trainers dqn") == "rl-trainers dqn env=pendulum"
 
 
 def test_another_algorithm_names_its_command():
@@ -170,3 +182,81 @@ def test_hydras_info_flag_still_works(tmp_path):
     proc = train("ppo", "-i", "defaults", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "Defaults List" in proc.stdout
+
+
+def test_both_forms_of_an_rl_zoo_command_line_name_the_command_and_what_it_leaves_out(tmp_path):
+    """``rl-trainers train --algo td3 ...`` and ``rl-trainers td3 --algo td3 ...`` name the
+    same command, with the env's preset, and list the options it leaves out."""
+    zoo = ["--algo", "td3", "--env", "Hopper-v5", "--verbose", "1"]
+    hints = []
+    for command in ("train", "td3"):
+        proc = rl_trainers(command, *zoo, cwd=tmp_path)
+        assert proc.returncode == 2, proc.stderr
+        line = proc.stderr.splitlines()[0]
+        assert "no counterpart here: --verbose;" in line
+        hints.append(line[line.index("; rl-zoo's command line here: ") :].rsplit(";", 1)[0])
+        words = named_command(proc.stderr)
+        assert words[3:] == ["td3", "experiment=td3_halfcheetah", "env=hopper"]
+    assert hints[0] == hints[1]
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "hyperparams", "fields", "missing"),
+    [
+        (
+            "sac",
+            ["policy_kwargs:dict(net_arch=[400, 300], log_std_init=-2)"],
+            {"network.policy.num_cells": [400, 300], "network.value.num_cells": [400, 300]},
+            "policy_kwargs.log_std_init",
+        ),
+        (
+            "ppo",
+            ["policy_kwargs:dict(net_arch=dict(pi=[64], vf=[32]), activation_fn=nn.ReLU)"],
+            {
+                "network.policy.num_cells": [64],
+                "network.value.num_cells": [32],
+                "network.policy.activation": "relu",
+                "network.value.activation": "relu",
+            },
+            None,
+        ),
+        (
+            "td3",
+            ["noise_type:normal", "normalize:true", "ent_coef:0.1"],
+            {
+                "trainer.exploration_noise": "gaussian",
+                "env.normalize_observations": True,
+                "env.normalize_rewards": True,
+            },
+            "ent_coef",  # SAC's temperature: TD3 has none
+        ),
+        (
+            "ppo",
+            ["normalize:{'norm_obs': True, 'norm_reward': False}"],
+            {"env.normalize_observations": True, "env.normalize_rewards": False},
+            None,
+        ),
+    ],
+)
+def test_rl_zoo_hyperparams_name_their_fields(algorithm, hyperparams, fields, missing, tmp_path):
+    """rl-zoo's ``policy_kwargs`` and ``normalize`` become this app's fields in the command
+    the error names; what has no counterpart is listed, never pasted into it."""
+    zoo = ["--algo", algorithm, "--env", "Hopper-v5", "--hyperparams", *hyperparams]
+    proc = rl_trainers("train", *zoo, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    line = proc.stderr.splitlines()[0]
+    if missing:
+        assert f"; no counterpart here: {missing};" in line
+    else:
+        assert "no counterpart" not in line
+    words = named_command(proc.stderr)
+    assert not [word for word in words if ":" in word.partition("=")[0]]  # no key:value words
+    composed = rl_trainers(*words[3:], "--cfg", "job", cwd=tmp_path)
+    assert composed.returncode == 0, composed.stderr
+    cfg = yaml.safe_load(composed.stdout)
+    for field, value in fields.items():
+        group, *path = field.split(".")
+        found = cfg[group]
+        for key in path:
+            found = found[key]
+        assert found == value, field

@@ -4,6 +4,7 @@ from the others, and the legend sits below the axes, off the data."""
 from __future__ import annotations
 
 import csv
+import shutil
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,29 @@ def test_groups_whose_labels_would_coincide_are_told_apart_by_directory(tmp_path
     labels = [g.label for g in group_runs(find_runs([tmp_path]))]
     assert len(labels) == 2 and len(set(labels)) == 2, labels
     assert all(label.startswith("env=halfcheetah") for label in labels), labels
+
+
+def test_labels_leave_out_the_overrides_grouping_ignores(tmp_path, capsys):
+    """Runs that differ in a progress bar, a resume or a logger are seeds of one group: no
+    label, in the plot's legend or in ``rl-trainers results``, names those overrides."""
+    from rl_trainers.agents.cli import results_main
+
+    runs = {  # directory: (learning rate, seed, the overrides typed)
+        "a": (1e-3, 0, ["optimizer.lr=1e-3", "trainer.progress_bar=false"]),
+        "b": (1e-3, 1, ["optimizer.lr=1e-3", "trainer.resume=true", "seed=1"]),
+        "c": (3e-4, 0, ["optimizer.lr=3e-4", "logger=tensorboard"]),
+    }
+    for name, (lr, seed, overrides) in runs.items():
+        run = tmp_path / name
+        (run / ".hydra").mkdir(parents=True)
+        config = _config("ppo", "CartPole-v1", lr, 64, seed)
+        (run / ".hydra" / "config.yaml").write_text(yaml.safe_dump(config))
+        (run / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
+        (run / "summary.json").write_text('{"eval_return_mean": 1.0, "frames": 256}')
+    expected = ["optimizer.lr=1e-3", "optimizer.lr=3e-4"]
+    assert [g.label for g in group_runs(find_runs([tmp_path]))] == expected
+    assert results_main([str(tmp_path), "--format", "csv"]) == 0
+    rows = list(csv.DictReader(capsys.readouterr().out.splitlines()))
+    assert [row["group"] for row in rows] == expected
+    shutil.rmtree(tmp_path / "b")  # each group's runs alike: the labels still leave them out
+    assert [g.label for g in group_runs(find_runs([tmp_path]))] == expected
