@@ -108,7 +108,12 @@ def option_overrides(algorithm: str, name: str, values: Sequence[str]) -> str | 
     if name == "save-replay-buffer":
         return ""  # checkpoints hold the replay buffer
     if name == "env-kwargs":
-        return f"'env.make_kwargs={{{_pairs(values)}}}'"  # quoted: a shell expands {a,b}
+        # one key at a time: a dict given whole would merge into an env option's own keys
+        # (env=ant's), where a new key needs the '+'
+        return " ".join(
+            f"+env.make_kwargs.{key}={value}"
+            for key, _, value in (v.partition(":") for v in values)
+        )
     if name == "hyperparams":
         return " ".join(hyperparam_overrides(algorithm, values)[0])
     if name in _STUDY_OPTIONS:
@@ -380,11 +385,6 @@ def _env_overrides(algorithm: str, env_id: str) -> str:
     if is_mujoco(env_name) and preset in group_options(algorithm).get("experiment", []):
         return preset_command(preset, option, env_name)
     return env_override(env_id)
-
-
-def _pairs(values: Sequence[str]) -> str:
-    """rl-zoo's ``key:value`` words as the inside of a Hydra dict: ``g:9.81,...``."""
-    return ",".join(f"{key}:{value}" for key, _, value in (v.partition(":") for v in values))
 
 
 def _is_override(word: str) -> bool:

@@ -45,7 +45,7 @@ def test_options_split_with_their_words():
         ("ppo", "vec-env", ["subproc"], "env.vectorization=async"),
         ("ppo", "tensorboard-log", ["tb/"], "logger=tensorboard"),
         ("ppo", "wandb-project-name", ["mine"], "logger=wandb logger.project=mine"),
-        ("ppo", "env-kwargs", ["g:9.81", "m:2"], "'env.make_kwargs={g:9.81,m:2}'"),
+        ("ppo", "env-kwargs", ["g:9.81", "m:2"], "+env.make_kwargs.g=9.81 +env.make_kwargs.m=2"),
         (
             "ppo",
             "hyperparams",
