@@ -129,7 +129,14 @@ def _runnable(algorithm: str, schema: type | None) -> dict[str, Callable[[str], 
     def env_runs(env: str) -> bool:
         return need is None or ENV_PRESET_ACTIONS.get(env, need) == need
 
-    return {"experiment": own, "hparams_search": own, "env": env_runs}
+    def policy_runs(policy: str) -> bool:
+        return need is None or POLICY_ACTIONS.get(policy, need) == need
+
+    return {"experiment": own, "hparams_search": own, "env": env_runs, "model/policy": policy_runs}
+
+
+#: The actions each ``model/policy`` option acts with (``auto`` fits both).
+POLICY_ACTIONS = {"categorical": "discrete", "tanh_normal": "continuous", "normal": "continuous"}
 
 
 def _hidden_envs_note(algorithm: str, schema: type) -> list[str]:

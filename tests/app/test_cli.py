@@ -63,7 +63,7 @@ def test_help_lists_groups_options_and_fields(algorithm, help_page):
     ]:
         assert group in text and option in text
     assert "network: mlp, convnet" in text
-    assert "model/policy: auto, tanh_normal, normal, categorical" in text
+    assert "model/policy: auto, tanh_normal, normal" in text
     assert "network.encoder.kernel_sizes" in text and "model.policy.state_dependent_scale" in text
     assert "optimizer.lr" in text and "learning rate" in text
     assert "trainer.total_frames" in text and "environment frames to train for" in text
@@ -100,6 +100,16 @@ def test_help_lists_only_the_envs_the_algorithm_can_run(algorithm, listed, note,
         assert "not listed" not in proc.stdout
     else:
         assert note in groups[env[0] + 1], groups
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "policies"),
+    [("ppo", "auto, tanh_normal, normal, categorical"), ("sac", "auto, tanh_normal, normal")],
+)
+def test_help_lists_only_the_policies_the_algorithm_can_run(algorithm, policies, help_page):
+    """SAC refuses a categorical policy: its help does not offer one."""
+    proc = help_page(algorithm)
+    assert f"  model/policy: {policies}" in _group_lines(proc.stdout), proc.stdout
 
 
 def test_dqn_help_lists_its_groups_and_fields(help_page):
