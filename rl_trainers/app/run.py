@@ -146,7 +146,7 @@ def _train_and_summarise(
     # fps is this session's throughput: frames collected by this process (not those of the
     # sessions before a resume) over this process's building, loading and training time
     first_frame = int(trainer.collected_frames)
-    train_start = time.perf_counter()
+    time_before = trainer.train_time_s  # the training time of the launches before this one
     try:
         trainer.train()
     except StoppedAtOnce as stop:  # a second signal: one line, not a traceback
@@ -159,7 +159,8 @@ def _train_and_summarise(
                 file=sys.stderr,
             )
         raise SystemExit(128 + stop.signum) from None
-    train_time = time.perf_counter() - train_start
+    # the trainer's clock, which total_train_time_s reads too: equal for a run launched once
+    train_time = trainer.train_time_s - time_before
     if trainer.world_size > 1:
         check_ranks_in_sync(trainer)
     if trainer.interrupted is not None:
