@@ -13,6 +13,15 @@ from rl_trainers.app.run import run
 from rl_trainers.errors import ConfigError
 
 
+def _python(script: str, cwd) -> subprocess.CompletedProcess:
+    """``python -c script`` in a fresh interpreter, which must succeed."""
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=cwd
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
 def test_mujoco_model_warnings_are_shown_once_per_process(tmp_path):
     """MuJoCo 4 warns about gymnasium's half_cheetah.xml at each model load: 18 lines on
     stderr in an app run before (one per sub-env and evaluation env)."""
@@ -23,10 +32,7 @@ def test_mujoco_model_warnings_are_shown_once_per_process(tmp_path):
         "GymEnv('HalfCheetah-v5').reset()\n"
         "print(env.reset()['observation'].shape)\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = _python(script, tmp_path)
     assert proc.stdout.strip() == "torch.Size([3, 17])"
     if "settotalmass" in proc.stderr:  # the installed MuJoCo warns about this model file
         assert proc.stderr.count("settotalmass") == 1, proc.stderr
@@ -44,10 +50,7 @@ def test_a_mujoco_warning_is_one_warning_line_in_the_apps_commands(tmp_path):
         "    GymEnv('HalfCheetah-v5').reset()\n"
         "    _warn_from_mujoco('a model attribute is deprecated')\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = _python(script, tmp_path)
     lines = [line for line in proc.stderr.splitlines() if "deprecated" in line]
     assert "Warning: MuJoCo: a model attribute is deprecated" in lines, proc.stderr
     assert all(line.startswith("Warning: MuJoCo: ") for line in lines), proc.stderr
