@@ -1023,8 +1023,8 @@ class Trainer:
                 steps[key] = step
                 logger.log_scalar(key, _as_float(value), step=step)
 
-    def _run_log_ops(self, point: str, ops: list[Callable], batch: TensorDictBase) -> None:
-        for op in ops:
+    def _run_log_ops(self, point: str, batch: TensorDictBase) -> None:
+        for op in self._ops[point]:
             self._log(_logged_values(op(batch), point, op))
 
     # ------------------------------------------------------------------ loop
@@ -1277,12 +1277,12 @@ class Trainer:
         ``post_steps`` and ``post_steps_log``, then the end of the iteration (logs,
         checkpoint, stop). True when the run stops after this batch."""
         self._count_frames(frames)
-        self._run_log_ops("pre_steps_log", self._ops["pre_steps_log"], batch)
+        self._run_log_ops("pre_steps_log", batch)
         if self.collected_frames > warm_up:
             self.optim_steps(batch)
         for op in self._ops["post_steps"]:
             op()
-        self._run_log_ops("post_steps_log", self._ops["post_steps_log"], batch)
+        self._run_log_ops("post_steps_log", batch)
         if self.async_collection and self._log_now:
             self._log({"utd_ratio": self._optim_count / max(self.collected_frames, 1)})
         return self._end_iteration(frames)
@@ -1449,7 +1449,7 @@ class Trainer:
             for op in post_optim:
                 op()
             if post_optim_log:
-                self._run_log_ops("post_optim_log", post_optim_log, sub_batch)
+                self._run_log_ops("post_optim_log", sub_batch)
             if log_losses:
                 for key, value in losses.items(include_nested=True, leaves_only=True):
                     if value.numel() == 1:
