@@ -302,16 +302,12 @@ def _missing_node(algorithm: str, group: str) -> str | None:
     """Why ``group`` (``model/policy``) cannot be chosen when the algorithm's config has no
     node at its path (TD3's model has no stochastic policy); None when it has."""
     parent, _, name = group.replace("/", ".").rpartition(".")
-    if (
-        parent
-        and _schema_node(algorithm, parent) is not None
-        and not _schema_node(algorithm, f"{parent}.{name}")
-    ):
-        if name not in schema_fields(_schema_node(algorithm, parent)):
-            return (
-                f"{algorithm.upper()}'s {parent} has no {name} to choose "
-                f"({command_of(algorithm)} --help lists its groups and fields)"
-            )
+    parent_node = _schema_node(algorithm, parent) if parent else None
+    if parent_node is not None and name not in schema_fields(parent_node):
+        return (
+            f"{algorithm.upper()}'s {parent} has no {name} to choose "
+            f"({command_of(algorithm)} --help lists its groups and fields)"
+        )
     return None
 
 
