@@ -678,10 +678,13 @@ def evaluate(
     seed = evaluation_seed(cfg) if seed is None else int(seed)
     if deterministic is None:
         deterministic = bool(cfg.eval.deterministic)
-    # the run's thread count: the same matrix kernels, so the same actions
+    # the run's thread count: the same matrix kernels, so the same actions; the caller's
+    # count is back when this returns
+    threads = torch.get_num_threads()
     set_num_threads(cfg.trainer.num_threads)
-    env = build_run_env(cfg, num_envs=n, sync=False)
+    env = None
     try:
+        env = build_run_env(cfg, num_envs=n, sync=False)
         for norm, src in zip(_vecnorms(env), policy.normalizers, strict=False):
             norm.load_state_dict(src.state_dict())
             norm.freeze()
@@ -693,5 +696,7 @@ def evaluate(
                 env, policy.module, n, deterministic=deterministic, lengths=lengths
             )
     finally:
-        env.close()
+        if env is not None:
+            env.close()
+        torch.set_num_threads(threads)
     return Evaluation(returns, lengths, seed, deterministic, policy.checkpoint)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 import rl_trainers
 from rl_trainers.agents import RunError
@@ -79,6 +80,16 @@ def test_evaluate_reproduces_the_final_evaluation(runs, name):
     result = rl_trainers.evaluate(rl_trainers.load_policy(runs[name]))
     assert result.summary()["eval_return_mean"] == summary["eval_return_mean"]
     assert len(result.lengths) == summary["eval_episodes"]
+
+
+def test_evaluate_leaves_the_callers_thread_count(runs):
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)  # the run's own count (one) is used inside evaluate() only
+    try:
+        rl_trainers.evaluate(runs["td3_pendulum"], episodes=1)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_best_policy(runs):
