@@ -658,7 +658,7 @@ def evaluate(
     ``eval.episodes`` sub-envs by default), seeded with ``seed`` (default: the run's
     evaluation seed, ``seed + 10000``), the torch RNG seeded alike. With the defaults the
     returns are those of the run's final evaluation (``summary.json``) for the same
-    checkpoint.
+    checkpoint. It plays on the run's torch thread count and gives the caller's back.
 
     Args:
         policy: a :class:`TrainedPolicy`, or a run directory (its latest checkpoint).
