@@ -29,6 +29,17 @@ def fresh_python() -> Callable[[str], str]:
     return run
 
 
+@pytest.fixture(autouse=True)
+def _thread_count_restored():
+    """Every test starts on the process's torch thread count, whatever the test before it
+    set (a run built in-process sets its own), so no result depends on the order in which
+    tests run or on the worker a test file lands on."""
+    before = torch.get_num_threads()
+    yield
+    if torch.get_num_threads() != before:
+        torch.set_num_threads(before)
+
+
 @pytest.fixture
 def one_thread():
     """torch at one intra-op thread for the test, then back (torch's RNN kernels on two busy
