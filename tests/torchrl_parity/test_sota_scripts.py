@@ -488,6 +488,98 @@ def test_discrete_sac_script(tmp_path):
     assert [step for step, _ in _scalars(logger.log_dir)["train/q_loss"]] == [100, 200, 300]
 
 
+def test_iql_online_script(tmp_path):
+    """iql/iql_online.py: its utils import torchrl's D4RL dataset class at the top (used by
+    the offline script only) and ``ACTIVATIONS``; the gym backend set for the process,
+    trajectories cut by the collector's ``max_frames_per_traj``, ``IQLLoss`` with a value
+    network and its three optimizers, ``SoftUpdate(tau=)``."""
+    from rl_trainers.data.datasets.d4rl import D4RLExperienceReplay
+    from rl_trainers.objectives import IQLLoss
+    from rl_trainers.trainers.helpers.models import ACTIVATIONS
+
+    assert D4RLExperienceReplay.__name__ == "D4RLExperienceReplay"
+    torch.manual_seed(0)
+    set_gym_backend("gymnasium").set()
+    maker = functools.partial(_gym_or_dm_control, "gymnasium", "Pendulum-v1")
+    train_env = TransformedEnv(
+        ParallelEnv(1, EnvCreator(maker), serial_for_single=True),
+        Compose(InitTracker(), DoubleToFloat(), RewardSum()),
+    )
+    spec = train_env.action_spec_unbatched
+    relu = ACTIVATIONS["relu"]
+    head = nn.Sequential(
+        MLP(num_cells=[32, 32], out_features=2 * spec.shape[-1], activation_class=relu),
+        NormalParamExtractor(scale_mapping="biased_softplus_1.0", scale_lb=0.1),
+    )
+    actor = ProbabilisticActor(
+        TensorDictModule(head, in_keys=["observation"], out_keys=["loc", "scale"]),
+        in_keys=["loc", "scale"],
+        spec=spec,
+        distribution_class=TanhNormal,
+        distribution_kwargs={"low": spec.space.low, "high": spec.space.high, "tanh_loc": False},
+        default_interaction_type=ExplorationType.RANDOM,
+    )
+    qvalue = ValueOperator(
+        MLP(num_cells=[32, 32], out_features=1, activation_class=relu),
+        in_keys=["observation", "action"],
+        out_keys=["state_action_value"],
+    )
+    value = ValueOperator(
+        MLP(num_cells=[32, 32], out_features=1, activation_class=relu),
+        in_keys=["observation"],
+        out_keys=["state_value"],
+    )
+    with torch.no_grad(), set_exploration_type(ExplorationType.RANDOM):
+        td = train_env.reset()
+        for net in (actor, qvalue, value):
+            net(td)
+    loss_module = IQLLoss(
+        actor, qvalue, value_network=value, loss_function="l2", temperature=3.0, expectile=0.7
+    )
+    loss_module.make_value_estimator(gamma=0.99)
+    target = SoftUpdate(loss_module, tau=0.005)
+    optims = {
+        name: torch.optim.Adam(getattr(loss_module, f"{net}_params").flatten_keys().values())
+        for name, net in (
+            ("loss_actor", "actor_network"),
+            ("loss_value", "value_network"),
+            ("loss_qvalue", "qvalue_network"),
+        )
+    }
+    collector = SyncDataCollector(
+        train_env,
+        actor,
+        frames_per_batch=100,
+        init_random_frames=100,
+        max_frames_per_traj=60,
+        total_frames=300,
+        device="cpu",
+    )
+    collector.set_seed(0)
+    buffer = TensorDictReplayBuffer(
+        pin_memory=False, prefetch=3, storage=LazyMemmapStorage(1000), batch_size=32
+    )
+    frames, entropies = 0, []
+    for batch in collector:
+        collector.update_policy_weights_()
+        batch = batch.view(-1)
+        assert batch["next", "step_count"].max() <= 60  # cut by max_frames_per_traj
+        buffer.extend(batch.cpu())
+        frames += batch.numel()
+        if frames < 100:
+            continue
+        for _ in range(3):
+            out = loss_module(buffer.sample().clone())
+            for name, optim in optims.items():
+                optim.zero_grad()
+                out[name].backward()
+                optim.step()
+            target.step()
+            entropies.append(out.get("entropy").detach())
+    collector.shutdown()
+    assert len(entropies) == 9 and all(torch.isfinite(e).all() for e in entropies)
+
+
 # --------------------------------------------------------------------------- on-policy
 def _on_policy_env(normalize: bool):
     env = TransformedEnv(GymEnv("Pendulum-v1", device="cpu", from_pixels=False, pixels_only=False))
