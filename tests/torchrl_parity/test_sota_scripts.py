@@ -488,6 +488,99 @@ def test_discrete_sac_script(tmp_path):
     assert [step for step, _ in _scalars(logger.log_dir)["train/q_loss"]] == [100, 200, 300]
 
 
+def test_crossq_script(tmp_path):
+    """crossq/crossq.py: batch-renormalised MLPs (``norm_class=BatchRenorm1d``), the critic
+    step alone or with the actor and temperature terms (``CrossQLoss.qvalue_loss``,
+    ``actor_loss``, ``alpha_loss(log_prob=)``), priorities written at the loss's key, a
+    buffer transform, NaN-averaged losses."""
+    from rl_trainers.modules.models.batchrenorm import BatchRenorm1d
+
+    from rl_trainers.objectives import CrossQLoss
+
+    torch.manual_seed(0)
+    train_env, eval_env = _off_policy_envs(seed=0, max_steps=50)
+    spec = train_env.action_spec_unbatched
+
+    def renorm_mlp(out_features):
+        norm = {"momentum": 0.01, "num_features": 32, "warmup_steps": 10}
+        return _mlp(out_features, norm_class=BatchRenorm1d, norm_kwargs=norm)
+
+    head = nn.Sequential(
+        renorm_mlp(2 * spec.shape[-1]),
+        NormalParamExtractor(scale_mapping="biased_softplus_1.0", scale_lb=0.1),
+    )
+    actor = ProbabilisticActor(
+        TensorDictModule(head, in_keys=["observation"], out_keys=["loc", "scale"]),
+        spec=spec,
+        in_keys=["loc", "scale"],
+        distribution_class=TanhNormal,
+        distribution_kwargs={
+            "low": torch.as_tensor(spec.space.low),
+            "high": torch.as_tensor(spec.space.high),
+            "tanh_loc": False,
+            "safe_tanh": True,
+        },
+        default_interaction_type=InteractionType.RANDOM,
+        return_log_prob=False,
+    )
+    qvalue = ValueOperator(renorm_mlp(1), in_keys=["action", "observation"])
+    with torch.no_grad(), set_exploration_type(ExplorationType.RANDOM):
+        td = train_env.fake_tensordict()
+        for net in (actor, qvalue):
+            net.eval()
+            net(td)
+            net.train()
+    loss_module = CrossQLoss(
+        actor_network=actor, qvalue_network=qvalue, num_qvalue_nets=2, loss_function="l2"
+    )
+    loss_module.make_value_estimator(gamma=0.99, device=torch.device("cpu"))
+    optimizer = group_optimizers(
+        torch.optim.Adam(loss_module.actor_network_params.flatten_keys().values(), lr=1e-3),
+        torch.optim.Adam(loss_module.qvalue_network_params.flatten_keys().values(), lr=1e-3),
+        torch.optim.Adam([loss_module.log_alpha], lr=1e-3),
+    )
+    collector = SyncDataCollector(
+        train_env, actor.eval(), init_random_frames=100, frames_per_batch=50, total_frames=200
+    )
+    buffer = TensorDictReplayBuffer(
+        pin_memory=False, prefetch=3, storage=LazyMemmapStorage(1000), batch_size=32
+    )
+    buffer.append_transform(lambda x: x.to("cpu", non_blocking=True))
+
+    def update(sample, with_actor):
+        optimizer.zero_grad(set_to_none=True)
+        q_loss, meta = loss_module.qvalue_loss(sample)
+        sample.set(loss_module.tensor_keys.priority, meta["td_error"])
+        total, out = q_loss.mean(), {"loss_qvalue": q_loss.mean()}
+        out["loss_actor"] = out["loss_alpha"] = torch.tensor(float("nan"))
+        if with_actor:
+            actor_loss, actor_meta = loss_module.actor_loss(sample)
+            alpha_loss = loss_module.alpha_loss(log_prob=actor_meta["log_prob"].detach())
+            total = total + actor_loss.mean()
+            out.update(loss_actor=actor_loss.mean(), loss_alpha=alpha_loss.mean())
+        total.backward()
+        optimizer.step()
+        return TensorDict(out).detach()
+
+    frames, steps, logged = 0, 0, []
+    for batch in collector:
+        collector.update_policy_weights_()
+        buffer.extend(batch.reshape(-1))
+        frames += batch.numel()
+        if frames < 100:
+            continue
+        tds = []
+        for _ in range(4):
+            steps += 1
+            sample = buffer.sample()
+            tds.append(update(sample, with_actor=steps % 3 == 0).clone())
+            assert loss_module.tensor_keys.priority in sample.keys()
+        logged.append(TensorDict.stack(tds).nanmean())
+    collector.shutdown()
+    eval_env.close()
+    assert len(logged) == 3 and all(torch.isfinite(td["loss_actor"]) for td in logged)
+
+
 def test_iql_online_script(tmp_path):
     """iql/iql_online.py: its utils import torchrl's D4RL dataset class at the top (used by
     the offline script only) and ``ACTIVATIONS``; the gym backend set for the process,
