@@ -1,5 +1,5 @@
 """Helpers of torchrl's ``torchrl._utils`` used by example scripts: ``logger``, ``timeit``,
-``compile_with_warmup``.
+``compile_with_warmup`` and ``_append_last`` (torchrl's discrete SAC script imports it).
 
 ``logger`` is the ``"rl_trainers"`` logger: level ``INFO`` (or ``$RL_LOGGING_LEVEL``),
 lines ``<time> [rl_trainers][INFO] <message>`` on stderr (stdout with
@@ -213,3 +213,15 @@ def compile_with_warmup(
 
     functools.update_wrapper(run, model, updated=())  # name/doc only, not a module's state
     return run
+
+
+def _append_last(key: str | tuple[str, ...], suffix: str) -> str | tuple[str, ...]:
+    """``key`` with ``suffix`` appended to its last name: ``"obs"`` -> ``"obs_flat"``,
+    ``("agent", "obs")`` -> ``("agent", "obs_flat")``; nested tuples are flattened first
+    (tensordict's ``unravel_key``, so ``("obs",)`` -> ``"obs_flat"``)."""
+    from tensordict.utils import unravel_key  # imported here: this module stays light
+
+    key = unravel_key(key)
+    if isinstance(key, str):
+        return key + suffix
+    return (*key[:-1], key[-1] + suffix)

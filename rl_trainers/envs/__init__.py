@@ -65,6 +65,12 @@ from rl_trainers.envs.transforms import (
     UnsqueezeTransform,
     VecNorm,
 )
+from rl_trainers.envs.unsupported_libs import (
+    DMControlEnv,
+    DMControlWrapper,
+    JumanjiEnv,
+    JumanjiWrapper,
+)
 from rl_trainers.envs.utils import (
     EnvCreator,
     ExplorationType,
@@ -76,7 +82,11 @@ from rl_trainers.envs.utils import (
 )
 
 __all__ = [
+    "DMControlEnv",
+    "DMControlWrapper",
     "EnvBase",
+    "JumanjiEnv",
+    "JumanjiWrapper",
     "EnvCreator",
     "RandomPolicy",
     "GymEnv",

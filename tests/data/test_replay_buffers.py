@@ -841,3 +841,62 @@ def test_non_tensor_entries_are_stored_sampled_and_restored():
     restored = TensorDictReplayBuffer(storage=LazyTensorStorage(10), batch_size=4)
     restored.load_state_dict(rb.state_dict())
     assert list(restored[2:5]["text"]) == words[2:5]
+
+
+# --------------------------------------------------------------------------- torchrl's options
+def _transitions(n=40):
+    return TensorDict({"obs": torch.arange(n, dtype=torch.float32)[:, None]}, [n])
+
+
+@pytest.mark.parametrize("compilable", [False, True])
+def test_torchrl_script_keywords_shared_and_compilable_accepted(tmp_path, compilable):
+    """torchrl's SAC/TD3 scripts build their buffers with ``shared=False`` and
+    ``compilable=...`` (buffer and storage): accepted, the same samples either way."""
+    from rl_trainers.data import PrioritizedReplayBuffer
+
+    samples = []
+    for storage in (
+        LazyTensorStorage(100, device="cpu", compilable=compilable),
+        LazyMemmapStorage(100, scratch_dir=tmp_path / f"m{compilable}", compilable=compilable),
+    ):
+        torch.manual_seed(0)
+        rb = TensorDictReplayBuffer(
+            pin_memory=False,
+            prefetch=3,
+            storage=storage,
+            batch_size=8,
+            shared=False,
+            compilable=compilable,
+        )
+        rb.extend(_transitions())
+        samples.append(rb.sample()["obs"])
+    assert torch.equal(samples[0], samples[1])
+    torch.manual_seed(0)
+    reference = TensorDictReplayBuffer(storage=LazyTensorStorage(100), batch_size=8, prefetch=3)
+    reference.extend(_transitions())
+    assert torch.equal(reference.sample()["obs"], samples[0])
+
+    prb = TensorDictPrioritizedReplayBuffer(
+        alpha=0.7,
+        beta=0.5,
+        pin_memory=False,
+        storage=LazyTensorStorage(100, compilable=compilable),
+        batch_size=8,
+        shared=False,
+        compilable=compilable,
+    )
+    prb.extend(_transitions())
+    assert prb.sample().shape == (8,)
+    assert len(PrioritizedReplayBuffer(alpha=0.7, beta=0.5, shared=False, compilable=True)) == 0
+
+
+@pytest.mark.parametrize("name", ["ReplayBuffer", "TensorDictReplayBuffer"])
+def test_shared_buffer_is_refused_with_what_to_do(name):
+    import rl_trainers.data as data
+
+    with pytest.raises(ValueError) as err:
+        getattr(data, name)(storage=LazyTensorStorage(10), shared=True)
+    assert str(err.value).startswith(f"{name}(shared=True) is not supported: ")
+    assert "extend the buffer with each collected batch" in str(err.value)
+    with pytest.raises(ValueError, match=r"TensorDictPrioritizedReplayBuffer\(shared=True\)"):
+        data.TensorDictPrioritizedReplayBuffer(alpha=0.7, beta=0.5, shared=True)

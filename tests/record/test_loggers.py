@@ -490,6 +490,33 @@ def test_wandb_offline_read_back(tmp_path, monkeypatch):
     assert [h["note"] for h in history if "note" in h] == ["hi"]
 
 
+def test_wandb_keeps_several_values_and_none_as_torchrl_scripts_log_them(tmp_path, monkeypatch):
+    """torchrl's SAC script logs the returns of every episode a batch finished (a tensor of
+    several values) and all its off-policy scripts ``time/speed`` (tqdm's rate, None before
+    tqdm has measured one), with ``log_scalar`` or ``log_metrics``: W&B stores the values as
+    a list and None as null, where a one-value check used to stop the run."""
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    logger = get_logger(
+        "wandb", str(tmp_path / "wb"), "exp", wandb_kwargs={"mode": "offline", "project": "t"}
+    )
+    logger.log_scalar("train/reward", torch.tensor([1.5, -2.0]), step=1)
+    logger.log_scalar("time/speed", None, step=1)
+    logged = logger.log_metrics(
+        {"train/length": np.array([3.0, 4.0]), "time/speed": None, "train/q": torch.ones(1)},
+        step=2,
+    )
+    logger.close()
+    assert logged["time/speed"] is None and logged["train/q"] == 1.0
+
+    (run_file,) = _offline_runs(str(tmp_path / "wb"))
+    history, _ = _wandb_history_and_config(run_file)
+    rows = {h["_step"]: h for h in history}
+    assert rows[1]["train/reward"] == [1.5, -2.0]
+    assert rows[2]["train/length"] == [3.0, 4.0] and rows[2]["train/q"] == 1.0
+    assert [h.get("time/speed", "absent") for h in history if "time/speed" in h] == [None, None]
+
+
 def test_wandb_close_after_a_failed_start_raises_only_the_first_error(tmp_path, monkeypatch):
     """The run cannot start (its save_dir lies under a file); closing the logger given
     hyper-parameters (as the app's is), in a ``with`` block or by the trainer, tried to

@@ -139,3 +139,13 @@ def test_timing_utilities_at_the_package_top_level():
     assert rl_trainers.timeit is _utils.timeit
     assert rl_trainers.logger is _utils.logger
     assert rl_trainers.compile_with_warmup is _utils.compile_with_warmup
+
+
+def test_append_last_suffixes_the_last_name_of_a_key():
+    """torchrl's discrete SAC script imports ``_append_last`` to name flattened entries."""
+    from rl_trainers._utils import _append_last
+
+    assert _append_last("obs", "_flat") == "obs_flat"
+    assert _append_last(("agent", "obs"), "_unsq") == ("agent", "obs_unsq")
+    assert _append_last(("agent", ("arm", "pos")), "_flat") == ("agent", "arm", "pos_flat")
+    assert _append_last(("obs",), "_flat") == "obs_flat"

@@ -66,6 +66,11 @@ class ReplayBuffer:
             buffer is built (``torch.manual_seed`` before building makes it
             deterministic); without, torch's global generator, as before. Its state is
             part of :meth:`state_dict`, so a resumed buffer continues the same draws.
+        shared: torchrl's option, at its default only: the buffer is read and written by
+            the process that built it (collectors' workers send their batches back), so
+            ``shared=True`` raises a ``ValueError`` saying so.
+        compilable: torchrl's option (a buffer ``torch.compile`` can trace), accepted at
+            either value without effect: one eager code path, the same samples.
 
     Example:
         >>> rb = TensorDictReplayBuffer(storage=LazyTensorStorage(100_000), batch_size=256)
@@ -85,8 +90,12 @@ class ReplayBuffer:
         transform: Callable[[Any], Any] | None = None,
         pin_memory: bool = False,
         generator: torch.Generator | None = None,
+        shared: bool = False,
+        compilable: bool = False,
     ) -> None:
         del pin_memory  # torchrl's option: samples stay in CPU memory, pinned or not
+        del compilable  # torchrl's option: one eager code path, the same samples either way
+        _check_shared(type(self).__name__, shared)
         self._storage = storage if storage is not None else ListStorage(1000)
         self._sampler = sampler if sampler is not None else RandomSampler()
         self._writer = writer if writer is not None else RoundRobinWriter()
@@ -559,7 +568,8 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         beta: importance-sampling exponent (1 = full correction).
         eps: added to priorities so no item has probability zero.
         storage: where items live (default: ``ListStorage(1000)``).
-        batch_size, collate_fn, prefetch, transform, generator: as :class:`ReplayBuffer`.
+        batch_size, collate_fn, prefetch, transform, generator, shared, compilable: as
+            :class:`ReplayBuffer`.
         reduction: how a priority with several entries per item is reduced (see
             :class:`PrioritizedSampler`).
 
@@ -584,7 +594,10 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         reduction: str = "max",
         pin_memory: bool = False,
         generator: torch.Generator | None = None,
+        shared: bool = False,
+        compilable: bool = False,
     ) -> None:
+        _check_shared(type(self).__name__, shared)
         storage, sampler = _storage_and_prioritized_sampler(storage, alpha, beta, eps, reduction)
         super().__init__(
             storage=storage,
@@ -613,7 +626,8 @@ class TensorDictPrioritizedReplayBuffer(TensorDictReplayBuffer):
         priority_key: the entry holding priorities (default ``"td_error"``).
         eps: added to priorities so no item has probability zero.
         storage: where items live (default: ``ListStorage(1000)``).
-        batch_size, collate_fn, prefetch, transform, generator: as :class:`ReplayBuffer`.
+        batch_size, collate_fn, prefetch, transform, generator, shared, compilable: as
+            :class:`ReplayBuffer`.
         reduction: how a priority with several entries per item is reduced: ``"max"``,
             ``"min"``, ``"mean"`` or ``"median"``.
 
@@ -642,7 +656,10 @@ class TensorDictPrioritizedReplayBuffer(TensorDictReplayBuffer):
         reduction: str = "max",
         pin_memory: bool = False,
         generator: torch.Generator | None = None,
+        shared: bool = False,
+        compilable: bool = False,
     ) -> None:
+        _check_shared(type(self).__name__, shared)
         storage, sampler = _storage_and_prioritized_sampler(storage, alpha, beta, eps, reduction)
         super().__init__(
             priority_key=priority_key,
@@ -653,6 +670,18 @@ class TensorDictPrioritizedReplayBuffer(TensorDictReplayBuffer):
             prefetch=prefetch,
             transform=transform,
             generator=generator,
+        )
+
+
+def _check_shared(cls_name: str, shared: bool) -> None:
+    """torchrl's ``shared=True`` puts the buffer in shared memory for writers in other
+    processes; here every buffer lives in the process that built it."""
+    if shared:
+        raise ValueError(
+            f"{cls_name}(shared=True) is not supported: rl_trainers' replay buffers are "
+            "written and sampled in the process that built them (collector workers send "
+            "their batches back to it). Drop shared=True and extend the buffer with each "
+            "collected batch, or give it to SyncDataCollector(replay_buffer=...)."
         )
 
 

@@ -265,6 +265,9 @@ class TensorStorage(Storage):
             argument): 1 (default) stores a ``[B, T]`` batch as ``B`` items of shape ``[T]``,
             2 as ``B * T`` items. Items are kept along one leading dim either way, so
             ``len`` and ``max_size`` count items.
+        compilable: torchrl's option (code ``torch.compile`` can trace), accepted at either
+            value without effect: the storage has one eager code path and stores the same
+            items either way.
     """
 
     def __init__(
@@ -274,7 +277,9 @@ class TensorStorage(Storage):
         device: str | torch.device = "cpu",
         *,
         ndim: int = 1,
+        compilable: bool = False,
     ) -> None:
+        del compilable  # torchrl's option: one eager code path, the same contents either way
         self.ndim = _check_ndim(ndim)
         if storage is not None:
             storage = merge_item_dims(storage, ndim, f"{type(self).__name__}(storage=...)")
@@ -508,6 +513,7 @@ class LazyTensorStorage(TensorStorage):
         ndim: how many leading dims of the data written index items (see
             :class:`TensorStorage`; ``ndim=2`` stores a ``[num_envs, T]`` batch as
             transitions).
+        compilable: torchrl's option, accepted without effect (see :class:`TensorStorage`).
 
     Example:
         >>> storage = LazyTensorStorage(1000)
@@ -521,8 +527,17 @@ class LazyTensorStorage(TensorStorage):
         torch.Size([32])
     """
 
-    def __init__(self, max_size: int, *, device: str | torch.device = "cpu", ndim: int = 1) -> None:
-        super().__init__(storage=None, max_size=max_size, device=device, ndim=ndim)
+    def __init__(
+        self,
+        max_size: int,
+        *,
+        device: str | torch.device = "cpu",
+        ndim: int = 1,
+        compilable: bool = False,
+    ) -> None:
+        super().__init__(
+            storage=None, max_size=max_size, device=device, ndim=ndim, compilable=compilable
+        )
 
 
 class LazyMemmapStorage(TensorStorage):
@@ -544,6 +559,7 @@ class LazyMemmapStorage(TensorStorage):
         device: must be "cpu" (memory maps live in host memory).
         ndim: how many leading dims of the data written index items (see
             :class:`TensorStorage`).
+        compilable: torchrl's option, accepted without effect (see :class:`TensorStorage`).
     """
 
     def __init__(
@@ -554,10 +570,13 @@ class LazyMemmapStorage(TensorStorage):
         existsok: bool = False,
         device: str | torch.device = "cpu",
         ndim: int = 1,
+        compilable: bool = False,
     ) -> None:
         if torch.device(device).type != "cpu":
             raise ValueError(f"LazyMemmapStorage lives on cpu, got device={device!r}")
-        super().__init__(storage=None, max_size=max_size, device="cpu", ndim=ndim)
+        super().__init__(
+            storage=None, max_size=max_size, device="cpu", ndim=ndim, compilable=compilable
+        )
         self._owns_dir = scratch_dir is None
         if isinstance(scratch_dir, tempfile.TemporaryDirectory):
             scratch_dir = scratch_dir.name  # as torchrl's tutorials pass it

@@ -324,9 +324,14 @@ class Logger(abc.ABC):
         """
         if isinstance(metrics, TensorDictBase):
             metrics = metrics.flatten_keys(keys_sep).to_dict()
-        out = {name: to_python_scalar(value) for name, value in metrics.items()}
+        out = {name: self._metric_value(value) for name, value in metrics.items()}
         self._log_metrics(out, step)
         return out
+
+    def _metric_value(self, value: Any) -> Any:
+        """What :meth:`log_metrics` writes for ``value``: a Python number here; backends
+        that store other values (W&B) override it."""
+        return to_python_scalar(value)
 
     def _log_metrics(self, metrics: dict[str, Any], step: int | None) -> None:
         """Writes converted metrics; backends with a batch write override it."""

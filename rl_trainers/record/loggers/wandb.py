@@ -126,9 +126,19 @@ class WandbLogger(Logger):
         return [str(Path(self._experiment.dir).parent)]
 
     def log_scalar(self, name: str, value: float, step: int | None = None) -> None:
-        """Logs ``{name: value}``; W&B ignores steps lower than one already logged."""
-        self._log({name: to_python_scalar(value)}, step)
+        """Logs ``{name: value}``; W&B ignores steps lower than one already logged.
+
+        A tensor or array of several values (torchrl's SAC, TD3 and DDPG scripts log the
+        returns of the episodes a batch finished this way) and ``None`` (their
+        ``time/speed`` before tqdm has measured a rate) go to W&B as torchrl's logger sends
+        them: W&B keeps up to 32 values as a list, more as a histogram, and ``None`` as null.
+        """
+        self._log({name: _wandb_value(value)}, step)
         self._record_step(name, step)
+
+    def _metric_value(self, value: Any) -> Any:
+        """As :meth:`log_scalar`: several values and ``None`` go to W&B as they are."""
+        return _wandb_value(value)
 
     def _log_metrics(self, metrics: dict[str, Any], step: int | None) -> None:
         """Logs several scalars in one W&B history row (see ``Logger.log_metrics``)."""
@@ -236,3 +246,14 @@ def _remove_offline_run(run_dir: Path) -> None:
     latest = run_dir.parent / "latest-run"
     if latest.is_symlink() and not latest.exists():
         latest.unlink()
+
+
+def _wandb_value(value: Any) -> Any:
+    """One number as a Python scalar; several as a numpy array, which W&B stores itself."""
+    if value is None:
+        return None
+    if isinstance(value, Tensor) and value.numel() != 1:
+        return value.detach().cpu().numpy()
+    if isinstance(value, np.ndarray) and value.size != 1:
+        return value
+    return to_python_scalar(value)
