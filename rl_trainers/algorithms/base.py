@@ -401,7 +401,25 @@ def unsupported_action_space(cfg: DictConfig, space: Any) -> ConfigError:
         "env.env_name",
         cfg.env.env_name,
         f"its action space {space} is not supported: {algorithm.upper()} acts in "
-        f"{ALGORITHM_ACTION_SPACES[algorithm]} spaces",
+        f"{ALGORITHM_ACTION_SPACES[algorithm]} spaces; {_action_space_advice(algorithm, space)}",
+    )
+
+
+def _action_space_advice(algorithm: str, space: Any) -> str:
+    """What to do with an env acting in ``space``, which ``algorithm`` does not act in."""
+    from gymnasium import spaces
+
+    continuous = "Discrete" not in ALGORITHM_ACTION_SPACES[algorithm]
+    if isinstance(space, spaces.MultiDiscrete | spaces.MultiBinary):
+        advice = (
+            "wrap the env (a gymnasium.ActionWrapper in its module) to act in one "
+            "Discrete(n) over every combination of its actions (np.unravel_index maps an "
+            "index back)"
+        )
+        return advice + ", and train it with ppo, dqn, a2c or pg" if continuous else advice
+    return (
+        "wrap the env (a gymnasium.ActionWrapper in its module) to act in one Box "
+        "(continuous actions) or one Discrete space"
     )
 
 

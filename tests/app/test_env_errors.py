@@ -89,19 +89,44 @@ UNSUPPORTED_ACTION_ENVS = textwrap.dedent(
 
 
 @pytest.mark.parametrize(
-    "algorithm, env_class, space, supported",
+    "algorithm, env_class, space, supported, advice",
     [
-        ("ppo", "Acting", "MultiDiscrete([3 2])", "Discrete (a categorical policy) and Box"),
-        ("sac", "Acting", "MultiDiscrete([3 2])", "Box (a tanh_normal policy)"),
-        ("dqn", "MultiBinaryActions", "MultiBinary(4)", "Discrete (one Q-value per action)"),
-        ("td3", "TupleActions", "Tuple(Discrete(2), Discrete(3))", "Box"),
+        (
+            "ppo",
+            "Acting",
+            "MultiDiscrete([3 2])",
+            "Discrete (a categorical policy) and Box",
+            "Discrete(n) over every combination of its actions (np.unravel_index maps an "
+            "index back)",
+        ),
+        (
+            "sac",
+            "Acting",
+            "MultiDiscrete([3 2])",
+            "Box (a tanh_normal policy)",
+            "index back), and train it with ppo, dqn, a2c or pg",
+        ),
+        (
+            "dqn",
+            "MultiBinaryActions",
+            "MultiBinary(4)",
+            "Discrete (one Q-value per action)",
+            "Discrete(n) over every combination",
+        ),
+        (
+            "td3",
+            "TupleActions",
+            "Tuple(Discrete(2), Discrete(3))",
+            "Box",
+            "to act in one Box (continuous actions) or one Discrete space",
+        ),
     ],
 )
 def test_an_unsupported_action_space_names_the_env_its_space_and_what_is_supported(
-    tiny_config, tmp_path, monkeypatch, algorithm, env_class, space, supported
+    tiny_config, tmp_path, monkeypatch, algorithm, env_class, space, supported, advice
 ):
-    """The config error names the env, its action space and the spaces the algorithm
-    supports (PPO, SAC, DQN, TD3 alike)."""
+    """The config error names the env, its action space, the spaces the algorithm
+    supports (PPO, SAC, DQN, TD3 alike) and how to make the env act in one of them."""
     (tmp_path / "unsupported_action_envs.py").write_text(UNSUPPORTED_ACTION_ENVS)
     monkeypatch.syspath_prepend(str(tmp_path))
     env_name = f"unsupported_action_envs:{env_class}"
@@ -111,6 +136,8 @@ def test_an_unsupported_action_space_names_the_env_its_space_and_what_is_support
         f"env.env_name='{env_name}' is invalid: its action space {space} is not supported: "
         f"{algorithm.upper()} acts in {supported}"
     )
+    assert "wrap the env (a gymnasium.ActionWrapper in its module)" in str(err.value)
+    assert advice in str(err.value)
 
 
 def test_a_mujoco_py_env_version_names_the_versions_that_build(tmp_path):
