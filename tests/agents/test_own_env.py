@@ -164,3 +164,30 @@ def test_a_dict_observation_policy_acts_on_the_envs_own_observations(dict_run):
     }
     np.testing.assert_array_equal(policy.act(batch), expected)
     assert policy.predict(observations[0], deterministic=True)[0] == expected[0]
+
+
+def test_enjoy_of_an_env_that_cannot_render_says_what_to_add(dict_run, tmp_path):
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rl_trainers.enjoy",
+            str(dict_run),
+            "--video",
+            str(tmp_path / "a.gif"),
+        ],
+        env=env_with_package(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
+    assert errors == [
+        "Error: own_module:OwnDict-v0 cannot render: its constructor takes no render_mode "
+        "argument; to watch it, give the env's __init__ a render_mode=None argument, "
+        "metadata = {'render_modes': ['rgb_array']} and a render() returning an RGB array "
+        f"(rl-trainers eval {dict_run} plays it without rendering)"
+    ]
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "a.gif").exists()
