@@ -191,3 +191,53 @@ def test_enjoy_of_an_env_that_cannot_render_says_what_to_add(dict_run, tmp_path)
     ]
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "a.gif").exists()
+
+
+def test_a_policy_builder_of_the_users_own_takes_its_own_arguments(own_module, tmp_path):
+    """``model.policy._target_`` names the user's builder; a key added with ``+`` reaches it
+    as an argument (not refused as a key nothing reads), and the run's policy loads,
+    evaluates and acts within the env's asymmetric bounds."""
+    run_dir = tmp_path / "own_policy"
+    done = _train(
+        run_dir,
+        "env.env_name=own_module:Asymmetric",
+        "model.policy._target_=own_module.make_policy",
+        "+model.policy.hidden=5",
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    policy = rl_trainers.load_policy(run_dir)
+    shapes = [tuple(p.shape) for p in policy.actor.parameters()]
+    assert shapes == [(5, 3), (5,), (4, 5), (4,)]  # hidden=5 reached the builder
+    env = rl_trainers.make_env(run_dir)
+    obs, _ = env.reset(seed=0)
+    actions = np.stack([policy.act(obs, deterministic=False) for _ in range(200)])
+    assert (actions >= env.action_space.low).all() and (actions <= env.action_space.high).all()
+    done = subprocess.run(
+        [sys.executable, "-m", "rl_trainers.eval", str(run_dir), "--episodes", "2"],
+        env=env_with_package(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_a_misspelt_argument_of_the_users_own_builder_is_one_error_line(own_module, tmp_path):
+    done = _train(
+        tmp_path / "run",
+        "env.env_name=own_module:Asymmetric",
+        "model.policy._target_=own_module.make_policy",
+        "+model.policy.hiden=5",
+    )
+    assert done.returncode == 2
+    errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
+    assert errors == [
+        "Error: could not build 'model.policy': make_policy() got an unexpected keyword "
+        "argument 'hiden'"
+    ]
+
+
+def test_a_key_added_to_an_app_builders_node_is_still_refused(own_module, tmp_path):
+    done = _train(tmp_path / "run", "env.env_name=own_module:Asymmetric", "+model.policy.hidden=5")
+    assert done.returncode == 2
+    assert "model.policy.hidden=5 is invalid: not a field" in done.stderr
