@@ -227,3 +227,33 @@ def test_a_scale_mapping_that_cannot_apply_is_a_short_error(overrides, words):
         _build("sac", ["env.num_envs=2", "model/policy=tanh_normal", *overrides])
     for word in words:
         assert word in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("target", "words"),
+    [
+        (
+            "rl_trainers.modules.make_no_such_model",
+            "Are you sure that 'make_no_such_model' is importable from module "
+            "'rl_trainers.modules'?",
+        ),
+        ("no_such_package.make_policy", "Are you sure that module 'no_such_package' is installed?"),
+        ("rl_trainers.modules", "Expected a callable target, got '<module 'rl_trainers.modules'"),
+    ],
+)
+def test_a_model_target_that_cannot_be_imported_or_called_is_one_line(target, words):
+    """A user's own builder named by ``model.policy._target_`` that Hydra cannot import (or
+    that names a module) is one line saying what to give."""
+    with pytest.raises(ConfigError) as err:
+        _build("ppo", ["env=pendulum", f"model.policy._target_={target}"])
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(
+        f"could not build 'model.policy': _target_='{target}' is not a function or class "
+        "that can be imported ("
+    )
+    assert words in message
+    assert message.endswith(
+        "; name one as package.module.name, its module importable where the run starts "
+        "(on PYTHONPATH or in the working directory)"
+    )
