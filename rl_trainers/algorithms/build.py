@@ -628,9 +628,11 @@ def plain_config(cfg: DictConfig) -> dict:
 
 
 def orthogonal_init_(module: torch.nn.Module, output_gain: float) -> None:
-    """Orthogonal weights (gain sqrt(2) for hidden layers, ``output_gain`` for the last), zero biases."""
+    """Orthogonal weights (gain sqrt(2) for hidden layers, ``output_gain`` for the last), zero
+    biases (a layer without a bias, as a user's own network may have, keeps none)."""
     linears = [m for m in module.modules() if isinstance(m, torch.nn.Linear)]
     for i, layer in enumerate(linears):
         gain = output_gain if i == len(linears) - 1 else 2**0.5
         torch.nn.init.orthogonal_(layer.weight, gain=gain)
-        torch.nn.init.zeros_(layer.bias)
+        if layer.bias is not None:
+            torch.nn.init.zeros_(layer.bias)

@@ -257,3 +257,29 @@ def test_a_model_target_that_cannot_be_imported_or_called_is_one_line(target, wo
         "; name one as package.module.name, its module importable where the run starts "
         "(on PYTHONPATH or in the working directory)"
     )
+
+
+def make_critic_without_biases(observation_spec, action_spec, network):
+    """A user's own V(s) builder whose hidden layer has no bias."""
+    from torch import nn
+
+    from rl_trainers.modules import ValueOperator
+
+    n_obs = observation_spec["observation"].shape[-1]
+    net = nn.Sequential(nn.Linear(n_obs, 16, bias=False), nn.Tanh(), nn.Linear(16, 1))
+    return ValueOperator(net, in_keys=["observation"])
+
+
+def test_orthogonal_init_of_a_users_own_network_without_biases():
+    """``network.orthogonal_init`` (PPO's default) initialises a user's own critic named by
+    ``model.critic._target_``, a layer without a bias included, and it builds."""
+    target = f"{__name__}.make_critic_without_biases"
+    env, _, critic = _build("ppo", ["env=pendulum", f"model.critic._target_={target}"])
+    try:
+        first, last = [m for m in critic.modules() if isinstance(m, torch.nn.Linear)]
+        assert first.bias is None
+        torch.testing.assert_close(first.weight.T @ first.weight, 2.0 * torch.eye(3))  # gain √2
+        assert (last.bias == 0).all()
+        assert critic(env.reset())["state_value"].shape == (env.batch_size[0], 1)
+    finally:
+        env.close()
