@@ -440,7 +440,7 @@ class TrainedPolicy:
         from rl_trainers.envs.utils import ExplorationType, set_exploration_type
         from rl_trainers.modules.models import torch_kernels
 
-        if self._join is not None and isinstance(observation, Mapping | tuple):
+        if self._join is not None:
             observation = self._join(observation)
         obs = torch.as_tensor(np.asarray(observation), dtype=self.observation_dtype)
         single = tuple(obs.shape) == self.observation_shape
@@ -625,17 +625,24 @@ def load_policy(
 
 
 def _observation_joiner(env) -> Any:
-    """For an env whose gymnasium observations are a ``Dict`` or a ``Tuple`` (joined into one
-    ``"observation"`` vector by the env's ``CatTensors``): a function mapping one such
-    observation (or a batch: the same structure with a leading dimension) to that vector,
-    as the env joins it. None for any other env."""
+    """For an env whose gymnasium observations are not the vector the policy reads, a
+    function turning one of them (or a batch: a leading dimension) into that vector as the
+    env does: a ``Dict`` or ``Tuple`` observation joined by the env's ``CatTensors`` (a
+    vector given instead passes through), a ``Discrete`` one (an int) one-hot. None for any
+    other env."""
     from tensordict import TensorDict
 
     from rl_trainers.envs import CatTensors
+    from rl_trainers.envs.specs import OneHot
 
     base = getattr(env, "base_env", None)
-    if base is None or getattr(base, "_leaf_obs", True):
+    to_tensors = getattr(base, "_obs_conv", None)
+    if to_tensors is None:
         return None
+    if getattr(base, "_leaf_obs", True):
+        if not isinstance(base.observation_spec.get("observation", None), OneHot):
+            return None
+        return lambda observation: to_tensors(observation)["observation"]
     joins = [
         t
         for t in getattr(env, "transform", ())
@@ -643,9 +650,11 @@ def _observation_joiner(env) -> Any:
     ]
     if not joins:
         return None
-    to_tensors, join = base._obs_conv, joins[0]
+    join = joins[0]
 
-    def joined(observation: Any) -> torch.Tensor:
+    def joined(observation: Any) -> Any:
+        if not isinstance(observation, Mapping | tuple):
+            return observation
         return join._call(TensorDict(to_tensors(observation), batch_size=[])).get("observation")
 
     return joined

@@ -71,6 +71,26 @@ OWN_MODULE = textwrap.dedent(
             return self.np_random.uniform(-1, 1, 3), reward, False, self.t >= 10, {}
 
 
+    class DiscreteObs(gym.Env):
+        '''Discrete observations (ints); reward 1 when the action is the observation's parity.'''
+
+        def __init__(self):
+            self.observation_space = spaces.Discrete(4)
+            self.action_space = spaces.Discrete(2)
+
+        def reset(self, seed=None, options=None):
+            super().reset(seed=seed)
+            self.t = 0
+            self.obs = int(self.np_random.integers(4))
+            return self.obs, {}
+
+        def step(self, action):
+            self.t += 1
+            reward = float(int(action) == self.obs % 2)
+            self.obs = int(self.np_random.integers(4))
+            return self.obs, reward, False, self.t >= 10, {}
+
+
     gym.register("OwnDict-v0", entry_point="own_module:DictObs")
 
 
@@ -164,6 +184,26 @@ def test_a_dict_observation_policy_acts_on_the_envs_own_observations(dict_run):
     }
     np.testing.assert_array_equal(policy.act(batch), expected)
     assert policy.predict(observations[0], deterministic=True)[0] == expected[0]
+
+
+def test_a_discrete_observation_policy_acts_on_the_envs_ints(own_module, tmp_path):
+    """``act`` takes a Discrete env's int observations (one, or an array of them), one-hot
+    as the training env encodes them, and a plain gymnasium episode plays as evaluate()'s."""
+    run_dir = tmp_path / "discrete"
+    done = _train(run_dir, "env.env_name=own_module:DiscreteObs")
+    assert done.returncode == 0, done.stderr[-3000:]
+    policy = rl_trainers.load_policy(run_dir)
+    env = rl_trainers.make_env(run_dir)
+    actions = [policy.act(i) for i in range(4)]
+    assert all(isinstance(a, int) for a in actions)
+    np.testing.assert_array_equal(policy.act(np.arange(4)), actions)
+    evaluation = rl_trainers.evaluate(policy, episodes=1)
+    obs, _ = env.reset(seed=evaluation.seed)
+    total, steps, over = 0.0, 0, False
+    while not over:
+        obs, reward, terminated, truncated, _ = env.step(policy.act(obs))
+        total, steps, over = total + reward, steps + 1, terminated or truncated
+    assert (total, steps) == (evaluation.returns[0], evaluation.lengths[0])
 
 
 def test_enjoy_of_an_env_that_cannot_render_says_what_to_add(dict_run, tmp_path):
