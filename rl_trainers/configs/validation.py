@@ -411,8 +411,28 @@ def _own_target_arguments(typed: DictConfig, cfg: DictConfig, prefix: str = "") 
     return out
 
 
+#: The builder of ``network.encoder``, which the model builders call with its fields.
+CONVNET_BUILDER = "rl_trainers.modules.make_convnet"
+
+
+def _check_encoder_target(cfg: DictConfig) -> None:
+    """``network.encoder._target_`` is the app's ConvNet builder: the model builders build
+    the encoder from the node's fields, so another target would be ignored."""
+    target = OmegaConf.select(cfg, "network.encoder._target_", default=None)
+    if target is not None and str(target) != CONVNET_BUILDER:
+        raise ConfigError(
+            "network.encoder._target_",
+            target,
+            f"{CONVNET_BUILDER} (the model builders build the encoder from network.encoder's "
+            "fields, so another target would be ignored); for an encoder of your own, name "
+            "builders of your own in model.policy._target_ and model.critic._target_ "
+            "(docs/configuration.md, Networks of your own)",
+        )
+
+
 def validate_config(cfg: DictConfig) -> None:
     """Raise :class:`ConfigError` naming the first invalid field, its value and what is allowed."""
+    _check_encoder_target(cfg)
     check_unknown_keys(cfg, str(cfg.get("algorithm", "")))
     seed = cfg.get("seed", 0)
     if seed is None or not 0 <= seed <= MAX_SEED:

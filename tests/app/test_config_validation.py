@@ -256,3 +256,23 @@ def test_mujoco_presets_checkpoint_periodically(algorithm, experiment):
     assert cfg.trainer.save_trainer_interval == 100_000
     assert cfg.trainer.keep_checkpoints == 2
     assert compose_config(algorithm, []).trainer.save_trainer_interval == 0  # short recipes
+
+
+def test_an_encoder_target_of_your_own_is_refused_not_ignored():
+    """The model builders build ``network.encoder`` from its fields: another ``_target_``
+    would be silently ignored (the app's ConvNet trained instead), so it is refused, naming
+    where an encoder of your own goes."""
+    cfg = compose_config(
+        "ppo",
+        ["network=convnet", "env.from_pixels=true", "network.encoder._target_=my_nets.encoder"],
+    )
+    with pytest.raises(ConfigError) as err:
+        validate_config(cfg)
+    assert str(err.value) == (
+        "network.encoder._target_='my_nets.encoder' is invalid: rl_trainers.modules.make_convnet "
+        "(the model builders build the encoder from network.encoder's fields, so another "
+        "target would be ignored); for an encoder of your own, name builders of your own in "
+        "model.policy._target_ and model.critic._target_ (docs/configuration.md, Networks of "
+        "your own)"
+    )
+    validate_config(compose_config("ppo", ["network=convnet", "env.from_pixels=true"]))
