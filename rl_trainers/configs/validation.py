@@ -297,6 +297,20 @@ def check_unknown_keys(cfg: DictConfig, algorithm: str, prefix: str = "") -> Non
     )
     for key in cfg.keys():
         path = f"{prefix}{key}"
+        if declared is not None and key == "_target_" and key not in declared:
+            where = (
+                "; for a network of your own, name builders of your own in "
+                "model.policy._target_ and model.critic._target_ (docs/configuration.md, "
+                "Networks of your own)"
+                if path.startswith("network.")
+                else ""
+            )
+            raise ConfigError(
+                path,
+                OmegaConf.select(cfg, str(key), throw_on_missing=False),
+                f"not a field: {prefix.rstrip('.')} is read by the app's builders, not "
+                f"instantiated, so a _target_ there would be ignored{where}",
+            )
         if declared is not None and key not in declared and not str(key).startswith("_"):
             meant = suggest_field(algorithm, path, node_type)
             hint = f"; did you mean {meant}?" if meant else ""
