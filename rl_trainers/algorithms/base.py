@@ -381,7 +381,7 @@ def check_action_bounds(cfg: DictConfig, name: str, env) -> None:
     if bool(finite.all()) or not bool(finite.any()):
         return
     space = getattr(getattr(env, "base_env", env), "single_action_space", spec)
-    if kind == "deterministic" or str(cfg.algorithm) == "sac":
+    if kind == "deterministic" or str(cfg.get("algorithm")) == "sac":
         instead = ""
     else:
         instead = (
