@@ -185,7 +185,17 @@ def enjoy_main(argv: Sequence[str] | None = None) -> int:
     policy = load_policy(
         args.run_dir, which="best" if args.best else "latest", checkpoint=args.checkpoint
     )
-    env = make_env(args.run_dir, render_mode=mode)
+    try:
+        env = make_env(args.run_dir, render_mode=mode)
+    except TypeError as err:
+        if "render_mode" not in str(err):
+            raise
+        raise RunError(
+            f"{policy.env_name} cannot render: its constructor takes no render_mode argument; "
+            "to watch it, give the env's __init__ a render_mode=None argument, "
+            "metadata = {'render_modes': ['rgb_array']} and a render() returning an RGB array "
+            f"(rl-trainers eval {args.run_dir} plays it without rendering)"
+        ) from None
     fps = int(env.metadata.get("render_fps") or 30)
     writer = _video_writer(video, fps) if video is not None else None
     try:
@@ -196,7 +206,12 @@ def enjoy_main(argv: Sequence[str] | None = None) -> int:
                 if writer is not None:
                     frame = env.render()
                     if frame is None:
-                        raise RunError(f"{policy.env_name} renders no rgb_array frames")
+                        raise RunError(
+                            f"{policy.env_name} renders no rgb_array frames (its render() "
+                            "returned None): to watch it, make render() return an RGB array "
+                            "when render_mode='rgb_array' (rl-trainers eval "
+                            f"{args.run_dir} plays it without rendering)"
+                        )
                     writer.append_data(frame)
                 action = policy.act(obs, deterministic=not args.stochastic)
                 obs, reward, terminated, truncated, _ = env.step(action)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -408,6 +409,7 @@ class TrainedPolicy:
     observation_shape: tuple[int, ...]
     observation_dtype: torch.dtype
     _convert: Any = field(default=None, repr=False)
+    _join: Any = field(default=None, repr=False)
 
     @property
     def algorithm(self) -> str:
@@ -438,6 +440,8 @@ class TrainedPolicy:
         from rl_trainers.envs.utils import ExplorationType, set_exploration_type
         from rl_trainers.modules.models import torch_kernels
 
+        if self._join is not None:
+            observation = self._join(observation)
         obs = torch.as_tensor(np.asarray(observation), dtype=self.observation_dtype)
         single = tuple(obs.shape) == self.observation_shape
         if single:
@@ -593,6 +597,7 @@ def load_policy(
         obs_spec = env.observation_spec[key]
         space = env.base_env.single_action_space if hasattr(env, "base_env") else None
         convert = _action_converter(env.action_spec, space, batched=True)
+        join = _observation_joiner(env) if key == "observation" else None
     finally:
         env.close()
     for norm in norms:
@@ -615,7 +620,44 @@ def load_policy(
         observation_shape=tuple(obs_spec.shape[1:]),
         observation_dtype=obs_spec.dtype,
         _convert=convert,
+        _join=join,
     )
+
+
+def _observation_joiner(env) -> Any:
+    """For an env whose gymnasium observations are not the vector the policy reads, a
+    function turning one of them (or a batch: a leading dimension) into that vector as the
+    env does: a ``Dict`` or ``Tuple`` observation joined by the env's ``CatTensors`` (a
+    vector given instead passes through), a ``Discrete`` one (an int) one-hot. None for any
+    other env."""
+    from tensordict import TensorDict
+
+    from rl_trainers.envs import CatTensors
+    from rl_trainers.envs.specs import OneHot
+
+    base = getattr(env, "base_env", None)
+    to_tensors = getattr(base, "_obs_conv", None)
+    if to_tensors is None:
+        return None
+    if getattr(base, "_leaf_obs", True):
+        if not isinstance(base.observation_spec.get("observation", None), OneHot):
+            return None
+        return lambda observation: to_tensors(observation)["observation"]
+    joins = [
+        t
+        for t in getattr(env, "transform", ())
+        if isinstance(t, CatTensors) and list(t.out_keys) == ["observation"]
+    ]
+    if not joins:
+        return None
+    join = joins[0]
+
+    def joined(observation: Any) -> Any:
+        if not isinstance(observation, Mapping | tuple):
+            return observation
+        return join._call(TensorDict(to_tensors(observation), batch_size=[])).get("observation")
+
+    return joined
 
 
 # ----------------------------------------------------------------------------- evaluation

@@ -96,7 +96,7 @@ def train(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},  # relayed as it comes
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **_pythonpath()},  # relayed as it comes
     )
     streams = {"stdout": sys.stdout, "stderr": sys.stderr} if echo else {}
     relays = {
@@ -123,6 +123,28 @@ def train(
     if summary is None:
         raise TrainingError(f"the run ended without its summary:\n{out[-2000:]}", returncode)
     return TrainedRun(Path(summary["output_dir"]), summary)
+
+
+def _pythonpath() -> dict[str, str]:
+    """``PYTHONPATH`` for the run: the directories the caller put on ``sys.path`` itself (a
+    notebook's ``sys.path.append("..")``, a test's tmp dir), so that the run imports the
+    caller's own environment and network modules as the caller does, then the caller's
+    ``PYTHONPATH``. The interpreter's own directories (under its prefixes) are left out;
+    the run finds them itself."""
+    prefixes = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    own: list[str] = []
+    for entry in sys.path:
+        if not entry or not os.path.isdir(entry):
+            continue
+        path = Path(entry).resolve()
+        if any(path == prefix or prefix in path.parents for prefix in prefixes):
+            continue
+        if str(path) not in own:
+            own.append(str(path))
+    before = os.environ.get("PYTHONPATH")
+    if not own:
+        return {}
+    return {"PYTHONPATH": os.pathsep.join([*own, *filter(None, [before])])}
 
 
 def _override_words(item: str | Mapping[str, Any] | list | tuple) -> list[str]:

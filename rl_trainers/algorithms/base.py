@@ -335,6 +335,7 @@ def build_model(cfg: DictConfig, name: str, env) -> torch.nn.Module:
     """
     from rl_trainers.modules import PolicyKindError
 
+    check_action_bounds(cfg, name, env)
     try:
         return build(
             cfg.model,
@@ -353,6 +354,48 @@ def build_model(cfg: DictConfig, name: str, env) -> torch.nn.Module:
                 f"{cfg.env.env_name} has {kind.actions} actions; use model/{name}={kind.fits}",
             ) from None
         raise ComponentError(f"model.{name}", err.cause) from err.cause
+
+
+#: The app's builders of policies that squash actions into the env's bounds.
+_SQUASHING_BUILDERS = {
+    "rl_trainers.modules.make_policy_model": "auto",
+    "rl_trainers.modules.make_tanh_normal_model": "tanh_normal",
+    "rl_trainers.modules.make_deterministic_model": "deterministic",
+}
+
+
+def check_action_bounds(cfg: DictConfig, name: str, env) -> None:
+    """A :class:`ConfigError` for a policy squashing actions into the env's bounds (TanhNormal,
+    the tanh of TD3's and DDPG's actor) when those bounds are finite in some action
+    dimensions and not in others: squashed into an infinite range, its actions are NaN."""
+    node = cfg.model.get(name) if isinstance(cfg.get("model"), DictConfig) else None
+    target = node.get("_target_") if isinstance(node, DictConfig) else None
+    kind = _SQUASHING_BUILDERS.get(str(target))
+    if kind is None or (kind == "tanh_normal" and node.get("use_sde", False)):
+        return
+    spec = env.action_spec
+    low, high = getattr(spec, "low", None), getattr(spec, "high", None)
+    if not isinstance(low, torch.Tensor) or not isinstance(high, torch.Tensor):
+        return
+    finite = torch.isfinite(low) & torch.isfinite(high)
+    if bool(finite.all()) or not bool(finite.any()):
+        return
+    space = getattr(getattr(env, "base_env", env), "single_action_space", spec)
+    if kind == "deterministic" or str(cfg.get("algorithm")) == "sac":
+        instead = ""
+    else:
+        instead = (
+            ", or use model/policy=normal (an unsquashed Gaussian whose actions the env "
+            "clips to its bounds)"
+        )
+    raise ConfigError(
+        "env.env_name",
+        cfg.env.env_name,
+        f"its action space {space} is bounded in some dimensions and not in others, and the "
+        f"{kind} policy (model.{name}) squashes actions into the bounds, which must then be "
+        "finite in every dimension: give the env finite bounds in each (e.g. a large one "
+        f"where it has none) or in none{instead}",
+    )
 
 
 def build_actor_critic(cfg: DictConfig, env) -> tuple[torch.nn.Module, torch.nn.Module]:
@@ -401,7 +444,25 @@ def unsupported_action_space(cfg: DictConfig, space: Any) -> ConfigError:
         "env.env_name",
         cfg.env.env_name,
         f"its action space {space} is not supported: {algorithm.upper()} acts in "
-        f"{ALGORITHM_ACTION_SPACES[algorithm]} spaces",
+        f"{ALGORITHM_ACTION_SPACES[algorithm]} spaces; {_action_space_advice(algorithm, space)}",
+    )
+
+
+def _action_space_advice(algorithm: str, space: Any) -> str:
+    """What to do with an env acting in ``space``, which ``algorithm`` does not act in."""
+    from gymnasium import spaces
+
+    continuous = "Discrete" not in ALGORITHM_ACTION_SPACES[algorithm]
+    if isinstance(space, spaces.MultiDiscrete | spaces.MultiBinary):
+        advice = (
+            "wrap the env (a gymnasium.ActionWrapper in its module) to act in one "
+            "Discrete(n) over every combination of its actions (np.unravel_index maps an "
+            "index back)"
+        )
+        return advice + ", and train it with ppo, dqn, a2c or pg" if continuous else advice
+    return (
+        "wrap the env (a gymnasium.ActionWrapper in its module) to act in one Box "
+        "(continuous actions) or one Discrete space"
     )
 
 

@@ -41,9 +41,32 @@ def build(cfg: DictConfig, node: str, **kwargs: Any) -> Any:
         cause = err.__cause__ or err
         if isinstance(cause, ConfigError):
             raise cause from None
+        unusable = _unusable_target(cfg[node], cause)
+        if unusable is not None:
+            raise ComponentError(node, unusable) from cause
         if isinstance(cause, (ValueError, KeyError, ImportError, TypeError, OSError)):
             raise ComponentError(node, cause) from cause
         raise
+
+
+def _unusable_target(node: Any, cause: BaseException) -> ImportError | None:
+    """A one-line error for a ``_target_`` (a user's own builder, say) that Hydra could not
+    import or that is not callable, saying what to give; None for any other failure."""
+    message = " ".join(str(cause).split())
+    target = node.get("_target_") if isinstance(node, DictConfig) else None
+    imported = isinstance(cause, ImportError) and message.startswith(
+        ("Error loading", "Error locating target")
+    )
+    if target is None or not (imported or message.startswith("Expected a callable target")):
+        return None
+    if imported:  # "Error loading 'x': ModuleNotFoundError(...) Are you sure that ...?"
+        message = message.partition(": ")[2] or message
+    message = message.partition(" full_key:")[0]
+    return ImportError(
+        f"_target_={target!r} is not a function or class that can be imported ({message}); "
+        "name one as package.module.name, its module importable where the run starts "
+        "(on PYTHONPATH or in the working directory)"
+    )
 
 
 def train_env_overrides(cfg: DictConfig) -> dict[str, Any]:
@@ -605,9 +628,11 @@ def plain_config(cfg: DictConfig) -> dict:
 
 
 def orthogonal_init_(module: torch.nn.Module, output_gain: float) -> None:
-    """Orthogonal weights (gain sqrt(2) for hidden layers, ``output_gain`` for the last), zero biases."""
+    """Orthogonal weights (gain sqrt(2) for hidden layers, ``output_gain`` for the last), zero
+    biases (a layer without a bias, as a user's own network may have, keeps none)."""
     linears = [m for m in module.modules() if isinstance(m, torch.nn.Linear)]
     for i, layer in enumerate(linears):
         gain = output_gain if i == len(linears) - 1 else 2**0.5
         torch.nn.init.orthogonal_(layer.weight, gain=gain)
-        torch.nn.init.zeros_(layer.bias)
+        if layer.bias is not None:
+            torch.nn.init.zeros_(layer.bias)

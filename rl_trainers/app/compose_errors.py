@@ -337,6 +337,12 @@ def _option_setting_another_options_field(exc: BaseException, algorithm: str) ->
     missing_node = _missing_node(algorithm, group) if group else None
     if missing_node is not None:
         return str(ConfigError(group, name, missing_node))
+    if group.startswith("model/"):  # a user's option file naming a builder of their own
+        return (
+            f"{setter} sets {key}, which is not a field of {algorithm}'s config; the "
+            "arguments of a builder of your own (the option's _target_) go on the command "
+            f"line with +: +{key}=..."
+        )
     return f"{setter} sets {key}, which is not a field of {algorithm}'s config"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import os
@@ -10,7 +11,7 @@ import warnings
 from collections.abc import Sequence
 from fractions import Fraction
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rl_trainers.errors import ConfigError, ConfigWarning
 
@@ -271,6 +272,18 @@ def _check_activations(cfg: DictConfig) -> None:
             raise ConfigError(path, name, f"one of {', '.join(ACTIVATIONS)}")
 
 
+def own_target(node: DictConfig) -> bool:
+    """Whether ``node``'s ``_target_`` is not the one its config type declares: a user's own
+    builder (``model.policy._target_=mypkg.nets.make_policy``), which takes the node's other
+    keys as its arguments, those added with ``+`` included."""
+    node_type = OmegaConf.get_type(node)
+    if not dataclasses.is_dataclass(node_type) or "_target_" not in node:
+        return False
+    declared = {f.name: f.default for f in dataclasses.fields(node_type)}.get("_target_")
+    target = OmegaConf.select(node, "_target_", default=None, throw_on_missing=False)
+    return isinstance(declared, str) and target is not None and str(target) != declared
+
+
 def check_unknown_keys(cfg: DictConfig, algorithm: str, prefix: str = "") -> None:
     """Raise :class:`ConfigError` for a key added with ``+`` (``+trainer.num_epoch=3``) that
     no field of its config node declares: nothing would read it, so it would be ignored."""
@@ -279,11 +292,25 @@ def check_unknown_keys(cfg: DictConfig, algorithm: str, prefix: str = "") -> Non
     node_type = OmegaConf.get_type(cfg)
     declared = (
         {f.name for f in dataclasses.fields(node_type)}
-        if dataclasses.is_dataclass(node_type)
+        if dataclasses.is_dataclass(node_type) and not own_target(cfg)
         else None
     )
     for key in cfg.keys():
         path = f"{prefix}{key}"
+        if declared is not None and key == "_target_" and key not in declared:
+            where = (
+                "; for a network of your own, name builders of your own in "
+                "model.policy._target_ and model.critic._target_ (docs/configuration.md, "
+                "Networks of your own)"
+                if path.startswith("network.")
+                else ""
+            )
+            raise ConfigError(
+                path,
+                OmegaConf.select(cfg, str(key), throw_on_missing=False),
+                f"not a field: {prefix.rstrip('.')} is read by the app's builders, not "
+                f"instantiated, so a _target_ there would be ignored{where}",
+            )
         if declared is not None and key not in declared and not str(key).startswith("_"):
             meant = suggest_field(algorithm, path, node_type)
             hint = f"; did you mean {meant}?" if meant else ""
@@ -342,8 +369,22 @@ def typed_config(cfg: DictConfig) -> DictConfig:
             OmegaConf.update(typed, path, OmegaConf.structured(matches[-1]), merge=False)
     if "hydra" in cfg:  # composed with return_hydra_config=True: not the run's config
         cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
+    extras = _own_target_arguments(typed, cfg)
+    if extras:
+        cfg = copy.deepcopy(cfg)
+        for path, keys in extras.items():
+            node = OmegaConf.select(cfg, path)
+            with open_dict(node):
+                for key in keys:
+                    node.pop(key)
     try:
-        return OmegaConf.merge(typed, cfg)
+        merged = OmegaConf.merge(typed, cfg)
+        for path, keys in extras.items():
+            node = OmegaConf.select(merged, path)
+            with open_dict(node):
+                for key, value in keys.items():
+                    node[key] = value
+        return merged
     except (ValidationError, ConfigKeyError) as err:
         key = str(err.full_key)
         if isinstance(err, ValidationError):
@@ -357,8 +398,55 @@ def typed_config(cfg: DictConfig) -> DictConfig:
         raise ConfigError(str(getattr(err, "full_key", "") or "config"), None, str(err)) from None
 
 
+def _own_target_arguments(typed: DictConfig, cfg: DictConfig, prefix: str = "") -> dict:
+    """``{path: {key: value}}``: the keys of ``cfg``'s nodes whose ``_target_`` is a user's
+    own (not the one the node's type in ``typed`` declares) that the type does not declare:
+    that target's own arguments, kept aside while ``cfg`` is merged into its schema."""
+    out: dict[str, dict] = {}
+    for key in cfg.keys():
+        child = cfg._get_node(key)
+        schema = typed._get_node(key) if key in typed else None
+        if not isinstance(child, DictConfig) or child._is_none():
+            continue
+        if not isinstance(schema, DictConfig) or schema._is_none():
+            continue
+        path = f"{prefix}{key}"
+        node_type = OmegaConf.get_type(schema)
+        if dataclasses.is_dataclass(node_type) and "_target_" in child:
+            fields = {f.name: f.default for f in dataclasses.fields(node_type)}
+            target = child._get_node("_target_")._value()
+            declared = fields.get("_target_")
+            if isinstance(declared, str) and target is not None and str(target) != declared:
+                extra = {k: child[k] for k in child.keys() if k not in fields}
+                if extra:
+                    out[path] = extra
+                continue
+        out.update(_own_target_arguments(schema, child, f"{path}."))
+    return out
+
+
+#: The builder of ``network.encoder``, which the model builders call with its fields.
+CONVNET_BUILDER = "rl_trainers.modules.make_convnet"
+
+
+def _check_encoder_target(cfg: DictConfig) -> None:
+    """``network.encoder._target_`` is the app's ConvNet builder: the model builders build
+    the encoder from the node's fields, so another target would be ignored."""
+    target = OmegaConf.select(cfg, "network.encoder._target_", default=None)
+    if target is not None and str(target) != CONVNET_BUILDER:
+        raise ConfigError(
+            "network.encoder._target_",
+            target,
+            f"{CONVNET_BUILDER} (the model builders build the encoder from network.encoder's "
+            "fields, so another target would be ignored); for an encoder of your own, name "
+            "builders of your own in model.policy._target_ and model.critic._target_ "
+            "(docs/configuration.md, Networks of your own)",
+        )
+
+
 def validate_config(cfg: DictConfig) -> None:
     """Raise :class:`ConfigError` naming the first invalid field, its value and what is allowed."""
+    _check_encoder_target(cfg)
     check_unknown_keys(cfg, str(cfg.get("algorithm", "")))
     seed = cfg.get("seed", 0)
     if seed is None or not 0 <= seed <= MAX_SEED:

@@ -145,3 +145,44 @@ def test_a_caller_without_a_console_still_gets_its_run(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "stdout", None)
     run = rl_trainers.train("ppo", *TINY_PPO, run_dir=tmp_path / "run")
     assert run.summary["frames"] == 256
+
+
+def test_the_run_imports_an_env_module_the_caller_put_on_sys_path(tmp_path, monkeypatch):
+    """A module the caller made importable through ``sys.path`` alone (a notebook's
+    ``sys.path.append(...)``), not ``PYTHONPATH``, is importable in the run too."""
+    folder = tmp_path / "my_code"
+    folder.mkdir()
+    (folder / "caller_envs.py").write_text(
+        textwrap.dedent(
+            """
+            import gymnasium as gym
+            import numpy as np
+
+
+            class Short(gym.Env):
+                observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+                action_space = gym.spaces.Discrete(2)
+
+                def reset(self, seed=None, options=None):
+                    super().reset(seed=seed)
+                    self.t = 0
+                    return np.zeros(2, np.float32), {}
+
+                def step(self, action):
+                    self.t += 1
+                    return np.zeros(2, np.float32), 1.0, False, self.t >= 5, {}
+            """
+        )
+    )
+    monkeypatch.setenv("PYTHONPATH", env_with_package()["PYTHONPATH"])
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.chdir(tmp_path)
+    run = rl_trainers.train(
+        "ppo",
+        *TINY_PPO,
+        "env.env_name=caller_envs:Short",
+        {"trainer.progress_bar": False},
+        run_dir=tmp_path / "run",
+        echo=False,
+    )
+    assert run.eval_return_mean == 5.0  # the env's own episodes: 5 steps of reward 1

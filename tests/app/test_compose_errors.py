@@ -169,3 +169,25 @@ def test_suggestions_prefer_a_field_of_the_same_name_then_a_close_one():
     assert "trainer.num_epochs" in field_paths("ppo")
     assert "trainer.num_epochs" not in field_paths("sac")
     assert "optimizer.betas" in field_paths("sac")  # a field of the adam option
+
+
+def test_an_own_model_option_setting_its_builders_argument_says_where_it_goes(tmp_path):
+    """A model/policy option file of the user's own (on hydra.searchpath) naming their
+    builder cannot declare the builder's arguments; the line says to add them with +."""
+    option = tmp_path / "myconfigs" / "model" / "policy" / "mine.yaml"
+    option.parent.mkdir(parents=True)
+    option.write_text("_target_: my_nets.make_policy\nhidden: 48\n")
+    proc = train(
+        "ppo",
+        "--cfg",
+        "job",
+        f"hydra.searchpath=[file://{tmp_path / 'myconfigs'}]",
+        "model/policy=mine",
+        cwd=tmp_path,
+    )
+    assert_user_error(
+        proc,
+        "model/policy=mine sets model.policy.hidden, which is not a field of ppo's config; "
+        "the arguments of a builder of your own (the option's _target_) go on the command "
+        "line with +: +model.policy.hidden=...",
+    )

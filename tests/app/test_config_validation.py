@@ -256,3 +256,38 @@ def test_mujoco_presets_checkpoint_periodically(algorithm, experiment):
     assert cfg.trainer.save_trainer_interval == 100_000
     assert cfg.trainer.keep_checkpoints == 2
     assert compose_config(algorithm, []).trainer.save_trainer_interval == 0  # short recipes
+
+
+def test_an_encoder_target_of_your_own_is_refused_not_ignored():
+    """The model builders build ``network.encoder`` from its fields: another ``_target_``
+    would be silently ignored (the app's ConvNet trained instead), so it is refused, naming
+    where an encoder of your own goes."""
+    cfg = compose_config(
+        "ppo",
+        ["network=convnet", "env.from_pixels=true", "network.encoder._target_=my_nets.encoder"],
+    )
+    with pytest.raises(ConfigError) as err:
+        validate_config(cfg)
+    assert str(err.value) == (
+        "network.encoder._target_='my_nets.encoder' is invalid: rl_trainers.modules.make_convnet "
+        "(the model builders build the encoder from network.encoder's fields, so another "
+        "target would be ignored); for an encoder of your own, name builders of your own in "
+        "model.policy._target_ and model.critic._target_ (docs/configuration.md, Networks of "
+        "your own)"
+    )
+    validate_config(compose_config("ppo", ["network=convnet", "env.from_pixels=true"]))
+
+
+@pytest.mark.parametrize("path", ["network.policy", "network.value", "network"])
+def test_a_target_added_to_a_node_nothing_instantiates_is_refused_not_ignored(path):
+    """``+network.policy._target_=...`` would be ignored (the model builders read the node's
+    fields): refused, naming where a network of your own goes."""
+    cfg = compose_config("ppo", [f"+{path}._target_=my_nets.MyNet"])
+    with pytest.raises(ConfigError) as err:
+        validate_config(cfg)
+    assert str(err.value) == (
+        f"{path}._target_='my_nets.MyNet' is invalid: not a field: {path} is read by the "
+        "app's builders, not instantiated, so a _target_ there would be ignored; for a network "
+        "of your own, name builders of your own in model.policy._target_ and "
+        "model.critic._target_ (docs/configuration.md, Networks of your own)"
+    )

@@ -84,24 +84,55 @@ UNSUPPORTED_ACTION_ENVS = textwrap.dedent(
 
     class TupleActions(Acting):
         action_space = spaces.Tuple([spaces.Discrete(2), spaces.Discrete(3)])
+
+
+    class HalfBounded(Acting):
+        action_space = spaces.Box(
+            np.array([0.0, -np.inf], np.float32), np.array([1.0, np.inf], np.float32)
+        )
     """
 )
 
 
 @pytest.mark.parametrize(
-    "algorithm, env_class, space, supported",
+    "algorithm, env_class, space, supported, advice",
     [
-        ("ppo", "Acting", "MultiDiscrete([3 2])", "Discrete (a categorical policy) and Box"),
-        ("sac", "Acting", "MultiDiscrete([3 2])", "Box (a tanh_normal policy)"),
-        ("dqn", "MultiBinaryActions", "MultiBinary(4)", "Discrete (one Q-value per action)"),
-        ("td3", "TupleActions", "Tuple(Discrete(2), Discrete(3))", "Box"),
+        (
+            "ppo",
+            "Acting",
+            "MultiDiscrete([3 2])",
+            "Discrete (a categorical policy) and Box",
+            "Discrete(n) over every combination of its actions (np.unravel_index maps an "
+            "index back)",
+        ),
+        (
+            "sac",
+            "Acting",
+            "MultiDiscrete([3 2])",
+            "Box (a tanh_normal policy)",
+            "index back), and train it with ppo, dqn, a2c or pg",
+        ),
+        (
+            "dqn",
+            "MultiBinaryActions",
+            "MultiBinary(4)",
+            "Discrete (one Q-value per action)",
+            "Discrete(n) over every combination",
+        ),
+        (
+            "td3",
+            "TupleActions",
+            "Tuple(Discrete(2), Discrete(3))",
+            "Box",
+            "to act in one Box (continuous actions) or one Discrete space",
+        ),
     ],
 )
 def test_an_unsupported_action_space_names_the_env_its_space_and_what_is_supported(
-    tiny_config, tmp_path, monkeypatch, algorithm, env_class, space, supported
+    tiny_config, tmp_path, monkeypatch, algorithm, env_class, space, supported, advice
 ):
-    """The config error names the env, its action space and the spaces the algorithm
-    supports (PPO, SAC, DQN, TD3 alike)."""
+    """The config error names the env, its action space, the spaces the algorithm
+    supports (PPO, SAC, DQN, TD3 alike) and how to make the env act in one of them."""
     (tmp_path / "unsupported_action_envs.py").write_text(UNSUPPORTED_ACTION_ENVS)
     monkeypatch.syspath_prepend(str(tmp_path))
     env_name = f"unsupported_action_envs:{env_class}"
@@ -111,6 +142,8 @@ def test_an_unsupported_action_space_names_the_env_its_space_and_what_is_support
         f"env.env_name='{env_name}' is invalid: its action space {space} is not supported: "
         f"{algorithm.upper()} acts in {supported}"
     )
+    assert "wrap the env (a gymnasium.ActionWrapper in its module)" in str(err.value)
+    assert advice in str(err.value)
 
 
 def test_a_mujoco_py_env_version_names_the_versions_that_build(tmp_path):
@@ -147,3 +180,49 @@ def test_the_wrong_kind_of_actions_names_the_algorithms_that_fit(
     with pytest.raises(ConfigError) as err:
         run(tiny_config(algorithm, [f"env.env_name={env_name}"]), output_dir=tmp_path / "run")
     assert names in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "algorithm, overrides, kind, instead",
+    [
+        ("ppo", [], "auto policy (model.policy)", True),
+        ("ppo", ["model/policy=tanh_normal"], "tanh_normal policy (model.policy)", True),
+        ("sac", [], "auto policy (model.policy)", False),
+        ("td3", [], "deterministic policy (model.actor)", False),
+    ],
+)
+def test_action_bounds_finite_in_some_dimensions_only_are_refused_before_training(
+    tiny_config, tmp_path, monkeypatch, algorithm, overrides, kind, instead
+):
+    """A policy squashing into bounds that are infinite in some dimensions would act NaN:
+    refused, naming the space and what to give the env (or the policy to use)."""
+    (tmp_path / "unsupported_action_envs.py").write_text(UNSUPPORTED_ACTION_ENVS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    env_name = "unsupported_action_envs:HalfBounded"
+    cfg = tiny_config(algorithm, [f"env.env_name={env_name}", *overrides])
+    with pytest.raises(ConfigError) as err:
+        run(cfg, output_dir=tmp_path / "run")
+    message = str(err.value)
+    assert message.startswith(
+        f"env.env_name='{env_name}' is invalid: its action space Box([  0. -inf], [ 1. inf], "
+        f"(2,), float32) is bounded in some dimensions and not in others, and the {kind} "
+        "squashes actions into the bounds, which must then be finite in every dimension: give "
+        "the env finite bounds in each (e.g. a large one where it has none) or in none"
+    )
+    assert ("or use model/policy=normal" in message) is instead
+    assert not (tmp_path / "run" / "checkpoints").exists() or not any(
+        (tmp_path / "run" / "checkpoints").iterdir()
+    )
+
+
+def test_action_bounds_finite_in_some_dimensions_only_train_an_unsquashed_policy(
+    tiny_config, tmp_path, monkeypatch
+):
+    """``model/policy=normal`` (the env clips its actions) trains on such an env."""
+    (tmp_path / "unsupported_action_envs.py").write_text(UNSUPPORTED_ACTION_ENVS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = tiny_config(
+        "ppo", ["env.env_name=unsupported_action_envs:HalfBounded", "model/policy=normal"]
+    )
+    run(cfg, output_dir=tmp_path / "run")
+    assert (tmp_path / "run" / "summary.json").exists()

@@ -227,3 +227,59 @@ def test_a_scale_mapping_that_cannot_apply_is_a_short_error(overrides, words):
         _build("sac", ["env.num_envs=2", "model/policy=tanh_normal", *overrides])
     for word in words:
         assert word in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("target", "words"),
+    [
+        (
+            "rl_trainers.modules.make_no_such_model",
+            "Are you sure that 'make_no_such_model' is importable from module "
+            "'rl_trainers.modules'?",
+        ),
+        ("no_such_package.make_policy", "Are you sure that module 'no_such_package' is installed?"),
+        ("rl_trainers.modules", "Expected a callable target, got '<module 'rl_trainers.modules'"),
+    ],
+)
+def test_a_model_target_that_cannot_be_imported_or_called_is_one_line(target, words):
+    """A user's own builder named by ``model.policy._target_`` that Hydra cannot import (or
+    that names a module) is one line saying what to give."""
+    with pytest.raises(ConfigError) as err:
+        _build("ppo", ["env=pendulum", f"model.policy._target_={target}"])
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(
+        f"could not build 'model.policy': _target_='{target}' is not a function or class "
+        "that can be imported ("
+    )
+    assert words in message
+    assert message.endswith(
+        "; name one as package.module.name, its module importable where the run starts "
+        "(on PYTHONPATH or in the working directory)"
+    )
+
+
+def make_critic_without_biases(observation_spec, action_spec, network):
+    """A user's own V(s) builder whose hidden layer has no bias."""
+    from torch import nn
+
+    from rl_trainers.modules import ValueOperator
+
+    n_obs = observation_spec["observation"].shape[-1]
+    net = nn.Sequential(nn.Linear(n_obs, 16, bias=False), nn.Tanh(), nn.Linear(16, 1))
+    return ValueOperator(net, in_keys=["observation"])
+
+
+def test_orthogonal_init_of_a_users_own_network_without_biases():
+    """``network.orthogonal_init`` (PPO's default) initialises a user's own critic named by
+    ``model.critic._target_``, a layer without a bias included, and it builds."""
+    target = f"{__name__}.make_critic_without_biases"
+    env, _, critic = _build("ppo", ["env=pendulum", f"model.critic._target_={target}"])
+    try:
+        first, last = [m for m in critic.modules() if isinstance(m, torch.nn.Linear)]
+        assert first.bias is None
+        torch.testing.assert_close(first.weight.T @ first.weight, 2.0 * torch.eye(3))  # gain √2
+        assert (last.bias == 0).all()
+        assert critic(env.reset())["state_value"].shape == (env.batch_size[0], 1)
+    finally:
+        env.close()
