@@ -255,6 +255,16 @@ class EnvBase:
         """``done_spec`` without the env's batch dims."""
         return self.full_done_spec_unbatched
 
+    # torchrl's former names of the same specs (its older scripts read them)
+    single_full_observation_spec = full_observation_spec_unbatched
+    single_observation_spec = observation_spec_unbatched
+    single_full_action_spec = full_action_spec_unbatched
+    single_action_spec = action_spec_unbatched
+    single_full_reward_spec = full_reward_spec_unbatched
+    single_reward_spec = reward_spec_unbatched
+    single_full_done_spec = full_done_spec_unbatched
+    single_done_spec = done_spec_unbatched
+
     @property
     def shape(self) -> torch.Size:
         """The env's batch size (torchrl's alias)."""

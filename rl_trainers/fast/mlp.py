@@ -40,6 +40,7 @@ __all__ = [
     "ACT_RELU",
     "ACT_TANH",
     "GLOBAL_HOOKS",
+    "SEQUENTIAL_FORWARDS",
     "activation_backward",
     "backward_plan",
     "dense",
@@ -51,6 +52,12 @@ __all__ = [
     "mlp_backward",
     "mlp_forward",
 ]
+
+#: The forwards that run a module's layers one after the other, all of them, on one input:
+#: ``nn.Sequential``'s, and ``MLP``'s (which registers its own). Only a module called
+#: through one of these may have its layers fused: any other (a network of the user's own
+#: with a skip connection, a ``Sequential`` subclass with its own forward) runs as written.
+SEQUENTIAL_FORWARDS = {nn.Sequential.forward}
 
 ACT_NONE, ACT_TANH, ACT_RELU = 0, 1, 2
 ACT_CODES = {nn.Tanh: ACT_TANH, FastTanh: ACT_TANH, nn.ReLU: ACT_RELU}
@@ -92,7 +99,10 @@ def _build_plan(mlp: nn.Sequential) -> tuple | None:
 
 
 def _plan_for(mlp: nn.Sequential) -> tuple | None:
-    """The cached plan of ``mlp``, rebuilt whenever its list of sub-modules changes."""
+    """The cached plan of ``mlp``, rebuilt whenever its list of sub-modules changes; None
+    for a module not called through one of :data:`SEQUENTIAL_FORWARDS`."""
+    if not isinstance(mlp, nn.Sequential) or type(mlp).forward not in SEQUENTIAL_FORWARDS:
+        return None
     modules = tuple(mlp._modules.values())
     cached = mlp.__dict__.get("_fused_plan_cache")
     if cached is not None and cached[0] == modules:

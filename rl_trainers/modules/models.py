@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from rl_trainers import fast
-from rl_trainers.fast.mlp import fused_mlp
+from rl_trainers.fast.mlp import SEQUENTIAL_FORWARDS, fused_mlp
 from rl_trainers.fast.tanh import FastTanh
 from rl_trainers.modules.noisy import NoisyLazyLinear, NoisyLinear
 
@@ -172,6 +172,9 @@ class MLP(nn.Sequential):
         if self.out_shape is not None:
             x = x.reshape(*x.shape[:-1], *self.out_shape)
         return x
+
+
+SEQUENTIAL_FORWARDS.add(MLP.forward)  # its layers, in order: the fused paths may take it
 
 
 def _kwargs_list(kwargs, n: int, name: str) -> list[dict]:

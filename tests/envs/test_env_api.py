@@ -28,6 +28,22 @@ def test_unbatched_specs_of_a_single_env_equal_the_specs():
     assert env.action_spec_unbatched == env.action_spec
 
 
+def test_torchrls_former_single_spec_names_read_the_unbatched_specs():
+    """torchrl's older scripts read ``single_action_spec`` (now ``action_spec_unbatched``)."""
+    from rl_trainers.envs import InitTracker, ParallelEnv
+
+    env = TransformedEnv(
+        ParallelEnv(2, lambda: GymEnv("Pendulum-v1"), serial_for_single=True), InitTracker()
+    )
+    assert env.batch_size == (2,)
+    assert env.single_action_spec == env.action_spec_unbatched
+    assert env.single_action_spec.shape == (1,)
+    assert env.single_observation_spec == env.observation_spec_unbatched
+    assert env.single_reward_spec == env.reward_spec_unbatched
+    assert env.single_done_spec == env.done_spec_unbatched
+    env.close()
+
+
 def test_reward_and_action_keys():
     env = GymEnv("CartPole-v1")
     assert env.reward_keys == ["reward"] and env.action_keys == ["action"]

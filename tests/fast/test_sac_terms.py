@@ -285,3 +285,59 @@ def test_other_actors_and_batches_take_the_op_by_op_path():
         without = loss(td.clone())
     for key in LOSS_KEYS:
         torch.testing.assert_close(without[key], with_grad[key].detach())
+
+
+class _SkipNet(nn.Module):
+    """A user's actor body: not an nn.Sequential, with a skip connection."""
+
+    def __init__(self):
+        super().__init__()
+        self.hidden, self.out = nn.Linear(3, 16), nn.Linear(16 + 3, 6)
+
+    def forward(self, x):
+        return self.out(torch.cat([torch.relu(self.hidden(x)), x], dim=-1))
+
+
+class _DoubledSequential(nn.Sequential):
+    """A Sequential subclass whose forward is not its layers in order."""
+
+    def forward(self, x):
+        return 2 * super().forward(x)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [_SkipNet, lambda: _DoubledSequential(nn.Linear(3, 16), nn.ReLU(), nn.Linear(16, 6))],
+    ids=["own-module", "sequential-with-own-forward"],
+)
+def test_a_users_own_actor_body_runs_as_written(body, monkeypatch):
+    """The one-node path fuses only layers run in order: any other body (which used to stop
+    SAC with "'_SkipNet' object is not iterable", or would have lost the doubling) gives the
+    losses and gradients of its own forward, as with the fast paths off."""
+    from tensordict.nn import NormalParamExtractor
+
+    from rl_trainers.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
+
+    torch.manual_seed(0)
+    actor = ProbabilisticActor(
+        TensorDictModule(
+            nn.Sequential(body(), NormalParamExtractor()),
+            in_keys=["observation"],
+            out_keys=["loc", "scale"],
+        ),
+        in_keys=["loc", "scale"],
+        distribution_class=TanhNormal,
+    )
+    q = MLP(in_features=6, out_features=1, num_cells=[16], activation_class=nn.ReLU)
+    loss = SACLoss(actor, ValueOperator(q, in_keys=["observation", "action"]), gamma=0.9)
+    keys = ("loss_actor", "loss_qvalue", "loss_alpha")
+    td = _batch(8, 3)
+    ref, ref_grads, _ = _run(loss, td, False, keys, monkeypatch)
+    out, grads, _ = _run(loss, td, True, keys, monkeypatch)
+    assert type(out["loss_actor"].grad_fn).__name__ != "SACActorTermsBackward"
+    for key in LOSS_KEYS:
+        torch.testing.assert_close(out[key], ref[key])
+    for g, r in zip(grads, ref_grads, strict=True):
+        assert (g is None) == (r is None)
+        if r is not None:
+            torch.testing.assert_close(g, r)

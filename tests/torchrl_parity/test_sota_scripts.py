@@ -118,6 +118,15 @@ def test_dm_control_is_importable_and_building_it_names_the_gymnasium_alternativ
         DMControlWrapper(object())
 
 
+def test_the_other_libraries_wrappers_import_from_torchrls_module_paths_too():
+    from rl_trainers.envs.libs.dm_control import DMControlEnv as dm_control_path
+    from rl_trainers.envs.libs.jumanji import JumanjiEnv as jumanji_path
+
+    assert dm_control_path is DMControlEnv and jumanji_path is JumanjiEnv
+    with pytest.raises(NotImplementedError, match=r"^DMControlEnv\('cheetah', 'run'\)"):
+        dm_control_path("cheetah", "run")
+
+
 def test_jumanji_is_importable_and_building_it_names_the_gymnasium_alternative():
     with pytest.raises(NotImplementedError) as err:
         JumanjiEnv("Snake-v1", device="cpu", batch_size=[], categorical_action_encoding=False)
