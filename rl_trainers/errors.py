@@ -43,8 +43,9 @@ class ConfigWarning(UserWarning):
 
 
 class EnvWarning(RuntimeWarning):
-    """A warning of the library an environment runs on (MuJoCo's, about a gymnasium model
-    file), passed on once per process; the app prints it as one ``Warning:`` line."""
+    """A warning about an environment: of the library it runs on (MuJoCo's, about a
+    gymnasium model file), or a state a resumed run cannot restore; passed on once per
+    process, the app prints it as one ``Warning:`` line."""
 
 
 @contextlib.contextmanager

@@ -1,7 +1,12 @@
-"""A CartPole that raises after a few steps: the error must reach the user from a worker."""
+"""CartPoles for the resume and fault tests: one that raises after a few steps (the error
+must reach the user from a worker), one whose state cannot be captured, one holding
+settings in objects that are configuration."""
 
 from __future__ import annotations
 
+import enum
+
+import numpy as np
 from gymnasium.envs.classic_control import CartPoleEnv
 
 
@@ -25,3 +30,16 @@ class OpaqueStateCartPole(CartPoleEnv):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.physics = object()
+
+
+class Mode(enum.Enum):
+    FAST = "fast"
+
+
+class ConfiguredCartPole(CartPoleEnv):
+    """A CartPole holding settings in a numpy dtype and an enum (configuration, not state)."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.obs_dtype = np.dtype(np.float32)
+        self.mode = Mode.FAST

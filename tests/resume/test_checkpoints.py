@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+import os
 import subprocess
 import sys
 import warnings
@@ -182,6 +183,28 @@ def test_opaque_env_state_warns_and_resets():
     env.close()
 
 
+def test_settings_held_in_a_dtype_or_an_enum_are_not_state_the_resume_loses():
+    """An env keeping a numpy dtype or an enum member (configuration, rebuilt with the env)
+    resumes its episodes; it used to be reset with a "cannot restore" warning."""
+    a = GymEnv("resume.faulty_env:ConfiguredCartPole")
+    a.set_seed(3)
+    a.reset()
+    _random_steps(a, 7)
+    state = get_env_state(a)
+    assert state["supported"], state
+    torch.manual_seed(1)
+    expected = _random_steps(a, 20)
+    b = GymEnv("resume.faulty_env:ConfiguredCartPole")
+    b.set_seed(99)
+    b.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert set_env_state(b, state)
+    torch.manual_seed(1)
+    assert torch.equal(_random_steps(b, 20), expected)
+    a.close(), b.close()
+
+
 def _random_steps(env, steps: int) -> torch.Tensor:
     """Observations of ``steps`` random-action steps continuing the env's current episodes."""
     from tensordict import TensorDict
@@ -253,3 +276,33 @@ def test_rotation_with_the_torchsnapshot_backend(tmp_path, monkeypatch):
         save_rotating(state, alias, frames, 2)
     assert [p.name for _, p in list_checkpoints(alias)] == ["trainer_128", "trainer_192"]
     assert load_checkpoint(latest_checkpoint(alias))["x"].item() == 192
+
+
+def test_an_env_state_a_resume_cannot_restore_is_one_warning_line(tmp_path):
+    """Resuming a run whose env keeps state the checkpoint cannot hold: the app says so in
+    one ``Warning:`` line (it printed Python's file, line and warning class)."""
+    script = REPO / "sota-implementations" / "ppo_trainer" / "train.py"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), str(REPO)])}
+    run_dir = tmp_path / "run"
+    args = [
+        *TINY["ppo"],
+        "env.env_name=resume.faulty_env:OpaqueStateCartPole",
+        f"hydra.run.dir={run_dir}",
+    ]
+    for more in ([], ["trainer.total_frames=512", "trainer.resume=true"]):
+        done = subprocess.run(
+            [sys.executable, str(script), *args, *more],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            env=env,
+            cwd=tmp_path,
+        )
+        assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if "internal state" in line]
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(
+        "Warning: Cannot restore the environments' internal state (sub-env 0: "
+        "OpaqueStateCartPole keeps state in OpaqueStateCartPole.physics"
+    ), lines
+    assert "RuntimeWarning" not in done.stderr and "EnvWarning" not in done.stderr

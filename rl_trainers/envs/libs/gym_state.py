@@ -27,11 +27,14 @@ from the parent; with multi-process collectors the state is captured inside each
 
 from __future__ import annotations
 
+import enum
 import warnings
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+from rl_trainers.errors import EnvWarning
 
 __all__ = ["get_env_state", "set_env_state", "get_gym_state", "set_gym_state"]
 
@@ -81,7 +84,8 @@ def _is_static(value: Any) -> bool:
     """Objects that hold configuration only (restored by building the env again)."""
     if isinstance(value, np.ndarray):
         return value.dtype.kind in "SU"  # text maps (e.g. FrozenLake's desc)
-    return isinstance(value, gym.Space | dict | gym.envs.registration.EnvSpec) or callable(value)
+    static = gym.Space | dict | gym.envs.registration.EnvSpec | np.dtype | enum.Enum
+    return isinstance(value, static) or callable(value)
 
 
 def _attrs(obj: Any, owner: str) -> dict[str, Any]:
@@ -372,7 +376,7 @@ def set_env_state(env: Any, state: dict[str, Any] | None, *, warn: bool = True) 
             warnings.warn(
                 f"Cannot restore the environments' internal state ({reason}); they are reset "
                 "and continue from new episodes, so the resumed run is not bit-identical.",
-                RuntimeWarning,
+                EnvWarning,
                 stacklevel=2,
             )
         return False
