@@ -105,8 +105,12 @@ def train(
     interrupted = False
     while True:
         try:
-            returncode = child.wait()
+            # a timed wait, so that this thread runs the handler of a Ctrl-C the kernel gave
+            # to a relay thread: in a wait without end it would run only when the run ended
+            returncode = child.wait(timeout=0.1)
             break
+        except subprocess.TimeoutExpired:
+            continue
         except KeyboardInterrupt:
             interrupted = True
             child.send_signal(signal.SIGINT)  # a second one stops the run at once

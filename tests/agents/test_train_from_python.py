@@ -99,6 +99,66 @@ INTERRUPTED = textwrap.dedent(
 )
 
 
+INTERRUPTED_IN_A_RELAY_THREAD = textwrap.dedent(
+    """
+    import os
+    import signal
+    import sys
+    import threading
+    import time
+
+    import rl_trainers
+
+    def interrupt_a_relay_thread():
+        while not os.path.exists(os.path.join(sys.argv[1], "logs")):  # training started
+            time.sleep(0.05)
+        time.sleep(0.5)
+        me, main = threading.current_thread(), threading.main_thread()
+        relay = next(t for t in threading.enumerate() if t not in (me, main))
+        # where the kernel may deliver a Ctrl-C: to a thread other than the main one
+        signal.pthread_kill(relay.ident, signal.SIGINT)
+
+    threading.Thread(target=interrupt_a_relay_thread, daemon=True).start()
+    try:
+        rl_trainers.train("ppo", *sys.argv[2:], run_dir=sys.argv[1], echo=False)
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt raised", flush=True)
+    """
+)
+
+
+def test_an_interrupt_delivered_to_another_thread_of_the_caller_stops_the_run(tmp_path):
+    """The kernel gives a process's SIGINT to any of its threads: one that lands in a thread
+    relaying the run's output stops the run too (the caller waited for the run's end)."""
+    script = tmp_path / "caller.py"
+    script.write_text(INTERRUPTED_IN_A_RELAY_THREAD)
+    out = tmp_path / "run"
+    long_run = [*TINY_PPO, "trainer.total_frames=10000000", "trainer.progress_bar=false"]
+    caller = subprocess.Popen(
+        [sys.executable, str(script), str(out), *long_run],
+        env=env_with_package(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        stdout, stderr = caller.communicate(timeout=120)
+    finally:
+        caller.kill()
+        run_processes = [
+            p
+            for p in psutil.process_iter(["cmdline"])
+            if str(out) in " ".join(p.info["cmdline"] or [])
+        ]
+        for process in run_processes:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
+    assert caller.returncode == 0, stderr
+    assert "KeyboardInterrupt raised" in stdout
+    frames = list_checkpoints(out / "checkpoints" / "trainer.pt")[-1][0]
+    assert 0 < frames < 10_000_000
+
+
 def test_an_interrupt_stops_the_run_with_a_checkpoint_and_raises(tmp_path):
     """Ctrl-C in the calling program (SIGINT to it alone: the run has a session of its own)
     reaches the run, which checkpoints and ends; train() then raises KeyboardInterrupt."""
