@@ -153,12 +153,13 @@ def test_image_only_atari_env():
 
 def test_dm_control_env_is_not_provided():
     """rl_trainers wraps no DeepMind Control env (docs/porting.md lists it as missing): the
-    name imports from ``rl_trainers.envs`` (scripts choosing their library at run time
-    import it), building one raises, and the tutorial's DeepMind Control sections run on
+    name imports from ``rl_trainers.envs`` and torchrl's ``envs.libs.dm_control`` (scripts
+    choosing their library at run time import it), building one raises, and the tutorial's DeepMind Control sections run on
     gymnasium envs (``test_transforming_envs``)."""
     from rl_trainers.envs import DMControlEnv
+    from rl_trainers.envs.libs.dm_control import DMControlEnv as at_torchrls_path
 
-    assert importlib.util.find_spec("rl_trainers.envs.libs.dm_control") is None
+    assert at_torchrls_path is DMControlEnv
     with pytest.raises(NotImplementedError, match="rl_trainers wraps gymnasium environments"):
         DMControlEnv("acrobot", "swingup", from_pixels=True, pixels_only=True)
 
