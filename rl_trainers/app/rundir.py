@@ -113,6 +113,71 @@ class KeepPreviousRunConfig(Callback):
         _keep(config, "hydra.sweep.dir", jobs=True)  # a resumed sweep's job directories
 
 
+class OneSweepDirectory(Callback):
+    """Hydra resolves ``hydra.sweep.dir`` once for the sweep (where it writes
+    ``multirun.yaml``) and again for each job, from the job's own config. The recipes'
+    sweep directory names the env (``multirun/<algorithm>/<env_name>/<time>``), so a sweep
+    over the env (``-m env=pendulum,acrobot``, ``experiment=...``) scattered its jobs over one
+    directory per env, none of them the sweep's. This callback (in every recipe's
+    ``hydra.callbacks``) resolves the sweep directory once, from the sweep's config, and
+    gives it to every job as a Hydra override: all jobs land in ``<sweep dir>/<job number>``
+    beside ``multirun.yaml``; a sweep over envs is named ``env_sweep`` in place of the env
+    (``multirun/ppo/env_sweep/<time>``). A ``hydra.sweep.dir=...`` given on the command line
+    is left as written."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        pin_sweep_dir(config)
+
+
+def pin_sweep_dir(config: DictConfig) -> None:
+    """Append ``hydra.sweep.dir=<the sweep directory, resolved>`` to the Hydra overrides
+    every job of the sweep is composed with (see :class:`OneSweepDirectory`)."""
+    from omegaconf import read_write
+
+    overrides = OmegaConf.select(config, "hydra.overrides.hydra")
+    if not isinstance(overrides, ListConfig):
+        return
+    if any(str(o).lstrip("+~").partition("=")[0] == "hydra.sweep.dir" for o in overrides):
+        return  # the user's own
+    sweep = config.hydra.sweep
+    template = OmegaConf.to_container(sweep, resolve=False).get("dir")
+    if isinstance(template, str) and ENV_NAME in template and _env_swept(config):
+        with read_write(sweep):  # the default env's name would misname the sweep
+            sweep.dir = template.replace(ENV_NAME, ENV_SWEEP_NAME)
+    try:
+        directory = str(
+            OmegaConf.select(config, "hydra.sweep.dir", throw_on_resolution_failure=True)
+        )
+    except Exception:  # noqa: BLE001 - a directory only a job can resolve: left to Hydra
+        return
+    if any(c in directory for c in "'\\$"):
+        return  # not writable as a plain quoted override
+    with read_write(overrides):
+        overrides.append(f"hydra.sweep.dir='{directory}'")
+
+
+#: The env's name in the recipes' sweep directory, and what stands for it in a sweep over
+#: envs (``multirun/ppo/env_sweep/<time>``: each job's env is in its summary.json).
+ENV_NAME = "${env.env_name}"
+ENV_SWEEP_NAME = "env_sweep"
+
+
+def _env_swept(config: DictConfig) -> bool:
+    """Whether the sweep's overrides vary the env (``env=...``, ``env.env_name=...`` or
+    ``experiment=...``, which may switch it)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    task = OmegaConf.select(config, "hydra.overrides.task")
+    try:
+        parsed = OverridesParser.create().parse_overrides([str(o) for o in task or ()])
+    except Exception:  # noqa: BLE001 - Hydra reports a bad override itself
+        return False
+    return any(
+        o.is_sweep_override() and o.key_or_group in ("env", "env.env_name", "experiment")
+        for o in parsed
+    )
+
+
 def _keep(config: DictConfig, key: str, jobs: bool) -> None:
     try:
         directory = Path(str(OmegaConf.select(config, key, throw_on_resolution_failure=True)))
