@@ -5,6 +5,7 @@ the options of a config directory of the user's own."""
 from __future__ import annotations
 
 import json
+import os
 
 import yaml
 
@@ -27,3 +28,48 @@ def test_a_sweep_over_envs_keeps_every_job_in_one_sweep_directory(tmp_path):
     for job, option in (("0", "pendulum"), ("1", "acrobot")):
         overrides = yaml.safe_load((sweep / job / ".hydra" / "overrides.yaml").read_text())
         assert f"env={option}" in overrides
+
+
+def test_an_interpolation_that_does_not_resolve_is_one_error_line(tmp_path):
+    """A misspelt key in ``${...}`` names the key meant; an unset ``oc.env`` variable says
+    how to give a default. One ``Error:`` line each, exit status 2, no traceback."""
+    env = {k: v for k, v in os.environ.items() if k != "RL_TRAINERS_TEST_SEED"}
+    for override, line in (
+        (
+            "optimizer.lr=${loss.gama}",
+            "Error: optimizer.lr='${loss.gama}' is invalid: the interpolation's key loss.gama "
+            "is not in the config: did you mean ${loss.gamma}?",
+        ),
+        (
+            "seed=${oc.env:RL_TRAINERS_TEST_SEED}",
+            "Error: seed='${oc.env:RL_TRAINERS_TEST_SEED}' is invalid: the environment variable "
+            "RL_TRAINERS_TEST_SEED is not set: set it, or give a default, "
+            "${oc.env:RL_TRAINERS_TEST_SEED,<default>}",
+        ),
+    ):
+        proc = train(
+            "ppo",
+            override,
+            *TINY["ppo"],
+            f"hydra.run.dir={tmp_path / 'run'}",
+            cwd=tmp_path,
+            env=env,
+        )
+        assert proc.returncode == 2, proc.stderr[-3000:]
+        assert proc.stderr.splitlines()[0] == line
+        assert "Traceback" not in proc.stderr
+
+
+def test_an_interpolation_reaches_the_run(tmp_path):
+    """``seed=${oc.env:VAR,default}`` is what the run uses: the check leaves it as it is."""
+    env = {**os.environ, "RL_TRAINERS_TEST_SEED": "5"}
+    proc = train(
+        "ppo",
+        "seed=${oc.env:RL_TRAINERS_TEST_SEED,3}",
+        *TINY["ppo"],
+        "hydra.run.dir=run",
+        cwd=tmp_path,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["seed"] == 5
