@@ -127,6 +127,10 @@ def main(algorithm: str, argv: Sequence[str] | None = None, program: Sequence[st
     started(algorithm, program)
     check_options(algorithm, args)
     check_overrides(algorithm, args)
+    if "--help" in args or "-h" in args:  # list the options of the user's config directories
+        user_dirs = help_page.user_config_dirs(args)
+        if user_dirs:
+            help_page.register_help(user_dirs)
     sys.argv = [sys.argv[0], *translate_torchrl_overrides(args)]  # what hydra.main reads
     hydra_main = hydra.main(
         config_path=RECIPES_DIR, config_name=f"{algorithm}_trainer", version_base=None

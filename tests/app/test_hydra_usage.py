@@ -73,3 +73,31 @@ def test_an_interpolation_reaches_the_run(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["seed"] == 5
+
+
+def _group_line(text: str, group: str) -> list[str]:
+    """The options ``--help`` lists for ``group``, in its ``== Config groups`` section."""
+    lines = text.splitlines()
+    start = lines.index("== Config groups (group=option) ==") + 1
+    section = lines[start : lines.index("", start)]
+    (line,) = [line for line in section if line.startswith(f"  {group}: ")]
+    return line.split(": ", 1)[1].split(", ")
+
+
+def test_help_lists_the_options_of_a_config_directory_of_ones_own(tmp_path):
+    """``--config-dir`` and ``hydra.searchpath`` add group options (docs/configuration.md):
+    ``--help`` lists them after the shipped ones, as the run accepts them."""
+    (tmp_path / "mine" / "env").mkdir(parents=True)
+    (tmp_path / "mine" / "experiment").mkdir()
+    (tmp_path / "mine" / "env" / "corridor.yaml").write_text("env_name: Pendulum-v1\n")
+    (tmp_path / "mine" / "experiment" / "my_pendulum.yaml").write_text(
+        "# @package _global_\ndefaults:\n  - override /env: pendulum\n"
+    )
+    for where in (["--config-dir", "mine"], ["hydra.searchpath=[file://mine]"]):
+        proc = train("ppo", *where, "--help", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert _group_line(proc.stdout, "env")[-1] == "corridor"
+        assert _group_line(proc.stdout, "experiment")[-1] == "my_pendulum"
+        assert "ppo_pendulum" in _group_line(proc.stdout, "experiment")
+    shipped = train("ppo", "--help", cwd=tmp_path)
+    assert "corridor" not in _group_line(shipped.stdout, "env")
