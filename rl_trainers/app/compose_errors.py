@@ -147,11 +147,25 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
         return str(
             ConfigError(group, option, f"{group} is not in the recipe's defaults: use {append}")
         )
+    defaults_hint = _defaults_list_hint(exc)
+    if defaults_hint is not None:
+        return defaults_hint
     option_set = _option_setting_another_options_field(exc, algorithm)
     if option_set is not None:
         return option_set
     if isinstance(exc, MissingConfigException) and exc.missing_cfg_file:
         group, _, option = exc.missing_cfg_file.rpartition("/")
+        preset_group, _, named = group.partition("/")
+        if preset_group in PRESET_GROUPS and named:
+            # "- env: pendulum" in an experiment file names experiment/env, its own subgroup
+            return str(
+                ConfigError(
+                    group,
+                    option,
+                    f"in the defaults list of a file of {preset_group}/, '{named}: {option}' "
+                    f"names {group}: write '- override /{named}: {option}' there",
+                )
+            )
         plugin = PLUGINS.get(f"{group}={option}")
         if plugin is not None:
             return str(
@@ -211,6 +225,49 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
         ):
             allowed += f": write {int(cause.value)}"  # 1e6 reads as a float
         return str(ConfigError(cause.full_key, cause.value, allowed))
+    return None
+
+
+def _defaults_list_hint(exc: BaseException) -> str | None:
+    """What to write for a group chosen twice (``+env=pendulum``, which the recipe's
+    defaults already choose, or ``- /env: pendulum`` in a file's defaults list without
+    ``override``) or a schema field deleted with ``~``; None for other errors."""
+    from hydra.errors import ConfigCompositionException
+    from omegaconf.errors import ConfigTypeError
+
+    if not isinstance(exc, ConfigCompositionException):
+        return None
+    text = str(exc)
+    twice = re.match(
+        r"Multiple values for (\S+)\. To override a value use 'override \S+: (.*)'", text
+    )
+    if twice:
+        group, option = twice.group(1), twice.group(2)
+        if any(w.startswith(f"+{group}=") for w in sys.argv[1:]):
+            return str(
+                ConfigError(
+                    f"+{group}",
+                    option,
+                    f"the recipe's defaults choose {group} already: write {group}={option} "
+                    "(without '+')",
+                )
+            )
+        return str(
+            ConfigError(
+                group,
+                option,
+                f"chosen twice: the recipe's defaults choose {group} already; in your "
+                f"config's defaults list write '- override /{group}: {option}'",
+            )
+        )
+    deleted = re.match(r"Error merging override ~(\S+)", text)
+    cause = exc.__cause__
+    if deleted and isinstance(cause, ConfigTypeError) and "does not support deletion" in str(cause):
+        key = deleted.group(1).partition("=")[0]
+        return (
+            f"~{key} is not allowed: {key} is a field of the schema, which cannot be deleted; "
+            f"set it instead ({key}=<value>, or null where the field takes null)"
+        )
     return None
 
 

@@ -101,3 +101,53 @@ def test_help_lists_the_options_of_a_config_directory_of_ones_own(tmp_path):
         assert "ppo_pendulum" in _group_line(proc.stdout, "experiment")
     shipped = train("ppo", "--help", cwd=tmp_path)
     assert "corridor" not in _group_line(shipped.stdout, "env")
+
+
+def _experiment(tmp_path, name: str, defaults: str) -> None:
+    """``mine/experiment/<name>.yaml``, a ``_global_`` preset with that defaults entry."""
+    (tmp_path / "mine" / "experiment").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "mine" / "experiment" / f"{name}.yaml").write_text(
+        f"# @package _global_\ndefaults:\n  - {defaults}\n"
+    )
+
+
+def test_a_group_chosen_twice_or_a_field_deleted_is_one_error_line_saying_what_to_write(
+    tmp_path,
+):
+    """``+env=...`` (the recipe's defaults choose env), an experiment file of one's own whose
+    defaults list picks a group without ``override`` or relative to its own group, and
+    ``~field`` of a schema field: one ``Error:`` line, exit status 2."""
+    _experiment(tmp_path, "relative", "env: pendulum")
+    _experiment(tmp_path, "twice", "/env: pendulum")
+    _experiment(tmp_path, "good", "override /env: pendulum")
+    cases = [
+        (
+            ["+experiment=ppo_pendulum"],
+            "Error: +experiment='ppo_pendulum' is invalid: the recipe's defaults choose "
+            "experiment already: write experiment=ppo_pendulum (without '+')",
+        ),
+        (
+            ["--config-dir", "mine", "experiment=twice"],
+            "Error: env='pendulum' is invalid: chosen twice: the recipe's defaults choose env "
+            "already; in your config's defaults list write '- override /env: pendulum'",
+        ),
+        (
+            ["--config-dir", "mine", "experiment=relative"],
+            "Error: experiment/env='pendulum' is invalid: in the defaults list of a file of "
+            "experiment/, 'env: pendulum' names experiment/env: write "
+            "'- override /env: pendulum' there",
+        ),
+        (
+            ["~optimizer.betas"],
+            "Error: ~optimizer.betas is not allowed: optimizer.betas is a field of the schema, "
+            "which cannot be deleted; set it instead (optimizer.betas=<value>, or null where "
+            "the field takes null)",
+        ),
+    ]
+    for args, line in cases:
+        proc = train("ppo", *args, "--cfg", "job", cwd=tmp_path)
+        assert proc.returncode == 2, (args, proc.stderr[-3000:])
+        assert proc.stderr.splitlines()[0] == line
+    good = train("ppo", "--config-dir", "mine", "experiment=good", "--cfg", "job", cwd=tmp_path)
+    assert good.returncode == 0, good.stderr[-3000:]
+    assert yaml.safe_load(good.stdout)["env"]["env_name"] == "Pendulum-v1"
