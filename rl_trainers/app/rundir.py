@@ -163,13 +163,16 @@ ENV_SWEEP_NAME = "env_sweep"
 
 
 def _env_swept(config: DictConfig) -> bool:
-    """Whether the sweep's overrides vary the env (``env=...``, ``env.env_name=...`` or
-    ``experiment=...``, which may switch it)."""
+    """Whether the sweep's overrides, or its sweeper's ``params``, vary the env (``env=...``,
+    ``env.env_name=...`` or ``experiment=...``, which may switch it)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    task = OmegaConf.select(config, "hydra.overrides.task")
+    words = [str(o) for o in OmegaConf.select(config, "hydra.overrides.task") or ()]
+    params = OmegaConf.select(config, "hydra.sweeper.params")  # the sweeper's own sweeps
+    if isinstance(params, DictConfig):
+        words += [f"{key}={value}" for key, value in params.items()]
     try:
-        parsed = OverridesParser.create().parse_overrides([str(o) for o in task or ()])
+        parsed = OverridesParser.create().parse_overrides(words)
     except Exception:  # noqa: BLE001 - Hydra reports a bad override itself
         return False
     return any(

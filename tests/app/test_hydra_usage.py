@@ -30,6 +30,21 @@ def test_a_sweep_over_envs_keeps_every_job_in_one_sweep_directory(tmp_path):
         assert f"env={option}" in overrides
 
 
+def test_a_sweep_over_envs_set_in_the_sweepers_params_keeps_one_directory(tmp_path):
+    """The same with the sweep written in an experiment file of one's own
+    (``hydra.sweeper.params``, Hydra's way of keeping a sweep in a config)."""
+    (tmp_path / "mine" / "experiment").mkdir(parents=True)
+    (tmp_path / "mine" / "experiment" / "envs.yaml").write_text(
+        "# @package _global_\nhydra:\n  sweeper:\n    params:\n      env: pendulum,acrobot\n"
+    )
+    proc = train("ppo", "-m", "--config-dir", "mine", "experiment=envs", *TINY["ppo"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (sweep,) = (tmp_path / "multirun" / "ppo" / "env_sweep").iterdir()
+    envs = sorted(json.loads(p.read_text())["env"] for p in sweep.glob("*/summary.json"))
+    assert envs == ["Acrobot-v1", "Pendulum-v1"]
+    assert (sweep / "multirun.yaml").is_file()
+
+
 def test_an_interpolation_that_does_not_resolve_is_one_error_line(tmp_path):
     """A misspelt key in ``${...}`` names the key meant; an unset ``oc.env`` variable says
     how to give a default. One ``Error:`` line each, exit status 2, no traceback."""
