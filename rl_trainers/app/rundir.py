@@ -113,7 +113,7 @@ class KeepPreviousRunConfig(Callback):
         _keep(config, "hydra.sweep.dir", jobs=True)  # a resumed sweep's job directories
 
 
-class OneSweepDirectory(Callback):
+class SweepStart(Callback):
     """Hydra resolves ``hydra.sweep.dir`` once for the sweep (where it writes
     ``multirun.yaml``) and again for each job, from the job's own config. The recipes'
     sweep directory names the env (``multirun/<algorithm>/<env_name>/<time>``), so a sweep
@@ -123,15 +123,39 @@ class OneSweepDirectory(Callback):
     gives it to every job as a Hydra override: all jobs land in ``<sweep dir>/<job number>``
     beside ``multirun.yaml``; a sweep over envs is named ``env_sweep`` in place of the env
     (``multirun/ppo/env_sweep/<time>``). A ``hydra.sweep.dir=...`` given on the command line
-    is left as written."""
+    is left as written.
+
+    It also warns, once, of an Optuna study that minimises: the plugin's default direction,
+    where every job returns its final mean return (:func:`warn_minimised_return`)."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         pin_sweep_dir(config)
+        warn_minimised_return(config)
+
+
+def warn_minimised_return(config: DictConfig) -> None:
+    """One ``Warning:`` line for ``hydra/sweeper=optuna`` left at the plugin's
+    ``direction: minimize``: each trial returns the final evaluation's mean return, so the
+    study would look for the worst hyperparameters (the ``hparams_search`` presets set
+    ``maximize``)."""
+    import sys
+
+    target = str(OmegaConf.select(config, "hydra.sweeper._target_", default="") or "")
+    direction = OmegaConf.select(config, "hydra.sweeper.direction", default=None)
+    direction = getattr(direction, "name", direction)  # the plugin's default is an Enum
+    if target.endswith("OptunaSweeper") and direction == "minimize":
+        print(
+            "Warning: hydra.sweeper.direction=minimize: each trial returns its final mean "
+            "return (eval_return_mean), so the study looks for the lowest; add "
+            "hydra.sweeper.direction=maximize to look for the best",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def pin_sweep_dir(config: DictConfig) -> None:
     """Append ``hydra.sweep.dir=<the sweep directory, resolved>`` to the Hydra overrides
-    every job of the sweep is composed with (see :class:`OneSweepDirectory`)."""
+    every job of the sweep is composed with (see :class:`SweepStart`)."""
     from omegaconf import read_write
 
     overrides = OmegaConf.select(config, "hydra.overrides.hydra")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
 import yaml
 
 from .conftest import TINY, train
@@ -166,3 +167,31 @@ def test_a_group_chosen_twice_or_a_field_deleted_is_one_error_line_saying_what_t
     good = train("ppo", "--config-dir", "mine", "experiment=good", "--cfg", "job", cwd=tmp_path)
     assert good.returncode == 0, good.stderr[-3000:]
     assert yaml.safe_load(good.stdout)["env"]["env_name"] == "Pendulum-v1"
+
+
+def test_an_optuna_study_left_to_minimise_the_return_says_so_once(tmp_path):
+    """``hydra/sweeper=optuna`` keeps the plugin's ``direction: minimize`` unless told:
+    the study would look for the lowest return, so one ``Warning:`` line says how to
+    maximise; with ``hydra.sweeper.direction=maximize`` there is none."""
+    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
+    study = [
+        "-m",
+        "hydra/sweeper=optuna",
+        "hydra.sweeper.n_trials=1",
+        "hydra.sweeper.n_jobs=1",
+        "optimizer.lr=interval(1e-4,1e-3)",
+        *TINY["ppo"],
+    ]
+    warning = (
+        "Warning: hydra.sweeper.direction=minimize: each trial returns its final mean return "
+        "(eval_return_mean), so the study looks for the lowest; add "
+        "hydra.sweeper.direction=maximize to look for the best"
+    )
+    proc = train("ppo", *study, "hydra.sweep.dir=min", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stderr.splitlines().count(warning) == 1
+    proc = train(
+        "ppo", *study, "hydra.sweeper.direction=maximize", "hydra.sweep.dir=max", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "hydra.sweeper.direction" not in proc.stderr
