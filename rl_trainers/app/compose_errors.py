@@ -434,6 +434,7 @@ def _presets(group: str = "experiment") -> list[str]:
 def _chosen(group: str, overrides: list[str]) -> list[str]:
     """The options the command line picks for ``group`` (every value of a sweep)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import Glob
 
     try:
         parsed = OverridesParser.create().parse_overrides(list(overrides))
@@ -443,7 +444,9 @@ def _chosen(group: str, overrides: list[str]) -> list[str]:
     for override in parsed:
         if override.key_or_group != group or override.is_delete():
             continue
-        if override.is_sweep_override():
+        if isinstance(override.value(), Glob):  # matched against the shipped presets
+            chosen.extend(override.value().filter(_presets(group)))
+        elif override.is_sweep_override():
             chosen.extend(override.sweep_string_iterator())
         else:
             chosen.append(override.get_value_element_as_str())

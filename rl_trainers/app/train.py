@@ -20,7 +20,7 @@ from .command_line import check_options, check_overrides, config_path_from_here
 from .compose_errors import composition_errors
 from .errors import user_errors
 from .launch import started
-from .overrides import translate_torchrl_overrides
+from .overrides import globs_of_options, translate_torchrl_overrides
 from .run import run
 
 
@@ -131,7 +131,8 @@ def main(algorithm: str, argv: Sequence[str] | None = None, program: Sequence[st
         user_dirs = help_page.user_config_dirs(args)
         if user_dirs:
             help_page.register_help(user_dirs)
-    sys.argv = [sys.argv[0], *translate_torchrl_overrides(args)]  # what hydra.main reads
+    args = globs_of_options(algorithm, translate_torchrl_overrides(args))
+    sys.argv = [sys.argv[0], *args]  # what hydra.main reads
     hydra_main = hydra.main(
         config_path=RECIPES_DIR, config_name=f"{algorithm}_trainer", version_base=None
     )(train)

@@ -195,3 +195,32 @@ def test_an_optuna_study_left_to_minimise_the_return_says_so_once(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "hydra.sweeper.direction" not in proc.stderr
+
+
+def test_a_glob_sweeps_the_options_one_can_choose(tmp_path):
+    """``optimizer=glob(adam*)`` runs adam and adamw once each (not the typed nodes the YAML
+    options extend, a second copy of each); ``experiment=glob(*_pendulum)`` under PPO runs
+    PPO's preset, where it stopped with a traceback."""
+    proc = train(
+        "ppo", "-m", "optimizer=glob(adam*)", *TINY["ppo"], "hydra.sweep.dir=opt", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    targets = sorted(
+        yaml.safe_load(p.read_text())["optimizer"]["_target_"]
+        for p in (tmp_path / "opt").glob("*/.hydra/config.yaml")
+    )
+    assert targets == ["torch.optim.Adam", "torch.optim.AdamW"]
+    proc = train(
+        "ppo",
+        "-m",
+        "experiment=glob(*_pendulum)",
+        *TINY["ppo"],
+        "hydra.sweep.dir=exp",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    (job,) = (tmp_path / "exp").glob("*/.hydra/overrides.yaml")
+    assert "experiment=ppo_pendulum" in yaml.safe_load(job.read_text())
+    summary = json.loads((job.parent.parent / "summary.json").read_text())
+    assert summary["env"] == "Pendulum-v1"
