@@ -129,8 +129,45 @@ class SweepStart(Callback):
     where every job returns its final mean return (:func:`warn_minimised_return`)."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        check_basic_sweeps(config)
         pin_sweep_dir(config)
         warn_minimised_return(config)
+
+
+def check_basic_sweeps(config: DictConfig) -> None:
+    """``interval()`` (or a ``tag()``) given to Hydra's basic sweeper, which takes lists,
+    ``range()``, ``choice()`` and ``glob()``: one ``Error:`` line saying what to write, before
+    the sweep starts (Hydra stopped with a traceback)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import OverrideType, ValueType
+
+    target = str(OmegaConf.select(config, "hydra.sweeper._target_", default="") or "")
+    if not target.endswith(".BasicSweeper"):
+        return
+    words = [str(o) for o in OmegaConf.select(config, "hydra.overrides.task") or ()]
+    try:
+        parsed = OverridesParser.create().parse_overrides(words)
+    except Exception:  # noqa: BLE001 - Hydra reports a bad override itself
+        return
+    for override in parsed:
+        if override.type == OverrideType.CHANGE and override.value_type == ValueType.INTERVAL_SWEEP:
+            from rl_trainers.errors import ConfigError
+
+            from .errors import report_and_exit
+
+            key = override.get_key_element()
+            report_and_exit(
+                str(
+                    ConfigError(
+                        key,
+                        (override.input_line or "").partition("=")[2],
+                        "interval() is a range for the Optuna sweeper: add hydra/sweeper=optuna "
+                        "hydra.sweeper.direction=maximize (docs/scaling.md), or list the values "
+                        "for Hydra's basic sweeper "
+                        f"({key}={override.value().start},{override.value().end})",
+                    )
+                )
+            )
 
 
 def warn_minimised_return(config: DictConfig) -> None:

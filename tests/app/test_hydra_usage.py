@@ -224,3 +224,24 @@ def test_a_glob_sweeps_the_options_one_can_choose(tmp_path):
     assert "experiment=ppo_pendulum" in yaml.safe_load(job.read_text())
     summary = json.loads((job.parent.parent / "summary.json").read_text())
     assert summary["env"] == "Pendulum-v1"
+
+
+def test_interval_given_to_the_basic_sweeper_is_one_error_line(tmp_path):
+    """``interval()`` is Optuna's: with Hydra's basic sweeper it is one ``Error:`` line
+    naming the sweeper to add or the values to list (it was a traceback), and no job runs."""
+    proc = train(
+        "ppo",
+        "-m",
+        "loss.gamma=interval(0.9,0.99)",
+        *TINY["ppo"],
+        "hydra.sweep.dir=s",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert proc.stderr.splitlines()[0] == (
+        "Error: loss.gamma='interval(0.9,0.99)' is invalid: interval() is a range for the "
+        "Optuna sweeper: add hydra/sweeper=optuna hydra.sweeper.direction=maximize "
+        "(docs/scaling.md), or list the values for Hydra's basic sweeper (loss.gamma=0.9,0.99)"
+    )
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "s").exists()
