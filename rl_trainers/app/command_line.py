@@ -92,6 +92,11 @@ def check_overrides(algorithm: str, args: Sequence[str]) -> None:
         key, _, value = word.partition("=")
         if key in ("hydra.run.dir", "hydra.sweep.dir") and os.path.isfile(value):
             report_and_exit(f"{word}: {value} is a file; a run directory is a directory")
+    multirun = bool({"-m", "--multirun"} & set(args)) or any(
+        a.lstrip("+").replace(" ", "") == "hydra.mode=MULTIRUN" for a in args
+    )
+    if not multirun:
+        _check_no_sweep(args, takes_value, command)
     if {"-m", "--multirun"} & set(args) and any(
         a in ("-c", "--cfg") or a.startswith("--cfg=") for a in args
     ):
@@ -99,6 +104,29 @@ def check_overrides(algorithm: str, args: Sequence[str]) -> None:
             "-m and --cfg do not go together: --cfg prints the config of one run; leave -m "
             f"out and give one value per field to see a job's ({command} --cfg job seed=1)"
         )
+
+
+def _check_no_sweep(args: Sequence[str], takes_value: set[str], command: str) -> None:
+    """A sweep (``seed=0,1``, ``seed=range(3)``) without ``-m``: one ``Error:`` line saying to
+    add it, where Hydra printed a paragraph (``Ambiguous value for argument...``)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from .errors import report_and_exit
+
+    parser = OverridesParser.create()
+    for i, word in enumerate(args):
+        if word.startswith("-") or (i and args[i - 1] in takes_value) or "=" not in word:
+            continue
+        try:
+            (override,) = parser.parse_overrides([word])
+        except Exception:  # noqa: BLE001 - reported above
+            continue
+        if override.is_sweep_override():
+            key, _, value = word.partition("=")
+            string = (
+                f" (or, for one string value, quote it: {key}='{value}')" if "," in value else ""
+            )
+            report_and_exit(f"{word} is a sweep, which runs with -m: {command} -m {word}{string}")
 
 
 def _bare_word_hint(algorithm: str, args: Sequence[str], i: int) -> str:

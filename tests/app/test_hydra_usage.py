@@ -245,3 +245,26 @@ def test_interval_given_to_the_basic_sweeper_is_one_error_line(tmp_path):
     )
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "s").exists()
+
+
+def test_a_sweep_without_multirun_is_one_error_line_saying_to_add_it(tmp_path):
+    """``seed=0,1`` and ``seed=range(3)`` without ``-m`` (with ``--help`` too, where Hydra
+    printed a traceback): one ``Error:`` line with the command to run instead."""
+    command = "python sota-implementations/ppo_trainer/train.py"
+    for args, line in (
+        (
+            ["seed=0,1"],
+            f"Error: seed=0,1 is a sweep, which runs with -m: {command} -m seed=0,1 (or, for "
+            "one string value, quote it: seed='0,1')",
+        ),
+        (
+            ["--help", "seed=range(3)"],
+            f"Error: seed=range(3) is a sweep, which runs with -m: {command} -m seed=range(3)",
+        ),
+    ):
+        proc = train("ppo", *args, cwd=tmp_path)
+        assert proc.returncode == 2, proc.stderr[-3000:]
+        assert proc.stderr.splitlines()[0] == line
+    quoted = train("ppo", "logger.exp_name='a,b'", "--cfg", "job", cwd=tmp_path)
+    assert quoted.returncode == 0, quoted.stderr[-3000:]
+    assert yaml.safe_load(quoted.stdout)["logger"]["exp_name"] == "a,b"
