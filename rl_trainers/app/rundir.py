@@ -144,7 +144,7 @@ def check_basic_sweeps(config: DictConfig) -> None:
     target = str(OmegaConf.select(config, "hydra.sweeper._target_", default="") or "")
     if not target.endswith(".BasicSweeper"):
         return
-    words = [str(o) for o in OmegaConf.select(config, "hydra.overrides.task") or ()]
+    words = _raw_list(config, "hydra.overrides.task")
     try:
         parsed = OverridesParser.create().parse_overrides(words)
     except Exception:  # noqa: BLE001 - Hydra reports a bad override itself
@@ -168,6 +168,15 @@ def check_basic_sweeps(config: DictConfig) -> None:
                     )
                 )
             )
+
+
+def _raw_list(config: DictConfig, key: str) -> list[str]:
+    """The strings of the list at ``key`` as written: an override such as
+    ``optimizer.lr=${loss.gamma}`` is not resolved (nor one that cannot be)."""
+    node = OmegaConf.select(config, key)
+    if not isinstance(node, ListConfig):
+        return []
+    return [str(o) for o in OmegaConf.to_container(node, resolve=False)]
 
 
 def warn_minimised_return(config: DictConfig) -> None:
@@ -198,7 +207,10 @@ def pin_sweep_dir(config: DictConfig) -> None:
     overrides = OmegaConf.select(config, "hydra.overrides.hydra")
     if not isinstance(overrides, ListConfig):
         return
-    if any(str(o).lstrip("+~").partition("=")[0] == "hydra.sweep.dir" for o in overrides):
+    if any(
+        o.lstrip("+~").partition("=")[0] == "hydra.sweep.dir"
+        for o in _raw_list(config, "hydra.overrides.hydra")
+    ):
         return  # the user's own
     sweep = config.hydra.sweep
     template = OmegaConf.to_container(sweep, resolve=False).get("dir")
@@ -228,10 +240,11 @@ def _env_swept(config: DictConfig) -> bool:
     ``env.env_name=...`` or ``experiment=...``, which may switch it)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    words = [str(o) for o in OmegaConf.select(config, "hydra.overrides.task") or ()]
+    words = _raw_list(config, "hydra.overrides.task")
     params = OmegaConf.select(config, "hydra.sweeper.params")  # the sweeper's own sweeps
     if isinstance(params, DictConfig):
-        words += [f"{key}={value}" for key, value in params.items()]
+        raw = OmegaConf.to_container(params, resolve=False)
+        words += [f"{key}={value}" for key, value in raw.items()]
     try:
         parsed = OverridesParser.create().parse_overrides(words)
     except Exception:  # noqa: BLE001 - Hydra reports a bad override itself
