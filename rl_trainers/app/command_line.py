@@ -27,6 +27,43 @@ def config_path_from_here(args: list[str]) -> list[str]:
     return out
 
 
+def options_first(args: Sequence[str]) -> list[str]:
+    """``args`` with Hydra's options (and their values) before the overrides, each kind in
+    its order: Hydra reads the overrides as one run of words, so an option between two
+    overrides (``env=pendulum --cfg job optimizer=adamw``, ``-m hydra/launcher=joblib
+    --config-dir mine seed=0,1``) left the later ones to argparse, which refused them
+    (``unrecognized arguments``)."""
+    from hydra._internal.utils import get_args_parser
+
+    actions = {s: a for a in get_args_parser()._actions for s in a.option_strings}
+    options: list[str] = []
+    overrides: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        action = actions.get(word)
+        if action is None:
+            (options if word.startswith("-") else overrides).append(word)
+            i += 1
+            continue
+        i += 1
+        following = args[i] if i < len(args) else None
+        if following is not None and following.startswith("-"):
+            following = None
+        if action.nargs == "?":
+            if following is not None and (action.choices is None or following in action.choices):
+                options += [word, following]
+                i += 1
+            else:  # its default value, written out: argparse would take the next override
+                options.append(f"{action.option_strings[0]}={action.const}")
+            continue
+        options.append(word)
+        if action.nargs is None and following is not None:
+            options.append(following)
+            i += 1
+    return options + overrides
+
+
 def check_options(algorithm: str, args: Sequence[str]) -> None:
     """An argparse-style option (``--episodes 3``, ``-n 100000``, as SB3 and rl-zoo scripts
     take them) is one ``Error:`` line naming the override to write, where Hydra printed its

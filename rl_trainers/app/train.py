@@ -16,7 +16,7 @@ import hydra
 from omegaconf import DictConfig
 
 from . import RECIPES_DIR, help_page  # noqa: F401 - help_page stores each --help page
-from .command_line import check_options, check_overrides, config_path_from_here
+from .command_line import check_options, check_overrides, config_path_from_here, options_first
 from .compose_errors import composition_errors
 from .errors import user_errors
 from .launch import started
@@ -131,7 +131,7 @@ def main(algorithm: str, argv: Sequence[str] | None = None, program: Sequence[st
         user_dirs = help_page.user_config_dirs(args)
         if user_dirs:
             help_page.register_help(user_dirs)
-    args = globs_of_options(algorithm, translate_torchrl_overrides(args))
+    args = options_first(globs_of_options(algorithm, translate_torchrl_overrides(args)))
     sys.argv = [sys.argv[0], *args]  # what hydra.main reads
     hydra_main = hydra.main(
         config_path=RECIPES_DIR, config_name=f"{algorithm}_trainer", version_base=None

@@ -16,8 +16,16 @@ from .conftest import TINY, train
 def test_a_sweep_over_envs_keeps_every_job_in_one_sweep_directory(tmp_path):
     """``-m env=pendulum,acrobot``: both jobs in ``<sweep dir>/0`` and ``/1``, beside the
     sweep's ``multirun.yaml`` (the sweep directory names no env of the default recipe)."""
-    proc = train("ppo", "-m", "env=pendulum,acrobot", *TINY["ppo"], cwd=tmp_path)
+    proc = train(
+        "ppo",
+        "-m",
+        "env=pendulum,acrobot",
+        *TINY["ppo"],
+        "logger.exp_name=job_${hydra:job.num}",  # resolvable in a job only
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Warning" not in proc.stderr
     sweeps = list((tmp_path / "multirun" / "ppo").iterdir())
     assert [s.name for s in sweeps] == ["env_sweep"]
     (sweep,) = sweeps[0].iterdir()
@@ -268,3 +276,17 @@ def test_a_sweep_without_multirun_is_one_error_line_saying_to_add_it(tmp_path):
     quoted = train("ppo", "logger.exp_name='a,b'", "--cfg", "job", cwd=tmp_path)
     assert quoted.returncode == 0, quoted.stderr[-3000:]
     assert yaml.safe_load(quoted.stdout)["logger"]["exp_name"] == "a,b"
+
+
+def test_hydras_options_between_overrides(tmp_path):
+    """``env=pendulum --cfg job optimizer=adamw``: the overrides after the option apply too
+    (argparse refused them: ``unrecognized arguments``); ``--info`` without a topic among
+    overrides shows Hydra's information."""
+    proc = train("ppo", "env=pendulum", "--cfg", "job", "optimizer=adamw", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cfg = yaml.safe_load(proc.stdout)
+    assert cfg["env"]["env_name"] == "Pendulum-v1"
+    assert cfg["optimizer"]["_target_"] == "torch.optim.AdamW"
+    proc = train("ppo", "env=pendulum", "--info", "optimizer=adamw", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Installed Hydra Plugins" in proc.stdout
