@@ -28,8 +28,8 @@ def train(cfg: DictConfig) -> float:
     """One run of the composed config, the task Hydra runs; returns the mean evaluation
     return (what a Hydra sweeper optimises)."""
     with user_errors():
-        check_interpolations(cfg)
         check_saved_config(cfg)
+        check_interpolations(cfg)
         return run(cfg)
 
 
