@@ -147,7 +147,7 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
         return str(
             ConfigError(group, option, f"{group} is not in the recipe's defaults: use {append}")
         )
-    defaults_hint = _defaults_list_hint(exc)
+    defaults_hint = _defaults_list_hint(exc, algorithm)
     if defaults_hint is not None:
         return defaults_hint
     option_set = _option_setting_another_options_field(exc, algorithm)
@@ -228,7 +228,7 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
     return None
 
 
-def _defaults_list_hint(exc: BaseException) -> str | None:
+def _defaults_list_hint(exc: BaseException, algorithm: str) -> str | None:
     """What to write for a group chosen twice (``+env=pendulum``, which the recipe's
     defaults already choose, or ``- /env: pendulum`` in a file's defaults list without
     ``override``) or a schema field deleted with ``~``; None for other errors."""
@@ -262,6 +262,10 @@ def _defaults_list_hint(exc: BaseException) -> str | None:
         )
     deleted = re.match(r"Error merging override ~(\S+)", text)
     cause = exc.__cause__
+    null_field = re.match(r"Could not delete from config\. '([^']+)' does not exist", text)
+    if null_field and null_field.group(1) in field_paths(algorithm):
+        deleted = null_field  # a field whose value is null: Hydra says it does not exist
+        cause = ConfigTypeError("does not support deletion")
     if deleted and isinstance(cause, ConfigTypeError) and "does not support deletion" in str(cause):
         key = deleted.group(1).partition("=")[0]
         return (

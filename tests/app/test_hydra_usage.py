@@ -162,6 +162,12 @@ def test_a_group_chosen_twice_or_a_field_deleted_is_one_error_line_saying_what_t
             "'- override /env: pendulum' there",
         ),
         (
+            ["~trainer.target_kl"],  # a field whose value is null: Hydra said it did not exist
+            "Error: ~trainer.target_kl is not allowed: trainer.target_kl is a field of the "
+            "schema, which cannot be deleted; set it instead (trainer.target_kl=<value>, or "
+            "null where the field takes null)",
+        ),
+        (
             ["~optimizer.betas"],
             "Error: ~optimizer.betas is not allowed: optimizer.betas is a field of the schema, "
             "which cannot be deleted; set it instead (optimizer.betas=<value>, or null where "
