@@ -27,6 +27,43 @@ def config_path_from_here(args: list[str]) -> list[str]:
     return out
 
 
+def options_first(args: Sequence[str]) -> list[str]:
+    """``args`` with Hydra's options (and their values) before the overrides, each kind in
+    its order: Hydra reads the overrides as one run of words, so an option between two
+    overrides (``env=pendulum --cfg job optimizer=adamw``, ``-m hydra/launcher=joblib
+    --config-dir mine seed=0,1``) left the later ones to argparse, which refused them
+    (``unrecognized arguments``)."""
+    from hydra._internal.utils import get_args_parser
+
+    actions = {s: a for a in get_args_parser()._actions for s in a.option_strings}
+    options: list[str] = []
+    overrides: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        action = actions.get(word)
+        if action is None:
+            (options if word.startswith("-") else overrides).append(word)
+            i += 1
+            continue
+        i += 1
+        following = args[i] if i < len(args) else None
+        if following is not None and following.startswith("-"):
+            following = None
+        if action.nargs == "?":
+            if following is not None and (action.choices is None or following in action.choices):
+                options += [word, following]
+                i += 1
+            else:  # its default value, written out: argparse would take the next override
+                options.append(f"{action.option_strings[0]}={action.const}")
+            continue
+        options.append(word)
+        if action.nargs is None and following is not None:
+            options.append(following)
+            i += 1
+    return options + overrides
+
+
 def check_options(algorithm: str, args: Sequence[str]) -> None:
     """An argparse-style option (``--episodes 3``, ``-n 100000``, as SB3 and rl-zoo scripts
     take them) is one ``Error:`` line naming the override to write, where Hydra printed its
@@ -92,6 +129,11 @@ def check_overrides(algorithm: str, args: Sequence[str]) -> None:
         key, _, value = word.partition("=")
         if key in ("hydra.run.dir", "hydra.sweep.dir") and os.path.isfile(value):
             report_and_exit(f"{word}: {value} is a file; a run directory is a directory")
+    multirun = bool({"-m", "--multirun"} & set(args)) or any(
+        a.lstrip("+").replace(" ", "") == "hydra.mode=MULTIRUN" for a in args
+    )
+    if not multirun:
+        _check_no_sweep(args, takes_value, command)
     if {"-m", "--multirun"} & set(args) and any(
         a in ("-c", "--cfg") or a.startswith("--cfg=") for a in args
     ):
@@ -99,6 +141,29 @@ def check_overrides(algorithm: str, args: Sequence[str]) -> None:
             "-m and --cfg do not go together: --cfg prints the config of one run; leave -m "
             f"out and give one value per field to see a job's ({command} --cfg job seed=1)"
         )
+
+
+def _check_no_sweep(args: Sequence[str], takes_value: set[str], command: str) -> None:
+    """A sweep (``seed=0,1``, ``seed=range(3)``) without ``-m``: one ``Error:`` line saying to
+    add it, where Hydra printed a paragraph (``Ambiguous value for argument...``)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from .errors import report_and_exit
+
+    parser = OverridesParser.create()
+    for i, word in enumerate(args):
+        if word.startswith("-") or (i and args[i - 1] in takes_value) or "=" not in word:
+            continue
+        try:
+            (override,) = parser.parse_overrides([word])
+        except Exception:  # noqa: BLE001 - reported above
+            continue
+        if override.is_sweep_override():
+            key, _, value = word.partition("=")
+            string = (
+                f" (or, for one string value, quote it: {key}='{value}')" if "," in value else ""
+            )
+            report_and_exit(f"{word} is a sweep, which runs with -m: {command} -m {word}{string}")
 
 
 def _bare_word_hint(algorithm: str, args: Sequence[str], i: int) -> str:

@@ -147,11 +147,25 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
         return str(
             ConfigError(group, option, f"{group} is not in the recipe's defaults: use {append}")
         )
+    defaults_hint = _defaults_list_hint(exc, algorithm)
+    if defaults_hint is not None:
+        return defaults_hint
     option_set = _option_setting_another_options_field(exc, algorithm)
     if option_set is not None:
         return option_set
     if isinstance(exc, MissingConfigException) and exc.missing_cfg_file:
         group, _, option = exc.missing_cfg_file.rpartition("/")
+        preset_group, _, named = group.partition("/")
+        if preset_group in PRESET_GROUPS and named:
+            # "- env: pendulum" in an experiment file names experiment/env, its own subgroup
+            return str(
+                ConfigError(
+                    group,
+                    option,
+                    f"in the defaults list of a file of {preset_group}/, '{named}: {option}' "
+                    f"names {group}: write '- override /{named}: {option}' there",
+                )
+            )
         plugin = PLUGINS.get(f"{group}={option}")
         if plugin is not None:
             return str(
@@ -211,6 +225,53 @@ def explain(exc: BaseException, algorithm: str) -> str | None:
         ):
             allowed += f": write {int(cause.value)}"  # 1e6 reads as a float
         return str(ConfigError(cause.full_key, cause.value, allowed))
+    return None
+
+
+def _defaults_list_hint(exc: BaseException, algorithm: str) -> str | None:
+    """What to write for a group chosen twice (``+env=pendulum``, which the recipe's
+    defaults already choose, or ``- /env: pendulum`` in a file's defaults list without
+    ``override``) or a schema field deleted with ``~``; None for other errors."""
+    from hydra.errors import ConfigCompositionException
+    from omegaconf.errors import ConfigTypeError
+
+    if not isinstance(exc, ConfigCompositionException):
+        return None
+    text = str(exc)
+    twice = re.match(
+        r"Multiple values for (\S+)\. To override a value use 'override \S+: (.*)'", text
+    )
+    if twice:
+        group, option = twice.group(1), twice.group(2)
+        if any(w.startswith(f"+{group}=") for w in sys.argv[1:]):
+            return str(
+                ConfigError(
+                    f"+{group}",
+                    option,
+                    f"the recipe's defaults choose {group} already: write {group}={option} "
+                    "(without '+')",
+                )
+            )
+        return str(
+            ConfigError(
+                group,
+                option,
+                f"chosen twice: the recipe's defaults choose {group} already; in your "
+                f"config's defaults list write '- override /{group}: {option}'",
+            )
+        )
+    deleted = re.match(r"Error merging override ~(\S+)", text)
+    cause = exc.__cause__
+    null_field = re.match(r"Could not delete from config\. '([^']+)' does not exist", text)
+    if null_field and null_field.group(1) in field_paths(algorithm):
+        deleted = null_field  # a field whose value is null: Hydra says it does not exist
+        cause = ConfigTypeError("does not support deletion")
+    if deleted and isinstance(cause, ConfigTypeError) and "does not support deletion" in str(cause):
+        key = deleted.group(1).partition("=")[0]
+        return (
+            f"~{key} is not allowed: {key} is a field of the schema, which cannot be deleted; "
+            f"set it instead ({key}=<value>, or null where the field takes null)"
+        )
     return None
 
 
@@ -377,6 +438,7 @@ def _presets(group: str = "experiment") -> list[str]:
 def _chosen(group: str, overrides: list[str]) -> list[str]:
     """The options the command line picks for ``group`` (every value of a sweep)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import Glob
 
     try:
         parsed = OverridesParser.create().parse_overrides(list(overrides))
@@ -386,7 +448,9 @@ def _chosen(group: str, overrides: list[str]) -> list[str]:
     for override in parsed:
         if override.key_or_group != group or override.is_delete():
             continue
-        if override.is_sweep_override():
+        if isinstance(override.value(), Glob):  # matched against the shipped presets
+            chosen.extend(override.value().filter(_presets(group)))
+        elif override.is_sweep_override():
             chosen.extend(override.sweep_string_iterator())
         else:
             chosen.append(override.get_value_element_as_str())

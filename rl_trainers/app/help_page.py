@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -93,13 +93,14 @@ def _option_field_lines(schema: type | None = None) -> list[str]:
     return lines
 
 
-def group_options(algorithm: str) -> dict[str, list[str]]:
+def group_options(algorithm: str, user_dirs: Sequence[str] = ()) -> dict[str, list[str]]:
     """The options of each config group a user can pick for ``algorithm`` (e.g. ``ppo``).
 
     Options registered in code keep their order (the default first); YAML options are sorted.
     Only what the algorithm can run is listed: its own ``experiment`` and ``hparams_search``
     presets, and the ``env`` presets whose action space (``ENV_PRESET_ACTIONS``) is the one
-    its root schema's ``action_space_kind`` needs.
+    its root schema's ``action_space_kind`` needs. The options of the config directories
+    ``user_dirs`` (``--config-dir``, ``hydra.searchpath``) follow, all of them.
     """
     schema = ROOT_SCHEMAS.get(f"{algorithm}_trainer_schema")
     groups: dict[str, list[str]] = {  # ``<name>_schema``: the node of recipes/<group>/<name>.yaml
@@ -114,7 +115,37 @@ def group_options(algorithm: str) -> dict[str, list[str]]:
             groups[group] = [o for o in groups[group] if runs(o)]
             if not groups[group]:  # no preset for this algorithm (pg has no experiment)
                 del groups[group]
+    for directory in user_dirs:
+        for path in sorted(Path(directory).glob("*/*.yaml")):
+            options = groups.setdefault(path.parent.name, [])
+            if path.stem not in options:
+                options.append(path.stem)
     return dict(sorted(groups.items()))
+
+
+def user_config_dirs(args: Sequence[str]) -> list[str]:
+    """The config directories of the user's own on a command line: ``--config-dir``
+    (``-cd``) and the ``file://`` entries of ``hydra.searchpath=[...]``, which Hydra searches
+    for group options too."""
+    dirs = []
+    for i, word in enumerate(args):
+        name, eq, value = word.partition("=")
+        if name in ("--config-dir", "-cd"):
+            if not eq:
+                value = args[i + 1] if i + 1 < len(args) else ""
+            dirs.append(value)
+        elif name.lstrip("+") == "hydra.searchpath" and eq:
+            from hydra.core.override_parser.overrides_parser import OverridesParser
+
+            try:
+                paths = OverridesParser.create().parse_override(word).value()
+            except Exception:  # noqa: BLE001 - Hydra reports a bad override itself
+                continue
+            if isinstance(paths, list):
+                dirs.extend(
+                    p.removeprefix("file://") for p in paths if str(p).startswith("file://")
+                )
+    return [d for d in dirs if d and Path(d).is_dir()]
 
 
 def _runnable(algorithm: str, schema: type | None) -> dict[str, Callable[[str], bool]]:
@@ -160,12 +191,13 @@ def _example_env(algorithm: str) -> str:
 _TITLES = {"pg": "PG (REINFORCE, the vanilla policy gradient)"}
 
 
-def help_template(algorithm: str, schema: type) -> str:
-    """The ``--help`` page: groups with their options, every field with its description, and
-    the composed config (``$CONFIG``, so overrides given with ``--help`` show there)."""
+def help_template(algorithm: str, schema: type, user_dirs: Sequence[str] = ()) -> str:
+    """The ``--help`` page: groups with their options (those of the config directories
+    ``user_dirs`` too), every field with its description, and the composed config
+    (``$CONFIG``, so overrides given with ``--help`` show there)."""
     name = algorithm.removesuffix("_trainer")
     groups = []
-    for g, o in group_options(name).items():
+    for g, o in group_options(name, user_dirs).items():
         if o or g != "hparams_search":
             groups.append(f"  {'+' if g == 'hparams_search' else ''}{g}: {', '.join(o)}")
         if g == "env":
@@ -208,8 +240,9 @@ def help_template(algorithm: str, schema: type) -> str:
     return text.replace("${", "$\\${") + "\n$CONFIG"
 
 
-def register_help() -> None:
-    """Store one ``hydra/help`` option per algorithm (selected in its primary YAML)."""
+def register_help(user_dirs: Sequence[str] = ()) -> None:
+    """Store one ``hydra/help`` option per algorithm (selected in its primary YAML), listing
+    the options of the config directories ``user_dirs`` too."""
     store = ConfigStore.instance()
     for schema_name, schema in ROOT_SCHEMAS.items():
         algorithm = schema_name.removesuffix("_schema")
@@ -217,7 +250,7 @@ def register_help() -> None:
             "app_name": algorithm,
             "header": "",
             "footer": "",
-            "template": help_template(algorithm, schema),
+            "template": help_template(algorithm, schema, user_dirs),
         }
         store.store(group="hydra/help", name=algorithm, node=node)
 

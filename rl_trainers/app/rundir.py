@@ -113,6 +113,148 @@ class KeepPreviousRunConfig(Callback):
         _keep(config, "hydra.sweep.dir", jobs=True)  # a resumed sweep's job directories
 
 
+class SweepStart(Callback):
+    """Hydra resolves ``hydra.sweep.dir`` once for the sweep (where it writes
+    ``multirun.yaml``) and again for each job, from the job's own config. The recipes'
+    sweep directory names the env (``multirun/<algorithm>/<env_name>/<time>``), so a sweep
+    over the env (``-m env=pendulum,acrobot``, ``experiment=...``) scattered its jobs over one
+    directory per env, none of them the sweep's. This callback (in every recipe's
+    ``hydra.callbacks``) resolves the sweep directory once, from the sweep's config, and
+    gives it to every job as a Hydra override: all jobs land in ``<sweep dir>/<job number>``
+    beside ``multirun.yaml``; a sweep over envs is named ``env_sweep`` in place of the env
+    (``multirun/ppo/env_sweep/<time>``). A ``hydra.sweep.dir=...`` given on the command line
+    is left as written.
+
+    It also warns, once, of an Optuna study that minimises: the plugin's default direction,
+    where every job returns its final mean return (:func:`warn_minimised_return`)."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        check_basic_sweeps(config)
+        pin_sweep_dir(config)
+        warn_minimised_return(config)
+
+
+def check_basic_sweeps(config: DictConfig) -> None:
+    """``interval()`` (or a ``tag()``) given to Hydra's basic sweeper, which takes lists,
+    ``range()``, ``choice()`` and ``glob()``: one ``Error:`` line saying what to write, before
+    the sweep starts (Hydra stopped with a traceback)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import OverrideType, ValueType
+
+    target = str(OmegaConf.select(config, "hydra.sweeper._target_", default="") or "")
+    if not target.endswith(".BasicSweeper"):
+        return
+    words = _raw_list(config, "hydra.overrides.task")
+    try:
+        parsed = OverridesParser.create().parse_overrides(words)
+    except Exception:  # noqa: BLE001 - Hydra reports a bad override itself
+        return
+    for override in parsed:
+        if override.type == OverrideType.CHANGE and override.value_type == ValueType.INTERVAL_SWEEP:
+            from rl_trainers.errors import ConfigError
+
+            from .errors import report_and_exit
+
+            key = override.get_key_element()
+            report_and_exit(
+                str(
+                    ConfigError(
+                        key,
+                        (override.input_line or "").partition("=")[2],
+                        "interval() is a range for the Optuna sweeper: add hydra/sweeper=optuna "
+                        "hydra.sweeper.direction=maximize (docs/scaling.md), or list the values "
+                        "for Hydra's basic sweeper "
+                        f"({key}={override.value().start},{override.value().end})",
+                    )
+                )
+            )
+
+
+def _raw_list(config: DictConfig, key: str) -> list[str]:
+    """The strings of the list at ``key`` as written: an override such as
+    ``optimizer.lr=${loss.gamma}`` is not resolved (nor one that cannot be)."""
+    node = OmegaConf.select(config, key)
+    if not isinstance(node, ListConfig):
+        return []
+    return [str(o) for o in OmegaConf.to_container(node, resolve=False)]
+
+
+def warn_minimised_return(config: DictConfig) -> None:
+    """One ``Warning:`` line for ``hydra/sweeper=optuna`` left at the plugin's
+    ``direction: minimize``: each trial returns the final evaluation's mean return, so the
+    study would look for the worst hyperparameters (the ``hparams_search`` presets set
+    ``maximize``)."""
+    import sys
+
+    target = str(OmegaConf.select(config, "hydra.sweeper._target_", default="") or "")
+    direction = OmegaConf.select(config, "hydra.sweeper.direction", default=None)
+    direction = getattr(direction, "name", direction)  # the plugin's default is an Enum
+    if target.endswith("OptunaSweeper") and direction == "minimize":
+        print(
+            "Warning: hydra.sweeper.direction=minimize: each trial returns its final mean "
+            "return (eval_return_mean), so the study looks for the lowest; add "
+            "hydra.sweeper.direction=maximize to look for the best",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def pin_sweep_dir(config: DictConfig) -> None:
+    """Append ``hydra.sweep.dir=<the sweep directory, resolved>`` to the Hydra overrides
+    every job of the sweep is composed with (see :class:`SweepStart`)."""
+    from omegaconf import read_write
+
+    overrides = OmegaConf.select(config, "hydra.overrides.hydra")
+    if not isinstance(overrides, ListConfig):
+        return
+    if any(
+        o.lstrip("+~").partition("=")[0] == "hydra.sweep.dir"
+        for o in _raw_list(config, "hydra.overrides.hydra")
+    ):
+        return  # the user's own
+    sweep = config.hydra.sweep
+    template = OmegaConf.to_container(sweep, resolve=False).get("dir")
+    if isinstance(template, str) and ENV_NAME in template and _env_swept(config):
+        with read_write(sweep):  # the default env's name would misname the sweep
+            sweep.dir = template.replace(ENV_NAME, ENV_SWEEP_NAME)
+    try:
+        directory = str(
+            OmegaConf.select(config, "hydra.sweep.dir", throw_on_resolution_failure=True)
+        )
+    except Exception:  # noqa: BLE001 - a directory only a job can resolve: left to Hydra
+        return
+    if any(c in directory for c in "'\\$"):
+        return  # not writable as a plain quoted override
+    with read_write(overrides):
+        overrides.append(f"hydra.sweep.dir='{directory}'")
+
+
+#: The env's name in the recipes' sweep directory, and what stands for it in a sweep over
+#: envs (``multirun/ppo/env_sweep/<time>``: each job's env is in its summary.json).
+ENV_NAME = "${env.env_name}"
+ENV_SWEEP_NAME = "env_sweep"
+
+
+def _env_swept(config: DictConfig) -> bool:
+    """Whether the sweep's overrides, or its sweeper's ``params``, vary the env (``env=...``,
+    ``env.env_name=...`` or ``experiment=...``, which may switch it)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    words = _raw_list(config, "hydra.overrides.task")
+    params = OmegaConf.select(config, "hydra.sweeper.params")  # the sweeper's own sweeps
+    if isinstance(params, DictConfig):
+        raw = OmegaConf.to_container(params, resolve=False)
+        words += [f"{key}={value}" for key, value in raw.items()]
+    try:
+        parsed = OverridesParser.create().parse_overrides(words)
+    except Exception:  # noqa: BLE001 - Hydra reports a bad override itself
+        return False
+    return any(
+        o.is_sweep_override() and o.key_or_group in ("env", "env.env_name", "experiment")
+        for o in parsed
+    )
+
+
 def _keep(config: DictConfig, key: str, jobs: bool) -> None:
     try:
         directory = Path(str(OmegaConf.select(config, key, throw_on_resolution_failure=True)))

@@ -16,11 +16,11 @@ import hydra
 from omegaconf import DictConfig
 
 from . import RECIPES_DIR, help_page  # noqa: F401 - help_page stores each --help page
-from .command_line import check_options, check_overrides, config_path_from_here
+from .command_line import check_options, check_overrides, config_path_from_here, options_first
 from .compose_errors import composition_errors
 from .errors import user_errors
 from .launch import started
-from .overrides import translate_torchrl_overrides
+from .overrides import globs_of_options, translate_torchrl_overrides
 from .run import run
 
 
@@ -29,7 +29,67 @@ def train(cfg: DictConfig) -> float:
     return (what a Hydra sweeper optimises)."""
     with user_errors():
         check_saved_config(cfg)
+        check_interpolations(cfg)
         return run(cfg)
+
+
+def check_interpolations(cfg: DictConfig) -> None:
+    """Every ``${...}`` of the config resolves: a key that does not exist
+    (``optimizer.lr=${loss.gama}``) or an environment variable that is not set
+    (``seed=${oc.env:MYSEED}``) is one ``Error:`` line naming the field, before anything
+    reads the config (where it was a traceback from whichever check read the field
+    first)."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import InterpolationResolutionError
+
+    from rl_trainers.errors import ConfigError
+
+    def walk(raw: object, path: str) -> None:
+        if isinstance(raw, dict):
+            for key, value in raw.items():
+                walk(value, f"{path}.{key}" if path else str(key))
+        elif isinstance(raw, list):
+            for index, value in enumerate(raw):
+                walk(value, f"{path}[{index}]")
+        elif isinstance(raw, str) and "${" in raw:
+            try:
+                OmegaConf.select(cfg, path, throw_on_resolution_failure=True)
+            except InterpolationResolutionError as err:
+                raise ConfigError(path, raw, _unresolved(str(err), paths)) from err
+
+    raw = OmegaConf.to_container(cfg, resolve=False)
+    paths = _leaf_paths(raw, "")
+    walk(raw, "")
+
+
+def _leaf_paths(raw: object, path: str) -> list[str]:
+    """The dotted paths of the config's values (for a suggestion)."""
+    if isinstance(raw, dict):
+        return [p for k, v in raw.items() for p in _leaf_paths(v, f"{path}.{k}" if path else k)]
+    return [path] if path else []
+
+
+def _unresolved(message: str, paths: list[str]) -> str:
+    """What to write instead of an interpolation that does not resolve (OmegaConf's
+    ``message``)."""
+    import difflib
+    import re
+
+    first = message.splitlines()[0]
+    missing = re.search(r"Interpolation key '([^']+)' not found", first)
+    if missing:
+        key = missing.group(1)
+        close = difflib.get_close_matches(key, paths, n=1, cutoff=0.6)
+        hint = f": did you mean ${{{close[0]}}}?" if close else ""
+        return f"the interpolation's key {key} is not in the config{hint}"
+    unset = re.search(r"Environment variable '([^']+)' not found", first)
+    if unset:
+        name = unset.group(1)
+        return (
+            f"the environment variable {name} is not set: set it, or give a default, "
+            f"${{oc.env:{name},<default>}}"
+        )
+    return f"its interpolation cannot be resolved: {first}"
 
 
 def check_saved_config(cfg: DictConfig) -> None:
@@ -67,7 +127,12 @@ def main(algorithm: str, argv: Sequence[str] | None = None, program: Sequence[st
     started(algorithm, program)
     check_options(algorithm, args)
     check_overrides(algorithm, args)
-    sys.argv = [sys.argv[0], *translate_torchrl_overrides(args)]  # what hydra.main reads
+    if "--help" in args or "-h" in args:  # list the options of the user's config directories
+        user_dirs = help_page.user_config_dirs(args)
+        if user_dirs:
+            help_page.register_help(user_dirs)
+    args = options_first(globs_of_options(algorithm, translate_torchrl_overrides(args)))
+    sys.argv = [sys.argv[0], *args]  # what hydra.main reads
     hydra_main = hydra.main(
         config_path=RECIPES_DIR, config_name=f"{algorithm}_trainer", version_base=None
     )(train)
