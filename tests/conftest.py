@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -38,6 +39,18 @@ def _thread_count_restored():
     yield
     if torch.get_num_threads() != before:
         torch.set_num_threads(before)
+
+
+@pytest.fixture(autouse=True)
+def _environment_restored():
+    """Every test starts on the process's environment variables, whatever the test before it
+    set (a logger's or a renderer's defaults, a run's settings): the subprocesses a test
+    starts inherit them."""
+    before = dict(os.environ)
+    yield
+    if dict(os.environ) != before:
+        os.environ.clear()
+        os.environ.update(before)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -127,20 +128,25 @@ INTERRUPTED_IN_A_RELAY_THREAD = textwrap.dedent(
 )
 
 
-def test_an_interrupt_delivered_to_another_thread_of_the_caller_stops_the_run(tmp_path):
-    """The kernel gives a process's SIGINT to any of its threads: one that lands in a thread
-    relaying the run's output stops the run too (the caller waited for the run's end)."""
-    script = tmp_path / "caller.py"
-    script.write_text(INTERRUPTED_IN_A_RELAY_THREAD)
-    out = tmp_path / "run"
+def _start_caller(code: str, out: Path) -> subprocess.Popen:
+    """A program running ``code`` that trains a long PPO run into ``out`` with ``train()``."""
+    script = out.parent / "caller.py"
+    script.write_text(code)
     long_run = [*TINY_PPO, "trainer.total_frames=10000000", "trainer.progress_bar=false"]
-    caller = subprocess.Popen(
+    return subprocess.Popen(
         [sys.executable, str(script), str(out), *long_run],
         env=env_with_package(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def test_an_interrupt_delivered_to_another_thread_of_the_caller_stops_the_run(tmp_path):
+    """The kernel gives a process's SIGINT to any of its threads: one that lands in a thread
+    relaying the run's output stops the run too (the caller waited for the run's end)."""
+    out = tmp_path / "run"
+    caller = _start_caller(INTERRUPTED_IN_A_RELAY_THREAD, out)
     try:
         stdout, stderr = caller.communicate(timeout=120)
     finally:
@@ -162,17 +168,8 @@ def test_an_interrupt_delivered_to_another_thread_of_the_caller_stops_the_run(tm
 def test_an_interrupt_stops_the_run_with_a_checkpoint_and_raises(tmp_path):
     """Ctrl-C in the calling program (SIGINT to it alone: the run has a session of its own)
     reaches the run, which checkpoints and ends; train() then raises KeyboardInterrupt."""
-    script = tmp_path / "caller.py"
-    script.write_text(INTERRUPTED)
     out = tmp_path / "run"
-    long_run = [*TINY_PPO, "trainer.total_frames=10000000", "trainer.progress_bar=false"]
-    caller = subprocess.Popen(
-        [sys.executable, str(script), str(out), *long_run],
-        env=env_with_package(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    caller = _start_caller(INTERRUPTED, out)
     run_processes = []
     try:
         deadline = time.monotonic() + 120
