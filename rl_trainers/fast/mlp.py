@@ -81,7 +81,11 @@ def fusable_input(x: torch.Tensor) -> bool:
 
 
 def _build_plan(mlp: nn.Sequential) -> tuple | None:
-    """``(linears, activation codes)`` if ``mlp`` is Linear[/act] blocks only, else None."""
+    """``(linears, activation codes)`` if ``mlp`` is Linear[/act] blocks only, called
+    through one of :data:`SEQUENTIAL_FORWARDS`, else None (a module's type does not change,
+    so the cached plan keeps the answer)."""
+    if not isinstance(mlp, nn.Sequential) or type(mlp).forward not in SEQUENTIAL_FORWARDS:
+        return None
     linears: list[nn.Linear] = []
     acts: list[int] = []
     for module in mlp:
@@ -99,10 +103,7 @@ def _build_plan(mlp: nn.Sequential) -> tuple | None:
 
 
 def _plan_for(mlp: nn.Sequential) -> tuple | None:
-    """The cached plan of ``mlp``, rebuilt whenever its list of sub-modules changes; None
-    for a module not called through one of :data:`SEQUENTIAL_FORWARDS`."""
-    if not isinstance(mlp, nn.Sequential) or type(mlp).forward not in SEQUENTIAL_FORWARDS:
-        return None
+    """The cached plan of ``mlp``, rebuilt whenever its list of sub-modules changes."""
     modules = tuple(mlp._modules.values())
     cached = mlp.__dict__.get("_fused_plan_cache")
     if cached is not None and cached[0] == modules:
